@@ -1,0 +1,187 @@
+#pragma once
+// The validated configuration: plain structs built once from YAML (see load.hpp), held in an
+// immutable snapshot `std::shared_ptr<const config>` and swapped whole on reload. Setting names
+// follow Cloudflare's waiting-room API; every field has its default here.
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace waitroom::config {
+
+using duration = std::chrono::milliseconds;
+using time_point = std::chrono::system_clock::time_point;
+
+// `tls: {cert, key}` on a listener: PEM files.
+struct tls_files {
+    std::string cert;  // certificate chain file (PEM)
+    std::string key;   // private key file (PEM)
+};
+
+// One public listener, written "host:port" (IPv6 as "[::1]:8080").
+struct listener {
+    std::string host = "0.0.0.0";  // address to bind
+    std::uint16_t port = 8080;     // port to bind; 0 = any free port (tests)
+    std::optional<tls_files> tls;  // terminate TLS on this listener when set
+};
+
+// The origin every admitted request is forwarded to.
+struct origin {
+    std::string url = "http://127.0.0.1:3000";          // as written
+    bool tls = false;                                    // https:// origin
+    std::string host = "127.0.0.1";                      // host part of url
+    std::uint16_t port = 3000;                           // port of url (80/443 by default)
+    std::string base_path;                               // path prefix of url, "" for none
+    duration connect_timeout = std::chrono::seconds{5};  // TCP (+TLS) connect → 502 when over
+    duration timeout = std::chrono::seconds{60};         // waiting for response headers → 504
+    std::size_t max_connections = 256;  // keep-alive connections kept per worker thread
+    duration idle_timeout = std::chrono::seconds{60};  // idle pooled connection is closed after
+    bool verify_tls = true;                            // verify the origin's certificate
+    std::string ca_file;     // extra CA bundle for https origins ("" = system store)
+    std::string server_name; // SNI and verified name ("" = host)
+};
+
+// Limits and timeouts of client connections.
+struct limits {
+    std::size_t max_header_bytes = 16 * 1024;          // request line + headers → 431 when over
+    std::uint64_t max_body_bytes = 1ull << 30;         // request body → 413 when over (0 = none)
+    duration header_timeout = std::chrono::seconds{10};  // whole header must arrive → 408
+    duration body_timeout = std::chrono::seconds{60};    // no body progress for this long → close
+    duration keepalive_timeout = std::chrono::seconds{75};  // idle client connection closed after
+    duration drain_timeout = std::chrono::seconds{30};  // SIGTERM: in-flight requests get this long
+    std::size_t max_connections = 10000;  // client connections per worker; accept pauses above
+};
+
+struct node_info {
+    std::string id;                      // default: the host name
+    std::string datacenter = "local";    // groups nodes in the room state
+};
+
+// One cookie key: exactly one of secret_file / secret_env; 32 bytes, base64.
+struct cookie_key {
+    std::string id;           // short id carried in clear in the cookie (1-8 chars, [A-Za-z0-9_-])
+    std::string secret_file;  // file holding the base64 key
+    std::string secret_env;   // environment variable holding the base64 key
+};
+
+struct cookie_settings {
+    std::vector<cookie_key> keys;  // first encrypts, all decrypt; empty = generated key file
+    std::string key_file;          // generated key file; default "<config dir>/waitroom.key"
+};
+
+enum class state_backend { local, redis };
+
+struct state_settings {
+    state_backend backend = state_backend::local;
+    std::string url = "redis://127.0.0.1:6379/0";          // redis only
+    duration sync_interval = std::chrono::seconds{1};      // push deltas / pull state / lease
+    duration timeout = std::chrono::milliseconds{500};     // per store call
+};
+
+struct admin_settings {
+    std::string listen = "127.0.0.1:9090";  // "" disables the admin listener
+    std::string token_file;                 // bearer token file
+    std::string token_env;                  // bearer token environment variable
+};
+
+struct logging_settings {
+    std::string level = "info";  // trace | debug | info | warn | error | critical | off
+    std::string access_log;      // path of a JSON-lines access log; "" = off, "-" = stdout
+};
+
+// Test-only settings; documented in the README, never for production.
+struct testing_settings {
+    double time_scale = 1.0;  // the product's clock runs this many times faster than real time
+};
+
+struct route {
+    std::string host;  // "" = any host ("*" is stored as "")
+    std::string path = "/";  // path prefix
+};
+
+// A bypass rule: the request goes straight to the origin, uncounted, when it matches.
+struct bypass_rule {
+    enum class kind { path_prefix, header, ip, method };
+    kind type = kind::path_prefix;
+    std::string value;                        // prefix, header name, CIDR or method
+    std::optional<std::string> header_value;  // header: equal to this (absent = present)
+    // ip: the parsed CIDR (16 bytes, IPv4 as v4-mapped IPv6) and its prefix length.
+    std::array<std::uint8_t, 16> net{};
+    unsigned prefix_len = 0;
+};
+
+enum class queueing_method { fifo, random, passthrough, reject };
+
+enum class same_site { auto_, lax, strict, none };
+enum class secure_mode { auto_, always, never };
+
+struct cookie_attributes {
+    same_site samesite = same_site::auto_;
+    secure_mode secure = secure_mode::auto_;
+};
+
+// A scheduled event: fields left unset fall back to the room's.
+struct event {
+    std::string name;
+    std::string description;
+    std::optional<time_point> prequeue_start_time;
+    time_point event_start_time;
+    time_point event_end_time;
+    std::optional<std::uint32_t> total_active_users;
+    std::optional<std::uint32_t> new_users_per_minute;
+    std::optional<duration> session_duration;
+    std::optional<bool> disable_session_renewal;
+    std::optional<queueing_method> queueing_method;
+    std::optional<bool> suspended;
+    std::optional<std::string> custom_page_html;
+    bool shuffle_at_event_start = false;
+};
+
+struct room {
+    std::string id;                 // default: slug of name
+    std::string name;
+    std::string description;
+    std::string host;               // "" = any host
+    std::string path = "/";         // path prefix; the most specific room wins
+    std::vector<route> additional_routes;
+    std::uint32_t total_active_users = 0;     // required, > 0
+    std::uint32_t new_users_per_minute = 0;   // required, > 0
+    duration session_duration = std::chrono::minutes{5};
+    bool disable_session_renewal = false;
+    queueing_method method = queueing_method::fifo;  // YAML key: queueing_method
+    bool queue_all = false;
+    bool suspended = false;
+    std::uint16_t queueing_status_code = 200;        // 200 | 202 | 429
+    bool json_response_enabled = false;
+    duration refresh_interval = std::chrono::seconds{20};
+    std::string custom_page_html;                    // template file; "" = default template
+    std::string default_template_language = "en-US";
+    std::string cookie_suffix;                       // cookie becomes _cfwaitingroom_<suffix>
+    cookie_attributes cookie_attrs;                  // YAML key: cookie_attributes
+    bool revoke_enabled = false;                     // YAML: enabled_origin_commands: [revoke]
+    std::vector<bypass_rule> bypass;
+    std::vector<event> events;
+};
+
+struct config {
+    std::string source_path;  // file this was loaded from ("" for inline)
+    std::vector<listener> listen{listener{}};
+    origin origin;
+    unsigned threads = 0;  // worker threads; 0 = auto (one per core)
+    node_info node;
+    cookie_settings cookie;
+    state_settings state;
+    admin_settings admin;
+    logging_settings logging;
+    limits limits;
+    testing_settings testing;
+    std::vector<room> rooms;
+};
+
+using snapshot = std::shared_ptr<const config>;
+
+}  // namespace waitroom::config

@@ -1,0 +1,20 @@
+#pragma once
+// What the admission cookie carries about one visitor. The gateway keeps no per-visitor
+// state, so everything the room engine needs to count and order a visitor lives here.
+
+#include <cstdint>
+#include <string>
+
+namespace waitroom::cookie {
+
+struct payload {
+    std::uint8_t version = 1;        // format version
+    std::string room;                // room id (bound as associated data, not in the ciphertext)
+    std::int64_t bucket = 0;         // arrival bucket: unix ms of the start of the arrival window
+    std::int64_t accepted_at = 0;    // unix ms when admitted; 0 while waiting
+    std::int64_t last_check_in = 0;  // unix ms of the last request that was counted
+    std::uint64_t ticket = 0;        // random; orders visitors inside a bucket, drives `random`
+    std::uint32_t event_id = 0;      // event the visitor arrived under; 0 = none
+};
+
+}  // namespace waitroom::cookie
