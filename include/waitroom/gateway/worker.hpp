@@ -1,0 +1,62 @@
+#pragma once
+// The gateway's face to server/: one `worker` per io_context (one per core). A worker owns its
+// SO_REUSEPORT acceptors and every connection accepted on them for their whole life, so the
+// connection code runs as if single-threaded.
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "waitroom/config/config.hpp"
+#include "waitroom/util/clock.hpp"
+
+namespace waitroom::gateway {
+
+// What every worker shares. Read-mostly; the config pointer is swapped whole on reload.
+class shared_context {
+public:
+    shared_context(config::snapshot cfg, std::shared_ptr<const util::clock> clock)
+        : cfg_(std::move(cfg)), clock_(std::move(clock)) {}
+
+    config::snapshot config() const { return cfg_.load(std::memory_order_acquire); }
+    void set_config(config::snapshot cfg) { cfg_.store(std::move(cfg), std::memory_order_release); }
+    const util::clock& clock() const { return *clock_; }
+
+private:
+    std::atomic<config::snapshot> cfg_;
+    std::shared_ptr<const util::clock> clock_;
+};
+
+class worker {
+public:
+    worker(boost::asio::io_context& ioc, std::shared_ptr<shared_context> ctx, unsigned index);
+    ~worker();
+    worker(const worker&) = delete;
+    worker& operator=(const worker&) = delete;
+
+    // Opens one SO_REUSEPORT acceptor per endpoint and starts accepting. Endpoints must carry
+    // concrete ports (server/ resolves port 0 once, for all workers). `tls` is parallel to
+    // `endpoints`: the listener config of each. Throws std::system_error on a bind failure.
+    void start(const std::vector<boost::asio::ip::tcp::endpoint>& endpoints,
+               const std::vector<config::listener>& listeners);
+
+    // Stops accepting. Idle keep-alive connections close; a connection with a request in
+    // flight finishes it, then closes. Must be called on (or posted to) the worker's thread.
+    void drain();
+
+    // Closes everything still open (drain timeout passed). Worker's thread.
+    void close_all();
+
+    // Connections open on this worker (any thread may read).
+    std::size_t open_connections() const;
+
+private:
+    struct impl;
+    std::unique_ptr<impl> impl_;
+};
+
+}  // namespace waitroom::gateway
