@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# Proxy speed, side by side in one run: nginx `proxy_pass` (upstream keep-alive) and waitroomd,
+# in front of the same nginx origin, each proxy pinned to core 0 with one worker, driven in turn
+# by wrk pinned to core 1 (the origin shares core 1). Prints req/s, p50, p99 and the proxy's CPU
+# time per request (utime+stime from /proc), and waitroomd's ratio to nginx.
+#   bench/proxy.sh [BUILD_DIR] [DURATION_S] [CONNECTIONS]
+# Needs: scripts/install-deps.sh bench (nginx-light, wrk). A room with limits far above the load
+# checks every request; wrk sends the admission cookie a first request received, as a returning
+# admitted visitor would.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build="${1:-build}"
+secs="${2:-10}"
+conns="${3:-64}"
+waitroomd="$build/src/waitroomd"
+[[ -x "$waitroomd" ]] || { echo "build first: scripts/build.sh $build" >&2; exit 1; }
+command -v wrk >/dev/null && command -v nginx >/dev/null || scripts/install-deps.sh bench
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() { for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; return 1; }
+
+origin_port=$(free_port); nginx_port=$(free_port); wr_port=$(free_port); admin_port=$(free_port)
+mkdir -p "$work/www" "$work/origin" "$work/proxy"
+head -c 64 /dev/zero | tr '\0' 'a' > "$work/www/64"
+head -c 16384 /dev/zero | tr '\0' 'b' > "$work/www/16k"
+
+cat > "$work/origin/nginx.conf" <<CONF
+worker_processes 1;
+error_log $work/origin/error.log warn;
+pid $work/origin/nginx.pid;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $work/origin; proxy_temp_path $work/origin;
+  fastcgi_temp_path $work/origin; uwsgi_temp_path $work/origin; scgi_temp_path $work/origin;
+  keepalive_requests 1000000;
+  server { listen 127.0.0.1:$origin_port; root $work/www; default_type text/plain; }
+}
+CONF
+cat > "$work/proxy/nginx.conf" <<CONF
+worker_processes 1;
+error_log $work/proxy/error.log warn;
+pid $work/proxy/nginx.pid;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $work/proxy; proxy_temp_path $work/proxy;
+  fastcgi_temp_path $work/proxy; uwsgi_temp_path $work/proxy; scgi_temp_path $work/proxy;
+  keepalive_requests 1000000;
+  upstream origin { server 127.0.0.1:$origin_port; keepalive 64; }
+  server {
+    listen 127.0.0.1:$nginx_port;
+    location / {
+      proxy_pass http://origin;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
+      proxy_set_header X-Forwarded-Proto \$scheme;
+      proxy_set_header X-Forwarded-Host \$host;
+    }
+  }
+}
+CONF
+cat > "$work/waitroom.yaml" <<CONF
+listen: ["127.0.0.1:$wr_port"]
+origin: {url: "http://127.0.0.1:$origin_port", max_connections: 64}
+threads: 1
+admin: {listen: "127.0.0.1:$admin_port"}
+logging: {level: warn}
+cookie: {key_file: $work/bench.key}
+rooms:
+  - name: Bench
+    total_active_users: 100000000
+    new_users_per_minute: 100000000
+    session_duration: 1h
+CONF
+
+taskset -c 1 nginx -p "$work/origin" -c "$work/origin/nginx.conf" -g 'daemon off;' &
+pids+=($!)
+taskset -c 0 nginx -p "$work/proxy" -c "$work/proxy/nginx.conf" -g 'daemon off;' &
+nginx_pid=$!; pids+=($nginx_pid)
+taskset -c 0 "$waitroomd" -c "$work/waitroom.yaml" > "$work/waitroomd.log" 2>&1 &
+wr_pid=$!; pids+=($wr_pid)
+wait_port "$origin_port"; wait_port "$nginx_port"; wait_port "$wr_port"
+
+# CPU ticks (utime+stime) of a process and its children (nginx master + worker).
+cpu_ticks() {
+  local total=0 p
+  for p in "$1" $(pgrep -P "$1" || true); do
+    read -r -a f < "/proc/$p/stat"
+    total=$((total + f[13] + f[14]))
+  done
+  echo "$total"
+}
+hz=$(getconf CLK_TCK)
+
+cookie=$(curl -s -D - -o /dev/null "http://127.0.0.1:$wr_port/64" | tr -d '\r' |
+         awk -F': ' 'tolower($1)=="set-cookie"{split($2,a,";"); print a[1]; exit}')
+hdr=()
+[[ -n "$cookie" ]] && hdr=(-H "Cookie: $cookie")
+
+# run NAME PORT PATH PID -> prints a table row
+run() {
+  local name=$1 port=$2 path=$3 pid=$4 extra=("${@:5}")
+  taskset -c 1 wrk -t1 -c"$conns" -d2s "${extra[@]}" "http://127.0.0.1:$port$path" >/dev/null  # warm-up
+  local before after out
+  before=$(cpu_ticks "$pid")
+  out=$(taskset -c 1 wrk -t1 -c"$conns" -d"${secs}s" --latency "${extra[@]}" "http://127.0.0.1:$port$path")
+  after=$(cpu_ticks "$pid")
+  local reqs rps p50 p99 errs
+  reqs=$(awk '/requests in/{print $1}' <<<"$out")
+  rps=$(awk '/Requests\/sec/{print $2}' <<<"$out")
+  p50=$(awk '$1=="50%"{print $2}' <<<"$out")
+  p99=$(awk '$1=="99%"{print $2}' <<<"$out")
+  errs=$(awk '/Non-2xx|Socket errors/{print}' <<<"$out" | tr '\n' ' ')
+  local us
+  us=$(awk -v t=$((after - before)) -v hz="$hz" -v n="$reqs" 'BEGIN{printf "%.2f", t/hz*1e6/n}')
+  printf '%-10s %-6s %12s %10s %10s %14s  %s\n' "$name" "$path" "$rps" "$p50" "$p99" "$us" "$errs"
+  echo "$name $path $rps $p50 $p99 $us" >> "$work/rows"
+}
+
+echo "proxy speed: ${secs}s per run, wrk -t1 -c$conns, proxies on core 0, wrk+origin on core 1"
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+printf '%-10s %-6s %12s %10s %10s %14s\n' proxy body req/s p50 p99 "cpu us/req"
+for path in /64 /16k; do
+  run nginx "$nginx_port" "$path" "$nginx_pid"
+  run waitroomd "$wr_port" "$path" "$wr_pid" "${hdr[@]}"
+done
+
+to_us() { awk '{v=$1; if (v ~ /us$/) {sub(/us$/,"",v); print v} else if (v ~ /ms$/) {sub(/ms$/,"",v); print v*1000} else if (v ~ /s$/) {sub(/s$/,"",v); print v*1e6} else print v}' <<<"$1"; }
+echo
+echo "waitroomd / nginx (throughput higher is better; p99 and cpu lower is better)"
+for path in /64 /16k; do
+  read -r _ _ n_rps _ n_p99 n_cpu < <(grep "^nginx $path " "$work/rows")
+  read -r _ _ w_rps _ w_p99 w_cpu < <(grep "^waitroomd $path " "$work/rows")
+  awk -v p="$path" -v a="$w_rps" -v b="$n_rps" -v c="$(to_us "$w_p99")" -v d="$(to_us "$n_p99")" \
+      -v e="$w_cpu" -v f="$n_cpu" \
+      'BEGIN{printf "%-6s throughput %.2fx   p99 %.2fx   cpu/req %.2fx\n", p, a/b, c/d, e/f}'
+done

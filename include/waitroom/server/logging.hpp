@@ -1,0 +1,29 @@
+#pragma once
+// Process logging: the main logger (stderr, level from `logging.level`) and the optional access
+// log (`logging.access_log`), which runs on an spdlog async logger so that writing it never
+// blocks a worker thread.
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <spdlog/common.h>
+
+#include "waitroom/util/access_log.hpp"
+
+namespace waitroom::server {
+
+// Makes the default spdlog logger write to stderr with the house pattern. Call once, early.
+void init_logging();
+
+// The level named by `logging.level`, or nullopt for an unknown name.
+std::optional<spdlog::level::level_enum> parse_level(const std::string& name);
+
+// Sets the default logger's level; an unknown name keeps the current level and logs a warning.
+void apply_level(const std::string& name);
+
+// Opens the access log: "" = off (returns null), "-" = stdout, otherwise a file appended to.
+// Throws spdlog::spdlog_ex when the file cannot be opened (a startup error).
+std::shared_ptr<util::access_log> open_access_log(const std::string& where);
+
+}  // namespace waitroom::server

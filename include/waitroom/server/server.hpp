@@ -1,0 +1,40 @@
+#pragma once
+// The gateway as a process: worker threads (one io_context and one gateway::worker each),
+// listeners resolved once for all workers, and the control loop that handles signals — reload
+// on RELOAD_SIGNAL, drain and exit on GRACEFUL_SHUTDOWN_SIGNALS. Only this module creates
+// threads or handles signals.
+
+#include <csignal>
+#include <memory>
+#include <string>
+
+#include "waitroom/config/config.hpp"
+
+namespace waitroom::server {
+
+// Reloads the configuration file in place (nghttpx names signals for their purpose).
+inline constexpr int RELOAD_SIGNAL = SIGHUP;
+// Stops accepting, lets in-flight requests finish (up to limits.drain_timeout), then exits.
+inline constexpr int GRACEFUL_SHUTDOWN_SIGNALS[] = {SIGTERM, SIGINT};
+
+class server {
+public:
+    // `config_path` is the file `cfg` came from; a reload reads it again.
+    server(std::string config_path, config::snapshot cfg);
+    ~server();
+    server(const server&) = delete;
+    server& operator=(const server&) = delete;
+
+    // Starts the workers and blocks until a graceful shutdown has finished. Returns the
+    // process exit code: 0 after a shutdown, 1 when startup failed (the reason is logged).
+    int run();
+
+    // Starts a graceful shutdown as a signal would; any thread.
+    void stop();
+
+private:
+    struct impl;
+    std::unique_ptr<impl> impl_;
+};
+
+}  // namespace waitroom::server

@@ -1,0 +1,85 @@
+#pragma once
+// The access log the gateway writes one line per request to: JSON lines handed to an spdlog
+// async logger, so formatting is the only cost on the request path and the file I/O happens on
+// the logger's own thread. Header-only so that gateway/ can call it without linking server/,
+// which creates the logger (see waitroom/server/logging.hpp).
+
+#include <spdlog/logger.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace waitroom::util {
+
+// What one finished request contributes to the access log.
+struct access_record {
+    std::string_view remote;    // client address
+    std::string_view method;    // request method
+    std::string_view target;    // request target as received
+    std::string_view host;      // Host header
+    unsigned status = 0;        // response status sent
+    std::uint64_t bytes_sent = 0;  // response body bytes sent to the client
+    std::chrono::microseconds duration{0};  // first request byte to last response byte
+    std::string_view room;      // room id, "" when no room matched
+    std::string_view decision;  // admit | queue | reject | pass | bypass | ""
+    std::int64_t unix_ms = 0;   // when the request finished (product clock)
+};
+
+class access_log {
+public:
+    explicit access_log(std::shared_ptr<spdlog::logger> logger) : logger_(std::move(logger)) {}
+
+    // Formats one JSON line and queues it; never blocks on I/O (the logger drops the oldest
+    // line when its queue is full rather than stall a worker).
+    void write(const access_record& r) const {
+        std::string line;
+        line.reserve(160 + r.target.size());
+        line += "{\"ts\":";
+        line += std::to_string(r.unix_ms);
+        append_field(line, "remote", r.remote);
+        append_field(line, "method", r.method);
+        append_field(line, "target", r.target);
+        append_field(line, "host", r.host);
+        line += ",\"status\":";
+        line += std::to_string(r.status);
+        line += ",\"bytes\":";
+        line += std::to_string(r.bytes_sent);
+        line += ",\"us\":";
+        line += std::to_string(r.duration.count());
+        append_field(line, "room", r.room);
+        append_field(line, "decision", r.decision);
+        line += '}';
+        logger_->info(line);
+    }
+
+    spdlog::logger& logger() const { return *logger_; }
+
+private:
+    static void append_field(std::string& out, std::string_view key, std::string_view value) {
+        out += ",\"";
+        out += key;
+        out += "\":\"";
+        static constexpr char hex[] = "0123456789abcdef";
+        for (unsigned char c : value) {
+            if (c == '"' || c == '\\') {
+                out += '\\';
+                out += static_cast<char>(c);
+            } else if (c < 0x20 || c == 0x7f) {
+                out += "\\u00";
+                out += hex[c >> 4];
+                out += hex[c & 0xf];
+            } else {
+                out += static_cast<char>(c);
+            }
+        }
+        out += '"';
+    }
+
+    std::shared_ptr<spdlog::logger> logger_;
+};
+
+}  // namespace waitroom::util
