@@ -15,6 +15,11 @@ struct payload {
     std::int64_t last_check_in = 0;  // unix ms of the last request that was counted
     std::uint64_t ticket = 0;        // random; orders visitors inside a bucket, drives `random`
     std::uint32_t event_id = 0;      // event the visitor arrived under; 0 = none
+    // Bits the room engine owns (e.g. "counted as waiting", "prequeued for the event"); stored
+    // as a varint, so small values cost one byte and new bits need no format change.
+    std::uint32_t flags = 0;
+
+    friend bool operator==(const payload&, const payload&) = default;
 };
 
 }  // namespace waitroom::cookie

@@ -1,0 +1,42 @@
+#pragma once
+// The HTTP side of the admission cookie: its name, the Set-Cookie header we send, and finding
+// our value in a request's Cookie header. Pure string work, no allocation when only reading.
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "waitroom/config/config.hpp"
+
+namespace waitroom::cookie {
+
+inline constexpr std::string_view base_cookie_name = "_cfwaitingroom";
+
+// `_cfwaitingroom`, or `_cfwaitingroom_<suffix>` when a suffix is set (Cloudflare's naming).
+std::string cookie_name(std::string_view cookie_suffix);
+
+// The SameSite and Secure a response gets, after resolving Cloudflare's `auto`:
+// secure auto = Secure when the visitor reached us over TLS (directly or per a trusted
+// X-Forwarded-Proto, which the caller decides); samesite auto = None when Secure, else Lax.
+struct resolved_attributes {
+    config::same_site samesite = config::same_site::lax;  // never auto_
+    bool secure = false;
+};
+resolved_attributes resolve_attributes(const config::cookie_attributes& attrs,
+                                       bool visitor_tls) noexcept;
+
+// The value of a Set-Cookie header:
+// `<name>=<value>; Max-Age=<s>; Path=/; HttpOnly; SameSite=<x>[; Secure]`.
+// A negative max_age is written as 0 (delete the cookie).
+std::string set_cookie_value(std::string_view name, std::string_view value,
+                             std::chrono::seconds max_age, const config::cookie_attributes& attrs,
+                             bool visitor_tls);
+
+// Our cookie's value in a request `Cookie:` header: the first pair named exactly `name` whose
+// value is well formed (non-empty, only [A-Za-z0-9._-], optionally in double quotes). Tolerates
+// extra spaces, empty pairs and other cookies. The view points into `header`.
+std::optional<std::string_view> find_cookie(std::string_view header,
+                                            std::string_view name) noexcept;
+
+}  // namespace waitroom::cookie

@@ -1,0 +1,113 @@
+#include "waitroom/cookie/http_cookie.hpp"
+
+namespace waitroom::cookie {
+namespace {
+
+std::string_view trim(std::string_view s) noexcept {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
+        s.remove_prefix(1);
+    }
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
+        s.remove_suffix(1);
+    }
+    return s;
+}
+
+bool well_formed_value(std::string_view v) noexcept {
+    if (v.empty()) {
+        return false;
+    }
+    for (char c : v) {
+        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                  c == '-' || c == '_' || c == '.';
+        if (!ok) {
+            return false;
+        }
+    }
+    return true;
+}
+
+}  // namespace
+
+std::string cookie_name(std::string_view cookie_suffix) {
+    std::string name(base_cookie_name);
+    if (!cookie_suffix.empty()) {
+        name.push_back('_');
+        name.append(cookie_suffix);
+    }
+    return name;
+}
+
+resolved_attributes resolve_attributes(const config::cookie_attributes& attrs,
+                                       bool visitor_tls) noexcept {
+    resolved_attributes r;
+    switch (attrs.secure) {
+        case config::secure_mode::always:
+            r.secure = true;
+            break;
+        case config::secure_mode::never:
+            r.secure = false;
+            break;
+        case config::secure_mode::auto_:
+            r.secure = visitor_tls;
+            break;
+    }
+    r.samesite = attrs.samesite;
+    if (r.samesite == config::same_site::auto_) {
+        // Cloudflare's auto: a cookie that is Secure may travel cross-site; one that is not
+        // stays Lax (browsers drop SameSite=None without Secure).
+        r.samesite = r.secure ? config::same_site::none : config::same_site::lax;
+    }
+    return r;
+}
+
+std::string set_cookie_value(std::string_view name, std::string_view value,
+                             std::chrono::seconds max_age, const config::cookie_attributes& attrs,
+                             bool visitor_tls) {
+    const resolved_attributes r = resolve_attributes(attrs, visitor_tls);
+    const long long age = max_age.count() < 0 ? 0 : static_cast<long long>(max_age.count());
+    std::string out;
+    out.reserve(name.size() + value.size() + 80);
+    out.append(name).append("=").append(value);
+    out.append("; Max-Age=").append(std::to_string(age));
+    out.append("; Path=/; HttpOnly; SameSite=");
+    switch (r.samesite) {
+        case config::same_site::strict:
+            out.append("Strict");
+            break;
+        case config::same_site::none:
+            out.append("None");
+            break;
+        case config::same_site::lax:
+        case config::same_site::auto_:
+            out.append("Lax");
+            break;
+    }
+    if (r.secure) {
+        out.append("; Secure");
+    }
+    return out;
+}
+
+std::optional<std::string_view> find_cookie(std::string_view header,
+                                            std::string_view name) noexcept {
+    while (!header.empty()) {
+        const std::size_t semi = header.find(';');
+        std::string_view pair = header.substr(0, semi);
+        header = semi == std::string_view::npos ? std::string_view{} : header.substr(semi + 1);
+        const std::size_t eq = pair.find('=');
+        if (eq == std::string_view::npos || trim(pair.substr(0, eq)) != name) {
+            continue;
+        }
+        std::string_view value = trim(pair.substr(eq + 1));
+        if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
+            value = value.substr(1, value.size() - 2);
+        }
+        if (well_formed_value(value)) {
+            return value;
+        }
+    }
+    return std::nullopt;
+}
+
+}  // namespace waitroom::cookie
