@@ -80,6 +80,12 @@ struct state_settings {
     std::string url = "redis://127.0.0.1:6379/0";          // redis only
     duration sync_interval = std::chrono::seconds{1};      // push deltas / pull state / lease
     duration timeout = std::chrono::milliseconds{500};     // per store call
+    // Parts of `url`, filled by the loader.
+    std::string redis_host = "127.0.0.1";
+    std::uint16_t redis_port = 6379;
+    unsigned redis_db = 0;
+    std::string redis_username;  // "" = none (AUTH with the password only)
+    std::string redis_password;  // "" = no AUTH
 };
 
 struct admin_settings {
@@ -135,7 +141,8 @@ struct event {
     std::optional<std::uint32_t> new_users_per_minute;
     std::optional<duration> session_duration;
     std::optional<bool> disable_session_renewal;
-    std::optional<queueing_method> queueing_method;
+    // Qualified: a member named like its type must not use the unqualified type name.
+    std::optional<::waitroom::config::queueing_method> queueing_method;
     std::optional<bool> suspended;
     std::optional<std::string> custom_page_html;
     bool shuffle_at_event_start = false;
@@ -169,15 +176,16 @@ struct room {
 
 struct config {
     std::string source_path;  // file this was loaded from ("" for inline)
+    std::string base_dir;     // absolute folder relative paths in the file were resolved against
     std::vector<listener> listen{listener{}};
-    origin origin;
+    ::waitroom::config::origin origin;
     unsigned threads = 0;  // worker threads; 0 = auto (one per core)
     node_info node;
     cookie_settings cookie;
     state_settings state;
     admin_settings admin;
     logging_settings logging;
-    limits limits;
+    ::waitroom::config::limits limits;
     testing_settings testing;
     std::vector<room> rooms;
 };

@@ -1,0 +1,63 @@
+#pragma once
+// Parsers for the value syntaxes of the configuration file (durations, sizes, RFC 3339 times,
+// CIDRs, listen addresses, URLs). Pure functions, shared by the loader, the admin API and tests.
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "waitroom/config/config.hpp"
+
+namespace waitroom::config {
+
+// "250ms", "90s", "5m", "1h30m": integer amounts with units h, m, s, ms, each at most once and
+// largest first. A bare number has no unit and is rejected.
+std::optional<duration> parse_duration(std::string_view text);
+
+// "16384", "16KiB", "1MiB", "1GiB" (also KB/MB/GB = powers of 1000, and B).
+std::optional<std::uint64_t> parse_size(std::string_view text);
+
+// RFC 3339: "2026-12-01T10:00:00Z", "2026-12-01T11:00:00.5+01:00".
+std::optional<time_point> parse_rfc3339(std::string_view text);
+
+// "10.0.0.0/8", "2001:db8::/32", or a single address. IPv4 becomes v4-mapped IPv6 (prefix + 96);
+// host bits are cleared.
+struct cidr {
+    std::array<std::uint8_t, 16> net{};
+    unsigned prefix_len = 0;
+};
+std::optional<cidr> parse_cidr(std::string_view text);
+
+// "host:port" or "[v6]:port"; the host is returned without brackets. Port 0 is allowed.
+struct host_port {
+    std::string host;
+    std::uint16_t port = 0;
+};
+std::optional<host_port> parse_host_port(std::string_view text);
+
+// "http://host[:port][/base]" or "https://...". Host lowercased, port defaulted (80/443),
+// base path without trailing slash ("" for none). No user info, query or fragment.
+struct http_url {
+    bool tls = false;
+    std::string host;
+    std::uint16_t port = 0;
+    std::string base_path;
+};
+std::optional<http_url> parse_http_url(std::string_view text);
+
+// "redis://[[user]:password@]host[:port][/db]".
+struct redis_url {
+    std::string host;
+    std::uint16_t port = 6379;
+    unsigned db = 0;
+    std::string username;
+    std::string password;
+};
+std::optional<redis_url> parse_redis_url(std::string_view text);
+
+// Room id derived from a name: lowercase [a-z0-9], other runs become one "-", trimmed.
+std::string slug(std::string_view name);
+
+}  // namespace waitroom::config

@@ -1,0 +1,690 @@
+// Loading and validating configuration files: the shipped files load, defaults are filled, and
+// every problem of a bad file is reported with its exact `file:line:column: path: message`.
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "waitroom/config/load.hpp"
+#include "waitroom/config/values.hpp"
+
+namespace waitroom::config {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+// A fresh folder per test that stands for the config file's folder.
+class ConfigDir : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        static int counter = 0;
+        dir_ = fs::temp_directory_path() / ("waitroom-config-test-" + std::to_string(::getpid()) +
+                                            "-" + std::to_string(counter++));
+        fs::create_directories(dir_);
+    }
+    void TearDown() override {
+        std::error_code ec;
+        fs::remove_all(dir_, ec);
+    }
+
+    void write(const std::string& rel, const std::string& text) {
+        fs::create_directories((dir_ / rel).parent_path());
+        std::ofstream(dir_ / rel) << text;
+    }
+
+    load_result load(std::string_view yaml) {
+        return load_string(yaml, "config.yaml", dir_.string());
+    }
+
+    // The problems as `waitroomd check` prints them.
+    static std::vector<std::string> messages(const load_result& r) {
+        std::vector<std::string> out;
+        for (const auto& p : r.problems) {
+            out.push_back(p.to_string());
+        }
+        return out;
+    }
+
+    fs::path dir_;
+};
+
+using Config = ConfigDir;
+
+// ---------------------------------------------------------------- good files
+
+TEST_F(Config, SmallestRoomLoadsWithEveryDefault) {
+    auto r = load(R"yaml(rooms:
+  - name: Shop Checkout
+    total_active_users: 200
+    new_users_per_minute: 100
+)yaml");
+    ASSERT_TRUE(r.ok()) << format_problems(r.problems);
+    const config& c = *r.cfg;
+    ASSERT_EQ(c.listen.size(), 1u);
+    EXPECT_EQ(c.listen[0].host, "0.0.0.0");
+    EXPECT_EQ(c.listen[0].port, 8080);
+    EXPECT_FALSE(c.listen[0].tls);
+    EXPECT_EQ(c.origin.host, "127.0.0.1");
+    EXPECT_EQ(c.origin.port, 3000);
+    EXPECT_EQ(c.threads, 0u);
+    EXPECT_EQ(c.node.datacenter, "local");
+    EXPECT_FALSE(c.node.id.empty());
+    EXPECT_TRUE(c.cookie.keys.empty());
+    EXPECT_EQ(c.cookie.key_file, (dir_ / "waitroom.key").lexically_normal().string());
+    EXPECT_EQ(c.state.backend, state_backend::local);
+    EXPECT_EQ(c.admin.listen, "127.0.0.1:9090");
+    EXPECT_EQ(c.limits.max_header_bytes, 16u * 1024);
+    EXPECT_EQ(c.testing.time_scale, 1.0);
+    EXPECT_EQ(c.base_dir, dir_.lexically_normal().string());
+    ASSERT_EQ(c.rooms.size(), 1u);
+    const room& room = c.rooms[0];
+    EXPECT_EQ(room.id, "shop-checkout");
+    EXPECT_EQ(room.name, "Shop Checkout");
+    EXPECT_EQ(room.host, "");
+    EXPECT_EQ(room.path, "/");
+    EXPECT_EQ(room.total_active_users, 200u);
+    EXPECT_EQ(room.new_users_per_minute, 100u);
+    EXPECT_EQ(room.session_duration, 5min);
+    EXPECT_EQ(room.method, queueing_method::fifo);
+    EXPECT_EQ(room.queueing_status_code, 200);
+    EXPECT_EQ(room.refresh_interval, 20s);
+    EXPECT_FALSE(room.json_response_enabled);
+    EXPECT_EQ(room.default_template_language, "en-US");
+    EXPECT_EQ(room.cookie_attrs.samesite, same_site::auto_);
+    EXPECT_FALSE(room.revoke_enabled);
+}
+
+TEST_F(Config, EmptyFileIsAllDefaults) {
+    auto r = load("");
+    ASSERT_TRUE(r.ok()) << format_problems(r.problems);
+    EXPECT_TRUE(r.cfg->rooms.empty());
+}
+
+TEST_F(Config, DefaultConfigFileLoadsWithASmallDemoRoom) {
+    auto r = load_file(WAITROOM_SOURCE_DIR "/config/waitroom.yaml");
+    ASSERT_TRUE(r.ok()) << format_problems(r.problems);
+    const config& c = *r.cfg;
+    ASSERT_EQ(c.listen.size(), 1u);
+    EXPECT_EQ(c.listen[0].host, "127.0.0.1");
+    EXPECT_EQ(c.listen[0].port, 8080);
+    EXPECT_EQ(c.origin.url, "http://127.0.0.1:3000");
+    EXPECT_EQ(c.admin.listen, "127.0.0.1:9090");
+    EXPECT_EQ(
+        c.cookie.key_file,
+        (fs::absolute(WAITROOM_SOURCE_DIR "/config") / "waitroom.key").lexically_normal().string());
+    ASSERT_EQ(c.rooms.size(), 1u);
+    const room& room = c.rooms[0];
+    EXPECT_EQ(room.name, "Demo shop");
+    EXPECT_EQ(room.id, "demo-shop");
+    EXPECT_EQ(room.path, "/");
+    EXPECT_EQ(room.total_active_users, 3u);
+    EXPECT_EQ(room.new_users_per_minute, 30u);
+    EXPECT_EQ(room.session_duration, 2min);
+    EXPECT_EQ(room.refresh_interval, 10s);
+    EXPECT_TRUE(room.json_response_enabled);
+}
+
+TEST_F(Config, MultiNodeExampleUsesRedisWithSharedKeys) {
+    auto r = load_file(WAITROOM_SOURCE_DIR "/config/examples/multi-node.yaml");
+    ASSERT_TRUE(r.ok()) << format_problems(r.problems);
+    const config& c = *r.cfg;
+    EXPECT_EQ(c.state.backend, state_backend::redis);
+    EXPECT_EQ(c.state.redis_host, "10.0.0.10");
+    EXPECT_EQ(c.state.redis_port, 6379);
+    ASSERT_EQ(c.cookie.keys.size(), 1u);
+    EXPECT_EQ(c.cookie.keys[0].id, "k1");
+    EXPECT_EQ(c.cookie.keys[0].secret_env, "WAITROOM_COOKIE_KEY_K1");
+    EXPECT_EQ(c.admin.token_env, "WAITROOM_ADMIN_TOKEN");
+}
+
+TEST_F(Config, FullExampleLoadsEveryKey) {
+    auto r = load_file(WAITROOM_SOURCE_DIR "/config/examples/full.yaml");
+    ASSERT_TRUE(r.ok()) << format_problems(r.problems);
+    const config& c = *r.cfg;
+    const fs::path examples = fs::absolute(WAITROOM_SOURCE_DIR "/config/examples");
+    auto in_dir = [&](const char* rel) { return (examples / rel).lexically_normal().string(); };
+
+    ASSERT_EQ(c.listen.size(), 2u);
+    EXPECT_EQ(c.listen[1].host, "::");
+    EXPECT_EQ(c.listen[1].port, 8443);
+    ASSERT_TRUE(c.listen[1].tls);
+    EXPECT_EQ(c.listen[1].tls->cert, in_dir("tls/fullchain.pem"));
+    EXPECT_EQ(c.listen[1].tls->key, in_dir("tls/privkey.pem"));
+
+    EXPECT_TRUE(c.origin.tls);
+    EXPECT_EQ(c.origin.host, "shop.internal");
+    EXPECT_EQ(c.origin.port, 8443);
+    EXPECT_EQ(c.origin.base_path, "/app");
+    EXPECT_EQ(c.origin.connect_timeout, 3s);
+    EXPECT_EQ(c.origin.max_connections, 128u);
+    EXPECT_EQ(c.origin.ca_file, in_dir("tls/origin-ca.pem"));
+    EXPECT_EQ(c.threads, 4u);
+    EXPECT_EQ(c.node.id, "edge-1");
+    EXPECT_EQ(c.node.datacenter, "eu-west");
+    ASSERT_EQ(c.cookie.keys.size(), 2u);
+    EXPECT_EQ(c.cookie.keys[1].secret_file, in_dir("keys/k1.key"));
+    EXPECT_EQ(c.state.timeout, 500ms);
+    EXPECT_EQ(c.admin.token_file, in_dir("admin.token"));
+    EXPECT_EQ(c.logging.access_log, in_dir("logs/access.jsonl"));
+    EXPECT_EQ(c.limits.max_header_bytes, 16u * 1024);
+    EXPECT_EQ(c.limits.max_body_bytes, 1ull << 30);
+
+    ASSERT_EQ(c.rooms.size(), 2u);
+    const room& shop = c.rooms[0];
+    EXPECT_EQ(shop.id, "shop");
+    EXPECT_EQ(shop.host, "shop.example.com");
+    EXPECT_EQ(shop.path, "/checkout");
+    ASSERT_EQ(shop.additional_routes.size(), 2u);
+    EXPECT_EQ(shop.additional_routes[0].host, "api.example.com");
+    EXPECT_EQ(shop.additional_routes[1].host, "");
+    EXPECT_EQ(shop.custom_page_html, in_dir("../../templates/queue.en-US.html"));
+    EXPECT_EQ(shop.cookie_suffix, "shop");
+    EXPECT_TRUE(shop.revoke_enabled);
+    ASSERT_EQ(shop.bypass.size(), 6u);
+    EXPECT_EQ(shop.bypass[0].type, bypass_rule::kind::path_prefix);
+    EXPECT_EQ(shop.bypass[1].type, bypass_rule::kind::header);
+    EXPECT_FALSE(shop.bypass[1].header_value);
+    EXPECT_EQ(shop.bypass[2].header_value, "acme");
+    EXPECT_EQ(shop.bypass[3].type, bypass_rule::kind::ip);
+    EXPECT_EQ(shop.bypass[3].prefix_len, 104u);
+    EXPECT_EQ(shop.bypass[4].prefix_len, 32u);
+    EXPECT_EQ(shop.bypass[5].value, "OPTIONS");
+    ASSERT_EQ(shop.events.size(), 1u);
+    const event& ev = shop.events[0];
+    EXPECT_EQ(ev.name, "launch");
+    EXPECT_EQ(ev.prequeue_start_time, parse_rfc3339("2026-12-01T09:50:00Z"));
+    EXPECT_EQ(ev.event_end_time - ev.event_start_time, 2h);
+    EXPECT_EQ(ev.total_active_users, 1000u);
+    EXPECT_EQ(ev.session_duration, duration{10min});
+    EXPECT_EQ(ev.queueing_method, queueing_method::random);
+    EXPECT_TRUE(ev.shuffle_at_event_start);
+    EXPECT_EQ(c.rooms[1].id, "support");
+}
+
+TEST_F(Config, ListenerTakesASingleStringAndIpv6) {
+    auto r = load(R"yaml(listen: "[::1]:0"
+origin: {url: "http://[::1]:3000"}
+)yaml");
+    ASSERT_TRUE(r.ok()) << format_problems(r.problems);
+    ASSERT_EQ(r.cfg->listen.size(), 1u);
+    EXPECT_EQ(r.cfg->listen[0].host, "::1");
+    EXPECT_EQ(r.cfg->listen[0].port, 0);
+    EXPECT_EQ(r.cfg->origin.host, "::1");
+}
+
+TEST_F(Config, HostIsLoweredAndStarMeansAnyHost) {
+    auto r = load(R"yaml(rooms:
+  - {name: a, host: Shop.Example.COM, total_active_users: 1, new_users_per_minute: 1}
+  - {name: b, host: "*", path: /b, total_active_users: 1, new_users_per_minute: 1}
+)yaml");
+    ASSERT_TRUE(r.ok()) << format_problems(r.problems);
+    EXPECT_EQ(r.cfg->rooms[0].host, "shop.example.com");
+    EXPECT_EQ(r.cfg->rooms[1].host, "");
+}
+
+TEST_F(Config, ThreadsAcceptsAutoOrACount) {
+    auto a = load("threads: auto\n");
+    ASSERT_TRUE(a.ok());
+    EXPECT_EQ(a.cfg->threads, 0u);
+    auto b = load("threads: 3\n");
+    ASSERT_TRUE(b.ok());
+    EXPECT_EQ(b.cfg->threads, 3u);
+    EXPECT_EQ(messages(load("threads: many\n")),
+              std::vector<std::string>{
+                  "config.yaml:1:10: threads: must be \"auto\" or a positive number of threads"});
+}
+
+TEST_F(Config, LoadFileResolvesPathsAgainstTheFilesFolder) {
+    write("site/page.html", "hi");
+    write("site/waitroom.yaml", R"yaml(rooms:
+  - {name: a, total_active_users: 1, new_users_per_minute: 1, custom_page_html: page.html}
+)yaml");
+    auto r = load_file((dir_ / "site/waitroom.yaml").string());
+    ASSERT_TRUE(r.ok()) << format_problems(r.problems);
+    EXPECT_EQ(r.cfg->rooms[0].custom_page_html, (dir_ / "site/page.html").string());
+    EXPECT_EQ(r.cfg->source_path, (dir_ / "site/waitroom.yaml").string());
+}
+
+// ---------------------------------------------------------------- bad files
+
+TEST_F(Config, MissingFileIsReportedWithoutPosition) {
+    auto r = load_file((dir_ / "nope.yaml").string());
+    EXPECT_FALSE(r.ok());
+    EXPECT_EQ(messages(r), std::vector<std::string>{(dir_ / "nope.yaml").string() +
+                                                    ": cannot read the file: No such file or "
+                                                    "directory"});
+}
+
+TEST_F(Config, ReportsTheExampleFromTheDesign) {
+    auto r = load(R"yaml(listen: ["0.0.0.0:8080"]
+rooms:
+  - name: one
+    path: /one
+    total_active_users: 10
+    new_users_per_minute: 10
+  - name: two
+    path: /two
+    total_active_users: 0
+    new_users_per_minute: 10
+)yaml");
+    EXPECT_FALSE(r.ok());
+    EXPECT_EQ(messages(r),
+              std::vector<std::string>{
+                  "config.yaml:9:25: rooms[1].total_active_users: must be a positive integer"});
+}
+
+TEST_F(Config, ReportsEveryProblemInOneFileInDocumentOrder) {
+    auto r = load(R"yaml(listen: ["0.0.0.0"]
+origin:
+  url: ftp://origin
+threads: 0
+rooms:
+  - name: shop
+    totl_active_users: 10
+    new_users_per_minute: -5
+    session_duration: 300
+    queueing_method: lifo
+    queueing_status_code: 503
+)yaml");
+    EXPECT_FALSE(r.ok());
+    EXPECT_EQ(messages(r),
+              (std::vector<std::string>{
+                  "config.yaml:1:10: listen[0]: must be \"host:port\" or \"[IPv6]:port\", like "
+                  "0.0.0.0:8080 or [::]:8080",
+                  "config.yaml:3:8: origin.url: must be a URL like http://127.0.0.1:3000 or "
+                  "https://shop.internal/base (http or https, no query)",
+                  "config.yaml:4:10: threads: must be \"auto\" or a positive number of threads",
+                  "config.yaml:6:5: rooms[0].total_active_users: is required",
+                  "config.yaml:7:5: rooms[0].totl_active_users: unknown key; did you mean "
+                  "total_active_users?",
+                  "config.yaml:8:27: rooms[0].new_users_per_minute: must be a positive integer",
+                  "config.yaml:9:23: rooms[0].session_duration: must be a duration like 90s or "
+                  "5m; a bare number has no unit (did you mean 300s?)",
+                  "config.yaml:10:22: rooms[0].queueing_method: must be one of fifo, random, "
+                  "passthrough, reject",
+                  "config.yaml:11:27: rooms[0].queueing_status_code: must be one of 200, 202, 429",
+              }));
+    EXPECT_EQ(format_problems({r.problems[0], r.problems[2]}),
+              "config.yaml:1:10: listen[0]: must be \"host:port\" or \"[IPv6]:port\", like "
+              "0.0.0.0:8080 or [::]:8080\n"
+              "config.yaml:4:10: threads: must be \"auto\" or a positive number of threads\n");
+}
+
+TEST_F(Config, UnknownKeysAnywhereAreErrors) {
+    auto r = load(R"yaml(lisen: ["0.0.0.0:8080"]
+limits: {max_header_byte: 8KiB}
+rooms:
+  - name: a
+    total_active_users: 1
+    new_users_per_minute: 1
+    cookie_attributes: {samesite: lax, httponly: true}
+    colour: blue
+)yaml");
+    EXPECT_EQ(messages(r),
+              (std::vector<std::string>{
+                  "config.yaml:1:1: lisen: unknown key; did you mean listen?",
+                  "config.yaml:2:10: limits.max_header_byte: unknown key; did you mean "
+                  "max_header_bytes?",
+                  "config.yaml:7:40: rooms[0].cookie_attributes.httponly: unknown key",
+                  "config.yaml:8:5: rooms[0].colour: unknown key",
+              }));
+}
+
+TEST_F(Config, DuplicateKeysAreErrors) {
+    auto r = load(R"yaml(threads: 2
+threads: 3
+)yaml");
+    EXPECT_EQ(messages(r), std::vector<std::string>{
+                               "config.yaml:2:1: threads: duplicate key (first set on line 1)"});
+}
+
+TEST_F(Config, BadDurationsSizesAndNumbersNameTheExpectedForm) {
+    auto r = load(R"yaml(origin: {timeout: 5 minutes}
+limits:
+  max_header_bytes: 16 KB
+  max_body_bytes: lots
+  drain_timeout: 0s
+  header_timeout: 0s
+state: {sync_interval: 1ms}
+testing: {time_scale: fast}
+)yaml");
+    EXPECT_EQ(messages(r),
+              (std::vector<std::string>{
+                  "config.yaml:1:19: origin.timeout: must be a duration like 90s or 5m",
+                  "config.yaml:3:21: limits.max_header_bytes: must be a size like 16KiB, 1MiB or "
+                  "a number of bytes",
+                  "config.yaml:4:19: limits.max_body_bytes: must be a size like 16KiB, 1MiB or a "
+                  "number of bytes",
+                  "config.yaml:6:19: limits.header_timeout: must be at least 1ms",
+                  "config.yaml:7:24: state.sync_interval: must be at least 10ms",
+                  "config.yaml:8:23: testing.time_scale: must be a number greater than 0 (at most "
+                  "1000000)",
+              }));
+}
+
+TEST_F(Config, SizesAcceptUnits) {
+    auto r = load(R"yaml(limits: {max_header_bytes: 8KiB, max_body_bytes: 1MiB}
+testing: {time_scale: 60}
+)yaml");
+    ASSERT_TRUE(r.ok()) << format_problems(r.problems);
+    EXPECT_EQ(r.cfg->limits.max_header_bytes, 8192u);
+    EXPECT_EQ(r.cfg->limits.max_body_bytes, 1048576u);
+    EXPECT_EQ(r.cfg->testing.time_scale, 60.0);
+}
+
+TEST_F(Config, BadUrlsAndAddressesAreErrors) {
+    auto r = load(R"yaml(listen:
+  - "::1:8080"
+  - {address: "0.0.0.0:8443", tls: {cert: c.pem}}
+origin: {url: "http://origin:99999"}
+state: {backend: redis, url: "http://redis"}
+cookie: {keys: [{id: k1, secret_env: K1}]}
+admin: {listen: localhost}
+)yaml");
+    EXPECT_EQ(messages(r),
+              (std::vector<std::string>{
+                  "config.yaml:2:5: listen[0]: must be \"host:port\" or \"[IPv6]:port\", like "
+                  "0.0.0.0:8080 or [::]:8080",
+                  "config.yaml:3:36: listen[1].tls.key: is required (a PEM file)",
+                  "config.yaml:4:15: origin.url: must be a URL like http://127.0.0.1:3000 or "
+                  "https://shop.internal/base (http or https, no query)",
+                  "config.yaml:5:30: state.url: must be a URL like redis://127.0.0.1:6379/0",
+                  "config.yaml:7:17: admin.listen: must be \"host:port\" or \"[IPv6]:port\", "
+                  "like 0.0.0.0:8080 or [::]:8080",
+              }));
+}
+
+TEST_F(Config, OtherSectionsCheckTheirValues) {
+    auto r = load(R"yaml(listen: []
+origin: {max_connections: 0, verify_tls: yes}
+node: {id: "edge 1"}
+admin: {token_file: admin.token, token_env: TOKEN}
+logging: {level: verbose}
+limits: {max_connections: 99999999999}
+rooms:
+  - {name: a, total_active_users: 2000000000, new_users_per_minute: 1}
+)yaml");
+    EXPECT_EQ(messages(r),
+              (std::vector<std::string>{
+                  "config.yaml:1:9: listen: must list at least one address, like 0.0.0.0:8080",
+                  "config.yaml:2:27: origin.max_connections: must be a positive integer",
+                  "config.yaml:2:42: origin.verify_tls: must be true or false",
+                  "config.yaml:3:12: node.id: must be 1 to 64 characters of A-Z a-z 0-9 _ . -",
+                  "config.yaml:4:45: admin.token_env: set only one of token_file and token_env",
+                  "config.yaml:5:18: logging.level: must be one of trace, debug, info, warn, "
+                  "error, critical, off",
+                  "config.yaml:6:27: limits.max_connections: must be a positive integer no larger "
+                  "than 10000000",
+                  "config.yaml:8:35: rooms[0].total_active_users: must be a positive integer no "
+                  "larger than 1000000000",
+              }));
+}
+
+TEST_F(Config, EventTemplateMustExistToo) {
+    write("ok.html", "ok");
+    auto r = load(R"yaml(rooms:
+  - name: a
+    total_active_users: 1
+    new_users_per_minute: 1
+    custom_page_html: ok.html
+    events:
+      - name: e
+        event_start_time: "2026-12-01T10:00:00Z"
+        event_end_time: "2026-12-01T11:00:00Z"
+        custom_page_html: /nonexistent/event.html
+)yaml");
+    EXPECT_EQ(messages(r), std::vector<std::string>{
+                               "config.yaml:10:27: rooms[0].events[0].custom_page_html: file not "
+                               "found: /nonexistent/event.html"});
+}
+
+TEST_F(Config, RedisBackendWithoutCookieKeysIsAnError) {
+    auto r = load(R"yaml(state:
+  backend: redis
+  url: redis://127.0.0.1:6379/0
+)yaml");
+    EXPECT_EQ(messages(r), std::vector<std::string>{
+                               "config.yaml:2:12: state.backend: redis needs cookie.keys: every "
+                               "node must share the same cookie keys"});
+}
+
+TEST_F(Config, CookieKeysNeedAnIdAndExactlyOneSecret) {
+    auto r = load(R"yaml(cookie:
+  keys:
+    - {id: k1, secret_file: k1.key, secret_env: K1}
+    - {id: k1, secret_env: K2}
+    - {secret_env: K3}
+    - {id: much-too-long, secret_env: K4}
+    - {id: k5}
+)yaml");
+    EXPECT_EQ(messages(r),
+              (std::vector<std::string>{
+                  "config.yaml:3:49: cookie.keys[0]: needs exactly one of secret_file or "
+                  "secret_env",
+                  "config.yaml:4:12: cookie.keys[1].id: duplicate key id \"k1\" (also "
+                  "cookie.keys[0])",
+                  "config.yaml:5:7: cookie.keys[2].id: is required",
+                  "config.yaml:6:12: cookie.keys[3].id: must be 1 to 8 characters of A-Z a-z 0-9 "
+                  "_ -",
+                  "config.yaml:7:7: cookie.keys[4]: needs exactly one of secret_file or "
+                  "secret_env",
+              }));
+}
+
+TEST_F(Config, RoomValuesAreCheckedAgainstTheirAllowedSets) {
+    auto r = load(R"yaml(rooms:
+  - name: a
+    id: "a b"
+    host: "shop example"
+    path: checkout
+    total_active_users: 1
+    new_users_per_minute: 1
+    disable_session_renewal: maybe
+    default_template_language: en-GB
+    cookie_suffix: "x;y"
+    cookie_attributes: {samesite: none, secure: never}
+    enabled_origin_commands: [revoke, purge]
+    json_response_enabled: 1
+    refresh_interval: 20
+)yaml");
+    EXPECT_EQ(
+        messages(r),
+        (std::vector<std::string>{
+            "config.yaml:3:9: rooms[0].id: must be 1 to 64 characters of A-Z a-z 0-9 _ -",
+            "config.yaml:4:11: rooms[0].host: must be a host name like shop.example.com, or \"*\" "
+            "for any",
+            "config.yaml:5:11: rooms[0].path: must be a path starting with \"/\" (no spaces, ? or "
+            "#)",
+            "config.yaml:8:30: rooms[0].disable_session_renewal: must be true or false",
+            "config.yaml:9:32: rooms[0].default_template_language: must be one of en-US, es-ES, "
+            "de-DE, fr-FR, it-IT, ja-JP, ko-KR, pt-BR, zh-CN, zh-TW, nl-NL, pl-PL, ru-RU, tr-TR, "
+            "id-ID, fa-IR",
+            "config.yaml:10:20: rooms[0].cookie_suffix: must be up to 64 characters of A-Z a-z "
+            "0-9 _ -",
+            "config.yaml:11:49: rooms[0].cookie_attributes.secure: must be auto or always when "
+            "samesite is none (browsers drop the cookie otherwise)",
+            "config.yaml:12:39: rooms[0].enabled_origin_commands[1]: must be one of revoke",
+            "config.yaml:13:28: rooms[0].json_response_enabled: must be true or false",
+            "config.yaml:14:23: rooms[0].refresh_interval: must be a duration like 90s or 5m; a "
+            "bare number has no unit (did you mean 20s?)",
+        }));
+}
+
+TEST_F(Config, RoomIdsAndRoutesMustBeUnique) {
+    auto r = load(R"yaml(rooms:
+  - {name: Shop, total_active_users: 1, new_users_per_minute: 1}
+  - {name: shop, path: /x, total_active_users: 1, new_users_per_minute: 1}
+  - name: other
+    total_active_users: 1
+    new_users_per_minute: 1
+  - name: third
+    path: /third
+    additional_routes: [{host: a.example, path: /y}, {path: /x}, {path: /third}]
+    total_active_users: 1
+    new_users_per_minute: 1
+)yaml");
+    EXPECT_EQ(messages(r),
+              (std::vector<std::string>{
+                  "config.yaml:3:12: rooms[1].id: duplicate room id \"shop\" (also rooms[0]); set "
+                  "a distinct id",
+                  "config.yaml:4:5: rooms[2].path: route */ is already used by rooms[0]",
+                  "config.yaml:9:54: rooms[3].additional_routes[1]: route */x is already used by "
+                  "rooms[1]",
+                  "config.yaml:9:66: rooms[3].additional_routes[2]: route */third is listed twice "
+                  "in this room",
+              }));
+}
+
+TEST_F(Config, BadBypassRulesAreErrors) {
+    auto r = load(R"yaml(rooms:
+  - name: a
+    total_active_users: 1
+    new_users_per_minute: 1
+    bypass:
+      - ip: 10.0.0.0/33
+      - ip: "2001:db8::/200"
+      - {path_prefix: /x, method: GET}
+      - path_prefix: static/
+      - {method: GET, value: x}
+      - {ip: 192.168.0.0/16}
+)yaml");
+    EXPECT_EQ(messages(r),
+              (std::vector<std::string>{
+                  "config.yaml:6:13: rooms[0].bypass[0].ip: must be an IP address or CIDR like "
+                  "10.0.0.0/8 or 2001:db8::/32",
+                  "config.yaml:7:13: rooms[0].bypass[1].ip: must be an IP address or CIDR like "
+                  "10.0.0.0/8 or 2001:db8::/32",
+                  "config.yaml:8:9: rooms[0].bypass[2]: needs exactly one of path_prefix, header, "
+                  "ip, method",
+                  "config.yaml:9:22: rooms[0].bypass[3].path_prefix: must be a path starting with "
+                  "\"/\"",
+                  "config.yaml:10:30: rooms[0].bypass[4].value: is allowed only with header",
+              }));
+}
+
+TEST_F(Config, BadEventTimesAndOverlapsAreErrors) {
+    auto r = load(R"yaml(rooms:
+  - name: a
+    total_active_users: 1
+    new_users_per_minute: 1
+    events:
+      - name: first
+        event_start_time: "2026-12-01T10:00:00Z"
+        event_end_time: "2026-12-01T12:00:00Z"
+      - name: second
+        prequeue_start_time: "2026-12-01T11:30:00Z"
+        event_start_time: "2026-12-01T13:00:00+01:00"
+        event_end_time: "2026-12-01T14:00:00Z"
+      - name: backwards
+        event_start_time: "2026-12-02T10:00:00Z"
+        event_end_time: "2026-12-02T09:00:00Z"
+      - name: late prequeue
+        prequeue_start_time: "2026-12-03T10:30:00Z"
+        event_start_time: "2026-12-03T10:00:00Z"
+        event_end_time: "2026-12-03T11:00:00Z"
+      - name: bad time
+        event_start_time: "2026-12-04 10:00"
+        event_end_time: 2026-12-04T11:00:00Z
+      - name: first
+        event_start_time: "2026-12-05T10:00:00Z"
+        event_end_time: "2026-12-05T11:00:00Z"
+)yaml");
+    EXPECT_EQ(messages(r),
+              (std::vector<std::string>{
+                  "config.yaml:9:9: rooms[0].events[1]: overlaps rooms[0].events[0] \"first\", "
+                  "which runs until 2026-12-01T12:00:00Z (events of a room must not overlap, "
+                  "prequeue included)",
+                  "config.yaml:15:25: rooms[0].events[2].event_end_time: must be after "
+                  "event_start_time",
+                  "config.yaml:17:30: rooms[0].events[3].prequeue_start_time: must not be after "
+                  "event_start_time",
+                  "config.yaml:21:27: rooms[0].events[4].event_start_time: must be an RFC 3339 "
+                  "time like 2026-12-01T10:00:00Z or 2026-12-01T11:00:00+01:00",
+                  "config.yaml:23:15: rooms[0].events[5].name: duplicate event name \"first\" "
+                  "(also rooms[0].events[0])",
+              }));
+}
+
+TEST_F(Config, EventsNeedANameAndBothTimes) {
+    auto r = load(R"yaml(rooms:
+  - name: a
+    total_active_users: 1
+    new_users_per_minute: 1
+    events:
+      - {event_start_time: "2026-12-01T10:00:00Z", total_active_users: 0}
+)yaml");
+    EXPECT_EQ(messages(r),
+              (std::vector<std::string>{
+                  "config.yaml:6:9: rooms[0].events[0].name: is required",
+                  "config.yaml:6:9: rooms[0].events[0].event_end_time: is required",
+                  "config.yaml:6:72: rooms[0].events[0].total_active_users: must be a positive "
+                  "integer",
+              }));
+}
+
+TEST_F(Config, MissingTemplateFileIsAnError) {
+    auto r = load(R"yaml(rooms:
+  - name: a
+    total_active_users: 1
+    new_users_per_minute: 1
+    custom_page_html: templates/missing.html
+)yaml");
+    EXPECT_EQ(messages(r), std::vector<std::string>{
+                               "config.yaml:5:23: rooms[0].custom_page_html: file not found: " +
+                               (dir_ / "templates/missing.html").string()});
+}
+
+TEST_F(Config, TemplateThatIsAFolderIsAnError) {
+    fs::create_directories(dir_ / "templates");
+    auto r = load(R"yaml(rooms:
+  - {name: a, total_active_users: 1, new_users_per_minute: 1, custom_page_html: templates}
+)yaml");
+    EXPECT_EQ(messages(r),
+              std::vector<std::string>{
+                  "config.yaml:2:81: rooms[0].custom_page_html: is a folder, not a file: " +
+                  (dir_ / "templates").string()});
+}
+
+TEST_F(Config, YamlSyntaxErrorIsReportedWithItsPosition) {
+    auto r = load(R"yaml(rooms:
+  - name: a
+   total_active_users: 1
+)yaml");
+    EXPECT_FALSE(r.ok());
+    EXPECT_EQ(messages(r), std::vector<std::string>{
+                               "config.yaml:3:4: YAML syntax error: end of sequence not found"});
+    EXPECT_EQ(messages(load("threads: auto: 2\n")),
+              std::vector<std::string>{"config.yaml:1:14: YAML syntax error: illegal map value"});
+}
+
+TEST_F(Config, EmptyValueIsReportedAtItsKey) {
+    auto r = load(R"yaml(rooms:
+  - name: a
+    total_active_users:
+    new_users_per_minute: 1
+)yaml");
+    EXPECT_EQ(messages(r),
+              std::vector<std::string>{
+                  "config.yaml:3:5: rooms[0].total_active_users: must be a positive integer"});
+}
+
+TEST_F(Config, WrongShapesAreErrors) {
+    auto r = load(R"yaml(origin: http://127.0.0.1:3000
+rooms:
+  name: a
+)yaml");
+    EXPECT_EQ(messages(r), (std::vector<std::string>{
+                               "config.yaml:1:9: origin: must be a mapping of keys to values",
+                               "config.yaml:3:3: rooms: must be a list",
+                           }));
+    EXPECT_EQ(messages(load("- a\n- b\n")),
+              std::vector<std::string>{"config.yaml:1:1: must be a mapping of keys to values"});
+}
+
+}  // namespace
+}  // namespace waitroom::config

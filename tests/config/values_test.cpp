@@ -1,0 +1,163 @@
+// The value syntaxes of the configuration file: durations, sizes, times, CIDRs, addresses, URLs.
+
+#include <gtest/gtest.h>
+
+#include "waitroom/config/values.hpp"
+
+namespace waitroom::config {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(ParseDuration, ReadsEveryUnitAndCombinations) {
+    EXPECT_EQ(parse_duration("250ms"), duration{250});
+    EXPECT_EQ(parse_duration("90s"), duration{90'000});
+    EXPECT_EQ(parse_duration("5m"), duration{300'000});
+    EXPECT_EQ(parse_duration("2h"), duration{7'200'000});
+    EXPECT_EQ(parse_duration("1h30m"), duration{5'400'000});
+    EXPECT_EQ(parse_duration("1m30s500ms"), duration{90'500});
+    EXPECT_EQ(parse_duration("0s"), duration{0});
+}
+
+TEST(ParseDuration, RejectsBareNumbersUnknownUnitsAndDisorder) {
+    EXPECT_FALSE(parse_duration("300"));
+    EXPECT_FALSE(parse_duration(""));
+    EXPECT_FALSE(parse_duration("5 m"));
+    EXPECT_FALSE(parse_duration("5d"));
+    EXPECT_FALSE(parse_duration("30m1h"));
+    EXPECT_FALSE(parse_duration("5m5m"));
+    EXPECT_FALSE(parse_duration("-5s"));
+    EXPECT_FALSE(parse_duration("1.5s"));
+    EXPECT_FALSE(parse_duration("s"));
+}
+
+TEST(ParseSize, ReadsBytesAndBinaryAndDecimalUnits) {
+    EXPECT_EQ(parse_size("16384"), 16384u);
+    EXPECT_EQ(parse_size("16KiB"), 16384u);
+    EXPECT_EQ(parse_size("1MiB"), 1048576u);
+    EXPECT_EQ(parse_size("1GiB"), 1073741824u);
+    EXPECT_EQ(parse_size("2KB"), 2000u);
+    EXPECT_EQ(parse_size("512B"), 512u);
+    EXPECT_FALSE(parse_size("1TiB"));
+    EXPECT_FALSE(parse_size("KiB"));
+    EXPECT_FALSE(parse_size("-1"));
+    EXPECT_FALSE(parse_size("1 MiB"));
+}
+
+TEST(ParseRfc3339, ReadsUtcAndOffsetsAndFractions) {
+    auto utc = parse_rfc3339("2026-12-01T10:00:00Z");
+    ASSERT_TRUE(utc);
+    EXPECT_EQ(std::chrono::duration_cast<std::chrono::seconds>(utc->time_since_epoch()).count(),
+              1796119200);
+    EXPECT_EQ(parse_rfc3339("2026-12-01T11:00:00+01:00"), utc);
+    EXPECT_EQ(parse_rfc3339("2026-12-01T05:30:00-04:30"), utc);
+    EXPECT_EQ(parse_rfc3339("2026-12-01t10:00:00z"), utc);
+    auto frac = parse_rfc3339("2026-12-01T10:00:00.25Z");
+    ASSERT_TRUE(frac);
+    EXPECT_EQ(*frac - *utc, std::chrono::milliseconds{250});
+}
+
+TEST(ParseRfc3339, RejectsMissingZoneImpossibleDatesAndOtherLayouts) {
+    EXPECT_FALSE(parse_rfc3339("2026-12-01T10:00:00"));
+    EXPECT_FALSE(parse_rfc3339("2026-02-30T10:00:00Z"));
+    EXPECT_FALSE(parse_rfc3339("2026-12-01T24:00:00Z"));
+    EXPECT_FALSE(parse_rfc3339("2026-12-01 10:00Z"));
+    EXPECT_FALSE(parse_rfc3339("01/12/2026 10:00:00Z"));
+    EXPECT_FALSE(parse_rfc3339("2026-12-01T10:00:00+0100"));
+    EXPECT_FALSE(parse_rfc3339("2026-12-01T10:00:00.Z"));
+}
+
+TEST(ParseCidr, MapsIpv4IntoIpv6AndClearsHostBits) {
+    auto v4 = parse_cidr("10.1.2.3/8");
+    ASSERT_TRUE(v4);
+    EXPECT_EQ(v4->prefix_len, 104u);
+    EXPECT_EQ(v4->net[10], 0xff);
+    EXPECT_EQ(v4->net[11], 0xff);
+    EXPECT_EQ(v4->net[12], 10);
+    EXPECT_EQ(v4->net[13], 0);
+    EXPECT_EQ(v4->net[15], 0);
+    auto single = parse_cidr("192.168.1.7");
+    ASSERT_TRUE(single);
+    EXPECT_EQ(single->prefix_len, 128u);
+    EXPECT_EQ(single->net[15], 7);
+    auto v6 = parse_cidr("2001:db8:ffff::1/32");
+    ASSERT_TRUE(v6);
+    EXPECT_EQ(v6->prefix_len, 32u);
+    EXPECT_EQ(v6->net[0], 0x20);
+    EXPECT_EQ(v6->net[3], 0xb8);
+    EXPECT_EQ(v6->net[4], 0);
+    EXPECT_EQ(v6->net[15], 0);
+}
+
+TEST(ParseCidr, RejectsBadAddressesAndPrefixes) {
+    EXPECT_FALSE(parse_cidr("10.0.0.0/33"));
+    EXPECT_FALSE(parse_cidr("2001:db8::/129"));
+    EXPECT_FALSE(parse_cidr("10.0.0/8"));
+    EXPECT_FALSE(parse_cidr("10.0.0.0/"));
+    EXPECT_FALSE(parse_cidr("example.com/8"));
+}
+
+TEST(ParseHostPort, ReadsNamesIpv4AndBracketedIpv6) {
+    auto a = parse_host_port("0.0.0.0:8080");
+    ASSERT_TRUE(a);
+    EXPECT_EQ(a->host, "0.0.0.0");
+    EXPECT_EQ(a->port, 8080);
+    auto b = parse_host_port("[::1]:0");
+    ASSERT_TRUE(b);
+    EXPECT_EQ(b->host, "::1");
+    EXPECT_EQ(b->port, 0);
+    EXPECT_EQ(parse_host_port("localhost:9090")->host, "localhost");
+    EXPECT_FALSE(parse_host_port("::1:8080"));
+    EXPECT_FALSE(parse_host_port("0.0.0.0"));
+    EXPECT_FALSE(parse_host_port("0.0.0.0:65536"));
+    EXPECT_FALSE(parse_host_port(":8080"));
+    EXPECT_FALSE(parse_host_port("[nothost]:80"));
+}
+
+TEST(ParseHttpUrl, FillsSchemeHostPortAndBasePath) {
+    auto a = parse_http_url("http://127.0.0.1:3000");
+    ASSERT_TRUE(a);
+    EXPECT_FALSE(a->tls);
+    EXPECT_EQ(a->host, "127.0.0.1");
+    EXPECT_EQ(a->port, 3000);
+    EXPECT_EQ(a->base_path, "");
+    auto b = parse_http_url("HTTPS://Shop.Internal/app/");
+    ASSERT_TRUE(b);
+    EXPECT_TRUE(b->tls);
+    EXPECT_EQ(b->host, "shop.internal");
+    EXPECT_EQ(b->port, 443);
+    EXPECT_EQ(b->base_path, "/app");
+    EXPECT_EQ(parse_http_url("http://[::1]/")->port, 80);
+    EXPECT_FALSE(parse_http_url("ftp://host"));
+    EXPECT_FALSE(parse_http_url("http://"));
+    EXPECT_FALSE(parse_http_url("http://host:0"));
+    EXPECT_FALSE(parse_http_url("http://user@host"));
+    EXPECT_FALSE(parse_http_url("http://host/?q=1"));
+    EXPECT_FALSE(parse_http_url("127.0.0.1:3000"));
+}
+
+TEST(ParseRedisUrl, ReadsCredentialsHostPortAndDatabase) {
+    auto a = parse_redis_url("redis://user:pw@10.0.0.10:6380/2");
+    ASSERT_TRUE(a);
+    EXPECT_EQ(a->username, "user");
+    EXPECT_EQ(a->password, "pw");
+    EXPECT_EQ(a->host, "10.0.0.10");
+    EXPECT_EQ(a->port, 6380);
+    EXPECT_EQ(a->db, 2u);
+    auto b = parse_redis_url("redis://localhost");
+    ASSERT_TRUE(b);
+    EXPECT_EQ(b->port, 6379);
+    EXPECT_EQ(b->db, 0u);
+    EXPECT_FALSE(parse_redis_url("http://localhost"));
+    EXPECT_FALSE(parse_redis_url("redis://localhost/db"));
+}
+
+TEST(Slug, LowercasesAndJoinsWordsWithDashes) {
+    EXPECT_EQ(slug("Demo shop"), "demo-shop");
+    EXPECT_EQ(slug("  Shop -- Checkout!! 2026 "), "shop-checkout-2026");
+    EXPECT_EQ(slug("Café"), "caf");
+    EXPECT_EQ(slug("!!!"), "");
+}
+
+}  // namespace
+}  // namespace waitroom::config
