@@ -1,1 +1,203 @@
-// placeholder; filled by its module's issue
+#include "waitroom/room/router.hpp"
+
+#include <arpa/inet.h>
+#include <algorithm>
+#include <cstring>
+
+namespace waitroom::room {
+
+namespace {
+
+char lower(char c) {
+    return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) {
+        return false;
+    }
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        if (lower(a[i]) != lower(b[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// Whole-segment prefix: "/shop" matches "/shop" and "/shop/…", not "/shopping".
+bool segment_prefix(std::string_view prefix, std::string_view path) {
+    if (prefix.empty() || prefix == "/") {
+        return true;
+    }
+    if (path.substr(0, prefix.size()) != prefix) {
+        return false;
+    }
+    return path.size() == prefix.size() || prefix.back() == '/' || path[prefix.size()] == '/' ||
+           path[prefix.size()] == '?';
+}
+
+std::string lowercase(std::string_view s) {
+    std::string out(s);
+    for (auto& c : out) {
+        c = lower(c);
+    }
+    return out;
+}
+
+}  // namespace
+
+std::optional<std::array<std::uint8_t, 16>> parse_ip(std::string_view text) {
+    std::string s(text);
+    std::array<std::uint8_t, 16> out{};
+    in_addr v4{};
+    if (inet_pton(AF_INET, s.c_str(), &v4) == 1) {
+        out[10] = 0xff;
+        out[11] = 0xff;
+        std::memcpy(out.data() + 12, &v4, 4);
+        return out;
+    }
+    in6_addr v6{};
+    if (inet_pton(AF_INET6, s.c_str(), &v6) == 1) {
+        std::memcpy(out.data(), &v6, 16);
+        return out;
+    }
+    return std::nullopt;
+}
+
+std::string_view normalize_host(std::string_view host, std::string& buf) {
+    if (!host.empty() && host.front() == '[') {
+        auto close = host.find(']');
+        if (close != std::string_view::npos) {
+            host = host.substr(0, close + 1);
+        }
+    } else if (auto colon = host.find(':'); colon != std::string_view::npos &&
+                                            host.find(':', colon + 1) == std::string_view::npos) {
+        host = host.substr(0, colon);
+    }
+    while (!host.empty() && host.back() == '.') {
+        host.remove_suffix(1);
+    }
+    bool needs_lower =
+        std::any_of(host.begin(), host.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
+    if (!needs_lower) {
+        return host;
+    }
+    buf = lowercase(host);
+    return buf;
+}
+
+std::string_view target_path(std::string_view target) {
+    if (!target.empty() && target.front() != '/') {
+        // absolute-form "http://host/path": skip scheme and authority
+        auto scheme = target.find("://");
+        if (scheme != std::string_view::npos) {
+            auto slash = target.find('/', scheme + 3);
+            target = slash == std::string_view::npos ? std::string_view("/") : target.substr(slash);
+        }
+    }
+    auto q = target.find_first_of("?#");
+    if (q != std::string_view::npos) {
+        target = target.substr(0, q);
+    }
+    return target.empty() ? std::string_view("/") : target;
+}
+
+bypass_matcher::bypass_matcher(const std::vector<config::bypass_rule>& rules) : rules_(rules) {}
+
+bool bypass_matcher::matches(const request_view& req, std::string_view path) const {
+    using kind = config::bypass_rule::kind;
+    for (const auto& r : rules_) {
+        switch (r.type) {
+            case kind::path_prefix:
+                if (path.substr(0, r.value.size()) == r.value) {
+                    return true;
+                }
+                break;
+            case kind::header:
+                if (req.headers != nullptr) {
+                    auto v = req.headers->find(r.value);
+                    if (v && (!r.header_value || *v == *r.header_value)) {
+                        return true;
+                    }
+                }
+                break;
+            case kind::method:
+                if (iequals(req.method, r.value)) {
+                    return true;
+                }
+                break;
+            case kind::ip: {
+                if (!req.has_client_ip) {
+                    break;
+                }
+                unsigned bits = std::min(r.prefix_len, 128u);
+                bool match = true;
+                for (unsigned i = 0; i < 16 && bits > 0 && match; ++i) {
+                    unsigned take = std::min(bits, 8u);
+                    auto mask = static_cast<std::uint8_t>(0xff00u >> take);
+                    match = (req.client_ip[i] & mask) == (r.net[i] & mask);
+                    bits -= take;
+                }
+                if (match) {
+                    return true;
+                }
+                break;
+            }
+        }
+    }
+    return false;
+}
+
+router::router(const std::vector<config::room>& rooms) {
+    auto add = [&](const std::string& host, const std::string& path, std::size_t idx) {
+        entry e{path.empty() ? std::string("/") : path, idx};
+        if (host.empty() || host == "*") {
+            any_host_.push_back(std::move(e));
+        } else {
+            by_host_[lowercase(host)].push_back(std::move(e));
+        }
+    };
+    for (std::size_t i = 0; i < rooms.size(); ++i) {
+        add(rooms[i].host, rooms[i].path, i);
+        for (const auto& r : rooms[i].additional_routes) {
+            add(r.host, r.path, i);
+        }
+    }
+    auto by_len = [](const entry& a, const entry& b) { return a.path.size() > b.path.size(); };
+    std::stable_sort(any_host_.begin(), any_host_.end(), by_len);
+    for (auto& [h, list] : by_host_) {
+        std::stable_sort(list.begin(), list.end(), by_len);
+    }
+}
+
+std::optional<std::size_t> router::match(std::string_view host, std::string_view path) const {
+    const entry* best = nullptr;
+    if (!by_host_.empty()) {
+        auto it = by_host_.find(host);
+        if (it != by_host_.end()) {
+            for (const auto& e : it->second) {
+                if (segment_prefix(e.path, path)) {
+                    best = &e;
+                    break;
+                }
+            }
+        }
+    }
+    for (const auto& e : any_host_) {
+        // Lists are longest-first: the first match is the best of its list. An exact host wins
+        // a tie in path length.
+        if (best != nullptr && e.path.size() <= best->path.size()) {
+            break;
+        }
+        if (segment_prefix(e.path, path)) {
+            best = &e;
+            break;
+        }
+    }
+    if (best == nullptr) {
+        return std::nullopt;
+    }
+    return best->room;
+}
+
+}  // namespace waitroom::room

@@ -1,1 +1,46 @@
-// placeholder; filled by its module's issue
+#include "waitroom/state/local_store.hpp"
+
+namespace waitroom::state {
+
+void local_store::sync(node_report report, sync_handler done) {
+    sync_result res;
+    {
+        std::lock_guard lock(mu_);
+        res.rooms.reserve(report.rooms.size());
+        for (const auto& r : report.rooms) {
+            res.rooms.push_back(rooms_[r.room].sync(report.node_id, report.datacenter, r,
+                                                    report.now_ms, report.node_ttl_ms));
+        }
+    }
+    done(std::move(res));
+}
+
+void local_store::top_up(top_up_request req, top_up_handler done) {
+    top_up_result res;
+    {
+        std::lock_guard lock(mu_);
+        res.granted =
+            rooms_[req.room].top_up(req.node_id, req.datacenter, req.limits, req.want, req.now_ms);
+    }
+    done(res);
+}
+
+std::int64_t local_store::held_total(const std::string& room) const {
+    std::lock_guard lock(mu_);
+    auto it = rooms_.find(room);
+    return it == rooms_.end() ? 0 : it->second.held_total();
+}
+
+room::room_counts local_store::counts(const std::string& room, const room::room_limits& limits,
+                                      std::int64_t now_ms) const {
+    std::lock_guard lock(mu_);
+    auto it = rooms_.find(room);
+    if (it == rooms_.end()) {
+        room::room_counts c;
+        c.as_of_ms = now_ms;
+        return c;
+    }
+    return it->second.counts(limits, now_ms);
+}
+
+}  // namespace waitroom::state

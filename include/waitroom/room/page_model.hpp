@@ -10,15 +10,15 @@
 namespace waitroom::room {
 
 struct page_model {
-    std::string room_name;          // roomName (ours): the room's display name
-    bool in_waiting_room = false;   // inWaitingRoom: the visitor is queued (page shown)
+    std::string room_name;            // roomName (ours): the room's display name
+    bool in_waiting_room = false;     // inWaitingRoom: the visitor is queued (page shown)
     std::int64_t queue_position = 0;  // queuePosition (ours): estimated users ahead
 
-    bool wait_time_known = false;     // waitTimeKnown: the wait estimate below is meaningful
-    std::int64_t wait_time = 0;       // waitTime: estimated wait, whole minutes (rounded up)
-    std::string wait_time_formatted;  // waitTimeFormatted: e.g. "1 hour 5 minutes" (en)
-    std::int64_t wait_time_hours = 0;         // waitTimeHours: whole hours of waitTime
-    std::int64_t wait_time_hour_minutes = 0;  // waitTimeHourMinutes: waitTime minus its hours
+    bool wait_time_known = false;      // waitTimeKnown: the wait estimate below is meaningful
+    std::int64_t wait_time = 0;        // waitTime: estimated wait, whole minutes (rounded up)
+    std::string wait_time_formatted;   // waitTimeFormatted: e.g. "1 hour 5 minutes" (en)
+    std::int64_t wait_time_hours = 0;  // waitTimeHours: whole hours of waitTime
+    std::int64_t wait_time_hour_minutes = 0;   // waitTimeHourMinutes: waitTime minus its hours
     std::int64_t wait_time_25_percentile = 0;  // waitTime25Percentile: minutes (random: spread)
     std::int64_t wait_time_50_percentile = 0;  // waitTime50Percentile: minutes
     std::int64_t wait_time_75_percentile = 0;  // waitTime75Percentile: minutes
@@ -31,18 +31,18 @@ struct page_model {
     std::int64_t refresh_interval_seconds = 20;  // refreshIntervalSeconds: per-visitor, adaptive
 
     std::string_view queueing_method = "fifo";  // queueingMethod: fifo|random|passthrough|reject
-    bool is_fifo_queue = true;           // isFIFOQueue
-    bool is_random_queue = false;        // isRandomQueue
-    bool is_passthrough_queue = false;   // isPassthroughQueue
-    bool is_reject_queue = false;        // isRejectQueue
+    bool is_fifo_queue = true;                  // isFIFOQueue
+    bool is_random_queue = false;               // isRandomQueue
+    bool is_passthrough_queue = false;          // isPassthroughQueue
+    bool is_reject_queue = false;               // isRejectQueue
 
-    bool is_event_active = false;      // isEventActive: an event is running now
-    bool is_event_prequeueing = false;  // isEventPrequeueing: in the event's prequeue phase
+    bool is_event_active = false;             // isEventActive: an event is running now
+    bool is_event_prequeueing = false;        // isEventPrequeueing: in the event's prequeue phase
     std::int64_t time_until_event_start = 0;  // timeUntilEventStart: minutes (0 when none)
     std::string time_until_event_start_formatted;  // timeUntilEventStartFormatted
     std::int64_t time_until_event_end = 0;         // timeUntilEventEnd: minutes (0 when none)
     std::string time_until_event_end_formatted;    // timeUntilEventEndFormatted
-    bool shuffle_at_event_start = false;  // shuffleAtEventStart
+    bool shuffle_at_event_start = false;           // shuffleAtEventStart
 };
 
 // "1 hour 5 minutes", "3 minutes", "1 minute", "0 minutes": English, as Cloudflare's default.

@@ -1,0 +1,63 @@
+#pragma once
+// The counting rules of DESIGN.md §4 shared by the room engine (which adds to counters) and every
+// state store (which sums them): window sizes, the limits in force, and when a window stops
+// counting. Keeping them in one place means a node and the store always agree on a window.
+
+#include <cstdint>
+
+namespace waitroom::room {
+
+// Granularity of the counters. The defaults are the tuned values; the simulator may vary them.
+struct windowing {
+    std::int64_t window_ms = 10'000;         // active/waiting windows and arrival buckets
+    std::int64_t rate_window_ms = 1'000;     // sub-windows of the sliding minute (admitted)
+    std::int64_t rate_span_ms = 60'000;      // new_users_per_minute is per this span
+    std::int64_t abandon_margin_ms = 5'000;  // slack over refresh_interval before a queued
+                                             // visitor who stopped refreshing is dropped
+    std::int64_t min_refresh_ms = 3'000;     // adaptive refresh: visitors near the front
+    std::int64_t queue_rejoin_ms = 600'000;  // a queued cookie silent longer than this starts
+                                             // over at the back
+};
+
+// The limits of one room at one instant (event overrides applied), as a store needs them to sum
+// counters and size leases. Plain values so a Redis script can take them as arguments.
+struct room_limits {
+    std::int64_t total_active_users = 0;
+    std::int64_t new_users_per_minute = 0;
+    std::int64_t session_ms = 300'000;       // session_duration
+    std::int64_t abandon_after_ms = 25'000;  // refresh_interval + abandon margin
+    std::int64_t window_ms = 10'000;
+    std::int64_t rate_window_ms = 1'000;
+    std::int64_t rate_span_ms = 60'000;
+    bool needs_slots = true;  // false while suspended, passthrough, queue_all or prequeueing
+};
+
+inline std::int64_t floor_to(std::int64_t t, std::int64_t step) {
+    std::int64_t q = t / step;
+    if (t % step != 0 && t < 0) {
+        --q;
+    }
+    return q * step;
+}
+
+// An `active` window (start ms) still counts at `now` while a visitor last seen in it may still
+// hold a session. Sessions are judged against the same boundary (see session_alive).
+inline bool active_window_live(std::int64_t start, const room_limits& l, std::int64_t now) {
+    return start + l.window_ms + l.session_ms > now;
+}
+
+// A `waiting` window still counts while its visitors may still be refreshing. A visitor who
+// refreshes at least every refresh_interval is always in a live window; one who stopped is
+// dropped at most window + refresh_interval + margin after the last refresh.
+inline bool waiting_window_live(std::int64_t start, const room_limits& l, std::int64_t now) {
+    return start + l.window_ms + l.abandon_after_ms > now;
+}
+
+// An `admitted` sub-window counts towards the sliding minute while it overlaps (now − span, now].
+// Counting the whole oldest sub-window is what makes the bound exact: no span of rate_span_ms
+// ever admits more than the limit (the store checks at every grant, see state::room_ledger).
+inline bool rate_window_live(std::int64_t start, const room_limits& l, std::int64_t now) {
+    return start + l.rate_window_ms > now - l.rate_span_ms;
+}
+
+}  // namespace waitroom::room

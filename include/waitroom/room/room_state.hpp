@@ -1,0 +1,150 @@
+#pragma once
+// What a node knows about its rooms between syncs: the aggregated counters returned by the store
+// (room_counts), the immutable snapshot built from them that workers read without locks
+// (state_snapshot), the node's leased slots (slot_pool) and the inbox of worker deltas. One
+// node_state per process, shared by every worker and the sync task.
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "waitroom/room/counters.hpp"
+#include "waitroom/room/limits.hpp"
+
+namespace waitroom::room {
+
+// Nodes seen by the store in one datacenter (heartbeats).
+struct datacenter_nodes {
+    std::string datacenter;
+    std::uint32_t nodes = 0;
+};
+
+// The aggregated state of one room across all nodes, as the store returns it at a sync.
+struct room_counts {
+    std::int64_t as_of_ms = 0;              // store time of the aggregation
+    std::int64_t active = 0;                // admitted visitors holding a session
+    std::int64_t admitted_last_minute = 0;  // new admissions in the sliding minute
+    std::int64_t held = 0;                  // slots leased to nodes and not yet reported used
+    std::vector<std::pair<std::int64_t, std::int64_t>> waiting;  // (bucket, queued) ascending
+    std::vector<datacenter_nodes> datacenters;                   // live nodes
+};
+
+// One room in a snapshot: the counts plus what the decision needs precomputed.
+class room_state {
+  public:
+    room_state() = default;
+    room_state(room_counts counts, const room_limits& limits);
+
+    const room_counts& counts() const { return counts_; }
+    bool known() const { return known_; }  // false: no sync has covered this room yet
+    // Capacity not yet used: min(total_active_users − active, new_users_per_minute − admitted
+    // in the last minute), ≥ 0. Includes slots leased to nodes but not used yet.
+    std::int64_t free_capacity() const { return free_; }
+    std::int64_t waiting_total() const { return waiting_total_; }
+    // Queued visitors in buckets strictly older than `bucket`.
+    std::int64_t waiting_before(std::int64_t bucket) const;
+    // Queued visitors in `bucket` itself.
+    std::int64_t waiting_in(std::int64_t bucket) const;
+    std::uint32_t nodes() const;
+    const std::string& last_updated_iso() const { return last_updated_; }
+
+  private:
+    room_counts counts_;
+    bool known_ = false;
+    std::int64_t free_ = 0;
+    std::int64_t waiting_total_ = 0;
+    std::vector<std::int64_t> prefix_;  // prefix_[i] = queued in buckets [0, i)
+    std::string last_updated_;
+};
+
+// Every room of the node at one instant. Immutable once published.
+struct state_snapshot {
+    std::uint64_t version = 0;
+    std::int64_t as_of_ms = 0;
+    std::unordered_map<std::string, room_state> rooms;
+
+    const room_state* find(const std::string& room_id) const;
+};
+
+// The slots this node holds for one room (its lease plus top-ups). Shared by all workers of
+// the node: taking a slot is one compare-and-swap, so uneven traffic between workers never
+// strands slots on an idle worker.
+class slot_pool {
+  public:
+    // Takes one slot unless the pool is empty or its lease expired (the store forgets a lease
+    // it has not heard about for a while; the node must stop using it first).
+    bool try_take(std::int64_t now_ms);
+    void add(std::int64_t n);
+    // The lease is good until `until_ms`; renewed by every successful sync and top-up.
+    void extend_until(std::int64_t until_ms) {
+        expires_at_.store(until_ms, std::memory_order_release);
+    }
+    bool expired(std::int64_t now_ms) const {
+        return now_ms >= expires_at_.load(std::memory_order_acquire);
+    }
+    // Takes up to n slots back (for returns to the store and lease expiry); returns how many.
+    std::int64_t take_up_to(std::int64_t n);
+    std::int64_t available() const { return available_.load(std::memory_order_acquire); }
+    // A top-up that granted nothing stops further top-ups until `until_ms` (store load bound).
+    bool top_up_allowed(std::int64_t now_ms) const {
+        return now_ms >= no_top_up_until_.load(std::memory_order_relaxed);
+    }
+    void suspend_top_ups_until(std::int64_t until_ms) {
+        no_top_up_until_.store(until_ms, std::memory_order_relaxed);
+    }
+
+  private:
+    std::atomic<std::int64_t> available_{0};
+    std::atomic<std::int64_t> no_top_up_until_{0};
+    std::atomic<std::int64_t> expires_at_{0};
+};
+
+class node_state {
+  public:
+    node_state();
+    node_state(const node_state&) = delete;
+    node_state& operator=(const node_state&) = delete;
+
+    // The latest snapshot; never null. Workers cache it and reload only when version() moves.
+    std::shared_ptr<const state_snapshot> snapshot() const {
+        return snapshot_.load(std::memory_order_acquire);
+    }
+    std::uint64_t version() const { return version_.load(std::memory_order_acquire); }
+    // Publishes a new snapshot (its version is set here). Sync task only.
+    void publish(std::shared_ptr<state_snapshot> s);
+
+    // The slot pool of a room, created on first use; the address is stable for the node's life.
+    slot_pool& pool(const std::string& room_id);
+    // Visits every pool (sync task: returns and lease expiry).
+    template <class F>
+    void for_each_pool(F&& f) {
+        std::lock_guard lock(mu_);
+        for (auto& [id, p] : pools_) {
+            f(id, *p);
+        }
+    }
+
+    // Worker deltas in, sync task out. Locked, but never on the decision path: workers submit
+    // once per sync interval. Submitted entries are reset in place (keys kept).
+    void submit(delta_set& deltas);
+    bool try_submit(delta_set& deltas);  // never blocks; leaves `deltas` untouched on contention
+    delta_set take_deltas();
+
+  private:
+    void move_into(delta_set& deltas);  // inbox_mu_ held
+
+    std::atomic<std::shared_ptr<const state_snapshot>> snapshot_;
+    std::atomic<std::uint64_t> version_{0};
+    std::mutex mu_;  // pools_ creation
+    std::map<std::string, std::unique_ptr<slot_pool>> pools_;
+    std::mutex inbox_mu_;
+    delta_set inbox_;
+};
+
+}  // namespace waitroom::room

@@ -1,0 +1,67 @@
+#pragma once
+// The Redis state store (`state.backend: redis`, DESIGN.md §4 "Slots across nodes"): the same
+// semantics as local_store, kept in Redis by one Lua script per room so that many nodes share
+// each room. One sync is one pipelined round trip (an EVALSHA per room); a top-up is one EVALSHA.
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "waitroom/state/store.hpp"
+
+namespace waitroom::config {
+struct state_settings;
+}
+
+namespace waitroom::state {
+
+struct redis_options {
+    std::string host = "127.0.0.1";                  // name or address of the Redis server
+    std::uint16_t port = 6379;                       // its TCP port
+    unsigned db = 0;                                 // SELECTed after connecting (0: no SELECT)
+    std::string username;                            // AUTH user ("" = password-only AUTH)
+    std::string password;                            // AUTH password ("" = no AUTH)
+    std::chrono::milliseconds timeout{500};          // per call, connecting included
+    std::chrono::milliseconds reconnect_min{50};     // first wait after a lost connection
+    std::chrono::milliseconds reconnect_max{1'000};  // backoff doubles up to this
+    std::string key_prefix = "wr";                   // keys are "<prefix>:{<room>}:<what>"
+};
+
+// Parses `redis://[[user]:password@]host[:port][/db]`; nullopt when malformed.
+std::optional<redis_options> redis_options_from_url(std::string_view url);
+// From the validated `state:` section (url parts and timeout).
+redis_options redis_options_from(const config::state_settings& s);
+
+class redis_store final : public store {
+  public:
+    // Runs on `ex` (usually one worker's io_context); calls may come from any thread, and
+    // handlers are posted to `ex`, never run inline. Connects on first use.
+    redis_store(boost::asio::any_io_executor ex, redis_options opt);
+    ~redis_store() override;
+    redis_store(const redis_store&) = delete;
+    redis_store& operator=(const redis_store&) = delete;
+
+    void sync(node_report report, sync_handler done) override;
+    void top_up(top_up_request req, top_up_handler done) override;
+
+    // Starts connecting now instead of on the first call.
+    void start();
+    // Drops the connection and fails what is pending with errc::unavailable; later calls fail.
+    // The executor must still run for the handlers to be delivered.
+    void stop();
+
+    // The keys of a room (for operators and tests): the hash tag is the room id.
+    static std::string key(const std::string& prefix, const std::string& room,
+                           std::string_view what);
+
+  private:
+    struct impl;
+    std::shared_ptr<impl> impl_;
+};
+
+}  // namespace waitroom::state

@@ -1,0 +1,51 @@
+#pragma once
+// The counting and lease arithmetic of one room inside a store: sums the counter windows, forgets
+// dead windows and silent nodes, and sizes leases by each node's share of recent demand without
+// ever leasing more than is free. The local store uses it directly; the Redis script mirrors it.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "waitroom/state/store.hpp"
+
+namespace waitroom::state {
+
+class room_ledger {
+  public:
+    // Applies one node's report for this room; returns the aggregated state and its lease.
+    room_grant sync(const std::string& node_id, const std::string& datacenter,
+                    const room_report& report, std::int64_t now_ms, std::int64_t node_ttl_ms);
+    // Grants up to `want` slots from the capacity not leased yet.
+    std::int64_t top_up(const std::string& node_id, const std::string& datacenter,
+                        const room::room_limits& limits, std::int64_t want, std::int64_t now_ms);
+
+    // Current aggregated state (also what the admin API of a node sees after a sync).
+    room::room_counts counts(const room::room_limits& limits, std::int64_t now_ms) const;
+    // min(total_active_users − active, new_users_per_minute − admitted in the sliding minute).
+    std::int64_t capacity(const room::room_limits& limits, std::int64_t now_ms) const;
+    std::int64_t held_total() const;
+    std::int64_t held_by(const std::string& node_id) const;
+
+  private:
+    struct node_entry {
+        std::string datacenter;
+        std::int64_t held = 0;  // slots leased and not yet reported used or returned
+        double demand = 0;      // decayed demand (slot requests per interval)
+        std::int64_t last_seen = 0;
+    };
+    void apply(const room_report& r, std::int64_t now_ms);
+    void prune(const room::room_limits& limits, std::int64_t now_ms);
+    void expire_nodes(std::int64_t now_ms, std::int64_t node_ttl_ms);
+    node_entry& touch(const std::string& node_id, const std::string& datacenter,
+                      std::int64_t now_ms);
+
+    std::map<std::int64_t, std::int64_t> admitted_;  // rate sub-window → admissions
+    std::map<std::int64_t, std::int64_t> active_;    // window → admitted visitors
+    std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> waiting_;  // (bucket, window)
+    std::map<std::string, node_entry> nodes_;
+    std::int64_t node_ttl_ms_ = 3'000;
+};
+
+}  // namespace waitroom::state

@@ -1,0 +1,146 @@
+#include "waitroom/room/room_state.hpp"
+
+#include <algorithm>
+#include <ctime>
+
+namespace waitroom::room {
+
+namespace {
+std::string iso8601(std::int64_t ms) {
+    std::time_t secs = static_cast<std::time_t>(ms / 1000);
+    std::tm tm{};
+    gmtime_r(&secs, &tm);
+    char buf[32];
+    std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return std::string(buf, n);
+}
+}  // namespace
+
+room_state::room_state(room_counts counts, const room_limits& limits)
+    : counts_(std::move(counts)), known_(true) {
+    std::int64_t by_active = limits.total_active_users - counts_.active;
+    std::int64_t by_rate = limits.new_users_per_minute - counts_.admitted_last_minute;
+    free_ = std::max<std::int64_t>(0, std::min(by_active, by_rate));
+    std::sort(counts_.waiting.begin(), counts_.waiting.end());
+    prefix_.reserve(counts_.waiting.size() + 1);
+    prefix_.push_back(0);
+    for (const auto& [bucket, n] : counts_.waiting) {
+        waiting_total_ += std::max<std::int64_t>(0, n);
+        prefix_.push_back(waiting_total_);
+    }
+    last_updated_ = iso8601(counts_.as_of_ms);
+}
+
+std::int64_t room_state::waiting_before(std::int64_t bucket) const {
+    auto it = std::lower_bound(counts_.waiting.begin(), counts_.waiting.end(), bucket,
+                               [](const auto& e, std::int64_t b) { return e.first < b; });
+    return prefix_.empty() ? 0 : prefix_[static_cast<std::size_t>(it - counts_.waiting.begin())];
+}
+
+std::int64_t room_state::waiting_in(std::int64_t bucket) const {
+    auto it = std::lower_bound(counts_.waiting.begin(), counts_.waiting.end(), bucket,
+                               [](const auto& e, std::int64_t b) { return e.first < b; });
+    if (it == counts_.waiting.end() || it->first != bucket) {
+        return 0;
+    }
+    return std::max<std::int64_t>(0, it->second);
+}
+
+std::uint32_t room_state::nodes() const {
+    std::uint32_t n = 0;
+    for (const auto& dc : counts_.datacenters) {
+        n += dc.nodes;
+    }
+    return n;
+}
+
+const room_state* state_snapshot::find(const std::string& room_id) const {
+    auto it = rooms.find(room_id);
+    return it == rooms.end() ? nullptr : &it->second;
+}
+
+bool slot_pool::try_take(std::int64_t now_ms) {
+    if (expired(now_ms)) {
+        return false;
+    }
+    std::int64_t cur = available_.load(std::memory_order_relaxed);
+    while (cur > 0) {
+        if (available_.compare_exchange_weak(cur, cur - 1, std::memory_order_acq_rel,
+                                             std::memory_order_relaxed)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void slot_pool::add(std::int64_t n) {
+    if (n > 0) {
+        available_.fetch_add(n, std::memory_order_acq_rel);
+    }
+}
+
+std::int64_t slot_pool::take_up_to(std::int64_t n) {
+    std::int64_t cur = available_.load(std::memory_order_relaxed);
+    while (cur > 0 && n > 0) {
+        std::int64_t take = std::min(cur, n);
+        if (available_.compare_exchange_weak(cur, cur - take, std::memory_order_acq_rel,
+                                             std::memory_order_relaxed)) {
+            return take;
+        }
+    }
+    return 0;
+}
+
+node_state::node_state() : snapshot_(std::make_shared<const state_snapshot>()) {}
+
+void node_state::publish(std::shared_ptr<state_snapshot> s) {
+    std::uint64_t v = version_.load(std::memory_order_relaxed) + 1;
+    s->version = v;
+    snapshot_.store(std::move(s), std::memory_order_release);
+    version_.store(v, std::memory_order_release);
+}
+
+slot_pool& node_state::pool(const std::string& room_id) {
+    std::lock_guard lock(mu_);
+    auto& p = pools_[room_id];
+    if (!p) {
+        p = std::make_unique<slot_pool>();
+    }
+    return *p;
+}
+
+void node_state::submit(delta_set& deltas) {
+    if (deltas.empty()) {
+        return;
+    }
+    std::lock_guard lock(inbox_mu_);
+    move_into(deltas);
+}
+
+void node_state::move_into(delta_set& deltas) {
+    // Entries are reset, not erased: workers keep pointers to their per-room deltas.
+    for (auto& [id, d] : deltas) {
+        if (!d.empty()) {
+            inbox_[id].merge(d);
+            d.reset();
+        }
+    }
+}
+
+bool node_state::try_submit(delta_set& deltas) {
+    std::unique_lock lock(inbox_mu_, std::try_to_lock);
+    if (!lock.owns_lock()) {
+        return false;
+    }
+    move_into(deltas);
+    return true;
+}
+
+delta_set node_state::take_deltas() {
+    std::lock_guard lock(inbox_mu_);
+    delta_set out;
+    out.swap(inbox_);
+    return out;
+}
+
+}  // namespace waitroom::room

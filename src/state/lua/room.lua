@@ -1,0 +1,230 @@
+-- One room's shared counters, node heartbeats and slot leases in Redis: the arithmetic of
+-- state::room_ledger (src/state/room_ledger.cpp), step for step, so that the local and the
+-- Redis store give the same grants for the same reports. Keep the two in step.
+--
+-- KEYS (all carry the hash tag {room-id}, so a room lives on one Redis Cluster slot):
+--   1 admitted  hash  rate sub-window start (ms)  -> new admissions
+--   2 active    hash  window start (ms)           -> admitted visitors last seen in it
+--   3 waiting   hash  "bucket:window" (ms)        -> queued visitors
+--   4 nodes     hash  node id -> "last_seen held demand datacenter"
+--   5 meta      hash  node_ttl (the TTL of the last sync; top-ups expire nodes with it)
+-- ARGV:
+--   1 "sync" | "top_up"   2 node id   3 datacenter   4 now (ms, the node's clock)
+--   5 total_active_users  6 new_users_per_minute  7 session_ms  8 abandon_after_ms
+--   9 window_ms  10 rate_window_ms  11 rate_span_ms  12 needs_slots (1 | 0)
+--   sync:   13 node_ttl_ms  14 slots_used  15 slots_returned  16 demand
+--           17 n, then n pairs (sub-window, delta) for admitted
+--           then m, then m pairs (window, delta) for active
+--           then k, then k triples (bucket, window, delta) for waiting
+--   top_up: 13 want
+-- Returns, sync:   {granted, release, active, admitted_last_minute, held,
+--                   {bucket, queued, ...}, {datacenter, nodes, ...}}
+--          top_up: granted
+
+local op = ARGV[1]
+local node_id = ARGV[2]
+local datacenter = ARGV[3]
+local now = tonumber(ARGV[4])
+local L = {
+    total = tonumber(ARGV[5]),
+    per_minute = tonumber(ARGV[6]),
+    session = tonumber(ARGV[7]),
+    abandon = tonumber(ARGV[8]),
+    window = tonumber(ARGV[9]),
+    rate_window = tonumber(ARGV[10]),
+    rate_span = tonumber(ARGV[11]),
+    needs_slots = ARGV[12] == '1',
+}
+
+-- The liveness rules of include/waitroom/room/limits.hpp.
+local function active_live(start) return start + L.window + L.session > now end
+local function waiting_live(start) return start + L.window + L.abandon > now end
+local function rate_live(start) return start + L.rate_window > now - L.rate_span end
+
+-- std::map orders node ids by bytes; Lua's string '<' follows the server's locale. Sorting
+-- by bytes keeps the demand sum (floating point) and the datacenter order identical.
+local function byte_less(a, b)
+    local n = math.min(#a, #b)
+    for i = 1, n do
+        local x, y = string.byte(a, i), string.byte(b, i)
+        if x ~= y then return x < y end
+    end
+    return #a < #b
+end
+
+-- Nodes: expire the silent ones (their lease goes with them), touch this one.
+local function load_nodes(node_ttl)
+    local nodes, ids = {}, {}
+    local raw = redis.call('HGETALL', KEYS[4])
+    for i = 1, #raw, 2 do
+        local id = raw[i]
+        local ls, held, demand, dc = string.match(raw[i + 1], '^(%S+) (%S+) (%S+) (.*)$')
+        ls = tonumber(ls)
+        if ls == nil or ls + node_ttl <= now then
+            redis.call('HDEL', KEYS[4], id)
+        else
+            nodes[id] = {last_seen = ls, held = tonumber(held), demand = tonumber(demand), dc = dc}
+            ids[#ids + 1] = id
+        end
+    end
+    local me = nodes[node_id]
+    if me == nil then
+        me = {last_seen = now, held = 0, demand = 0, dc = datacenter}
+        nodes[node_id] = me
+        ids[#ids + 1] = node_id
+    end
+    me.dc = datacenter
+    if now > me.last_seen then me.last_seen = now end
+    table.sort(ids, byte_less)
+    return nodes, ids, me
+end
+
+local function save_node(id, n)
+    -- %.17g round-trips the decayed demand exactly (the default conversion keeps 14 digits).
+    redis.call('HSET', KEYS[4], id,
+        string.format('%d %d %.17g %s', n.last_seen, n.held, n.demand, n.dc))
+end
+
+-- Sum of the live entries of a window hash; with prune, dead entries are deleted.
+local function live_sum(key, live, prune)
+    local raw = redis.call('HGETALL', key)
+    local sum = 0
+    for i = 1, #raw, 2 do
+        local w = tonumber(raw[i])
+        if live(w) then
+            sum = sum + tonumber(raw[i + 1])
+        elseif prune then
+            redis.call('HDEL', key, raw[i])
+        end
+    end
+    return sum
+end
+
+local function capacity(active, admitted)
+    if active < 0 then active = 0 end
+    if admitted < 0 then admitted = 0 end
+    local cap = math.min(L.total - active, L.per_minute - admitted)
+    if cap < 0 then cap = 0 end
+    return cap
+end
+
+local function held_total(nodes, ids)
+    local h = 0
+    for _, id in ipairs(ids) do h = h + nodes[id].held end
+    return h
+end
+
+-- Nothing accumulates: every key outlives its longest-lived entry by a minute, then goes.
+local function set_ttls(node_ttl)
+    local ttl = math.max(L.session + L.window, L.window + L.abandon,
+                         L.rate_span + L.rate_window, node_ttl) + 60000
+    for i = 1, 5 do redis.call('PEXPIRE', KEYS[i], ttl) end
+end
+
+if op == 'top_up' then
+    local node_ttl = tonumber(redis.call('HGET', KEYS[5], 'node_ttl')) or 3000
+    local want = tonumber(ARGV[13])
+    local nodes, ids, me = load_nodes(node_ttl)
+    local granted = 0
+    if L.needs_slots and want > 0 then
+        local cap = capacity(live_sum(KEYS[2], active_live, false),
+                             live_sum(KEYS[1], rate_live, false))
+        local free_unheld = math.max(0, cap - held_total(nodes, ids))
+        granted = math.min(want, free_unheld)
+        me.held = me.held + granted
+    end
+    save_node(node_id, me)
+    set_ttls(node_ttl)
+    return granted
+end
+
+-- sync
+local node_ttl = tonumber(ARGV[13])
+redis.call('HSET', KEYS[5], 'node_ttl', ARGV[13])
+local nodes, ids, me = load_nodes(node_ttl)
+
+-- Deltas for windows that stopped counting change nothing: skip them rather than resurrect.
+local i = 17
+local n = tonumber(ARGV[i])
+for j = 1, n do
+    local w, d = ARGV[i + 2 * j - 1], ARGV[i + 2 * j]
+    if rate_live(tonumber(w)) then redis.call('HINCRBY', KEYS[1], w, d) end
+end
+i = i + 2 * n + 1
+n = tonumber(ARGV[i])
+for j = 1, n do
+    local w, d = ARGV[i + 2 * j - 1], ARGV[i + 2 * j]
+    if active_live(tonumber(w)) then redis.call('HINCRBY', KEYS[2], w, d) end
+end
+i = i + 2 * n + 1
+n = tonumber(ARGV[i])
+for j = 1, n do
+    local b, w, d = ARGV[i + 3 * j - 2], ARGV[i + 3 * j - 1], ARGV[i + 3 * j]
+    if waiting_live(tonumber(w)) then redis.call('HINCRBY', KEYS[3], b .. ':' .. w, d) end
+end
+
+local admitted = live_sum(KEYS[1], rate_live, true)
+local active = live_sum(KEYS[2], active_live, true)
+
+-- Waiting: prune, then sum per bucket in ascending order, dropping buckets that sum to ≤ 0
+-- (a −1 may arrive before its +1 from another node).
+local per_bucket, buckets = {}, {}
+local raw = redis.call('HGETALL', KEYS[3])
+for k = 1, #raw, 2 do
+    local b, w = string.match(raw[k], '^(-?%d+):(-?%d+)$')
+    b, w = tonumber(b), tonumber(w)
+    if b == nil or not waiting_live(w) then
+        redis.call('HDEL', KEYS[3], raw[k])
+    else
+        if per_bucket[b] == nil then
+            per_bucket[b] = 0
+            buckets[#buckets + 1] = b
+        end
+        per_bucket[b] = per_bucket[b] + tonumber(raw[k + 1])
+    end
+end
+table.sort(buckets)
+
+me.held = math.max(0, me.held - tonumber(ARGV[14]) - tonumber(ARGV[15]))
+-- Demand decays by half each sync: the share follows the last couple of intervals.
+me.demand = me.demand / 2 + tonumber(ARGV[16])
+
+local granted, release = 0, 0
+if L.needs_slots then
+    -- Capacity includes the slots already leased: the lease target is this node's share of
+    -- it, and a grant never exceeds what no node holds yet.
+    local cap = capacity(active, admitted)
+    local free_unheld = math.max(0, cap - held_total(nodes, ids))
+    local total_demand = 0
+    for _, id in ipairs(ids) do total_demand = total_demand + nodes[id].demand end
+    local share
+    if total_demand > 0 then share = me.demand / total_demand else share = 1.0 / #ids end
+    local target = math.ceil(cap * share)
+    granted = math.min(math.max(target - me.held, 0), free_unheld)
+    release = math.max(0, me.held - target)
+    me.held = me.held + granted
+else
+    release = me.held  -- a room that admits nobody from slots gives them all back
+end
+save_node(node_id, me)
+set_ttls(node_ttl)
+
+local waiting = {}
+for _, b in ipairs(buckets) do
+    if per_bucket[b] > 0 then
+        waiting[#waiting + 1] = b
+        waiting[#waiting + 1] = per_bucket[b]
+    end
+end
+local dcs, dc_index = {}, {}
+for _, id in ipairs(ids) do
+    local dc = nodes[id].dc
+    if dc_index[dc] == nil then
+        dcs[#dcs + 1] = dc
+        dcs[#dcs + 1] = 0
+        dc_index[dc] = #dcs
+    end
+    dcs[dc_index[dc]] = dcs[dc_index[dc]] + 1
+end
+return {granted, release, math.max(0, active), math.max(0, admitted),
+        held_total(nodes, ids), waiting, dcs}

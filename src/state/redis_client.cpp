@@ -1,0 +1,380 @@
+#include "redis_client.hpp"
+
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+
+#include <boost/asio/post.hpp>
+
+#include <algorithm>
+
+#include "redis_asio.hpp"
+#include "waitroom/state/error.hpp"
+
+namespace waitroom::state::redis {
+
+namespace asio = boost::asio;
+
+struct client::batch {
+    batch(asio::any_io_executor ex, std::vector<command> c, handler hd)
+        : strand(ex), cmds(std::move(c)), replies(cmds.size()), timer(ex), h(std::move(hd)) {}
+
+    asio::any_io_executor strand;
+    std::vector<command> cmds;
+    std::vector<value> replies;
+    std::size_t got = 0;
+    bool lost = false;    // a command's reply will never come (connection gone)
+    bool posted = false;  // completion is on its way
+    bool done = false;    // the handler ran (or was given up on): ignore everything after
+    asio::steady_timer timer;
+    handler h;
+    std::weak_ptr<client> owner;
+
+    void complete(std::error_code ec) {
+        if (done) {
+            return;
+        }
+        done = true;
+        timer.cancel();
+        if (auto o = owner.lock()) {
+            o->forget(this);
+        }
+        auto hd = std::move(h);
+        if (ec) {
+            hd(ec, {});
+        } else {
+            hd({}, std::move(replies));
+        }
+    }
+};
+
+namespace {
+
+value convert(const redisReply* r) {
+    value v;
+    switch (r->type) {
+        case REDIS_REPLY_INTEGER:
+            v.type = value::kind::integer;
+            v.integer = r->integer;
+            break;
+        case REDIS_REPLY_STRING:
+            v.type = value::kind::string;
+            v.str.assign(r->str, r->len);
+            break;
+        case REDIS_REPLY_STATUS:
+            v.type = value::kind::status;
+            v.str.assign(r->str, r->len);
+            break;
+        case REDIS_REPLY_ERROR:
+            v.type = value::kind::error;
+            v.str.assign(r->str, r->len);
+            break;
+        case REDIS_REPLY_ARRAY:
+            v.type = value::kind::array;
+            v.elements.reserve(r->elements);
+            for (std::size_t i = 0; i < r->elements; ++i) {
+                v.elements.push_back(convert(r->element[i]));
+            }
+            break;
+        default:
+            v.type = value::kind::nil;
+            break;
+    }
+    return v;
+}
+
+// privdata of one command: its batch and its place in it.
+struct slot {
+    std::shared_ptr<client::batch> b;
+    std::size_t index;
+};
+
+}  // namespace
+
+// Runs inside hiredis (reply, or null when the context is freed): records, then posts the
+// completion so that no user code and no hiredis call runs inside hiredis.
+static void on_reply(redisAsyncContext*, void* reply, void* privdata) {
+    std::unique_ptr<slot> s(static_cast<slot*>(privdata));
+    auto& b = s->b;
+    if (b->done) {
+        return;
+    }
+    if (reply == nullptr) {
+        b->lost = true;
+    } else {
+        b->replies[s->index] = convert(static_cast<redisReply*>(reply));
+    }
+    ++b->got;
+    if (!b->posted && (b->lost || b->got == b->cmds.size())) {
+        b->posted = true;
+        asio::post(b->strand, [b] {
+            b->complete(b->lost ? make_error_code(errc::unavailable) : std::error_code{});
+        });
+    }
+}
+
+static void on_connect(const redisAsyncContext*, int) {
+    // Nothing to do: the handshake's replies (or their failure) tell the outcome.
+}
+
+client::client(asio::any_io_executor strand, redis_options opt)
+    : strand_(std::move(strand)),
+      opt_(std::move(opt)),
+      backoff_timer_(strand_),
+      resolver_(strand_),
+      backoff_(opt_.reconnect_min) {}
+
+client::~client() {
+    // Destroyed with the store, its executor still alive: nothing may be posted any more.
+    for (auto& b : inflight_) {
+        b->done = true;
+    }
+    for (auto& b : waiting_) {
+        b->done = true;
+    }
+    if (ac_ != nullptr) {
+        auto* ac = ac_;
+        ac_ = nullptr;
+        redisAsyncFree(ac);
+    }
+}
+
+void client::start() {
+    if (phase_ == phase::idle) {
+        connect();
+    }
+}
+
+void client::stop() {
+    phase_ = phase::stopped;
+    backoff_timer_.cancel();
+    resolver_.cancel();
+    teardown();
+    auto w = std::move(waiting_);
+    waiting_.clear();
+    for (auto& b : w) {
+        fail_later(b, make_error_code(errc::unavailable));
+    }
+}
+
+void client::execute(std::vector<command> cmds, clock::time_point deadline, handler h) {
+    auto b = std::make_shared<batch>(strand_, std::move(cmds), std::move(h));
+    b->owner = weak_from_this();
+    b->timer.expires_at(deadline);
+    b->timer.async_wait([b](const boost::system::error_code& ec) {
+        if (ec || b->done) {
+            return;
+        }
+        auto o = b->owner.lock();
+        b->complete(make_error_code(errc::timeout));
+        // A server that stopped answering is treated as lost: reconnecting also guarantees
+        // that the late answer to this call is never read as another call's.
+        if (o) {
+            o->teardown();
+        }
+    });
+    switch (phase_) {
+        case phase::stopped:
+        case phase::backoff:
+            fail_later(b, make_error_code(errc::unavailable));
+            return;
+        case phase::idle:
+            waiting_.push_back(b);
+            connect();
+            return;
+        case phase::connecting:
+            waiting_.push_back(b);
+            return;
+        case phase::ready:
+            send(b);
+            return;
+    }
+}
+
+void client::connect() {
+    phase_ = phase::connecting;
+    boost::system::error_code not_ip;
+    asio::ip::make_address(opt_.host, not_ip);
+    if (!not_ip) {
+        open(opt_.host);
+        return;
+    }
+    // hiredis resolves names with a blocking getaddrinfo; Asio's resolver does not block us.
+    resolver_.async_resolve(
+        opt_.host, std::to_string(opt_.port),
+        [w = weak_from_this()](const boost::system::error_code& ec,
+                               const asio::ip::tcp::resolver::results_type& results) {
+            auto c = w.lock();
+            if (!c || c->phase_ != phase::connecting || c->ac_ != nullptr) {
+                return;
+            }
+            if (ec || results.empty()) {
+                c->on_gone();
+                return;
+            }
+            // Redis binds 127.0.0.1 by default: prefer an IPv4 address over "::1".
+            auto chosen = results.begin();
+            for (auto it = results.begin(); it != results.end(); ++it) {
+                if (it->endpoint().address().is_v4()) {
+                    chosen = it;
+                    break;
+                }
+            }
+            c->open(chosen->endpoint().address().to_string());
+        });
+}
+
+void client::open(const std::string& address) {
+    redisAsyncContext* ac = redisAsyncConnect(address.c_str(), opt_.port);
+    if (ac == nullptr || ac->err != 0) {
+        if (ac != nullptr) {
+            redisAsyncFree(ac);  // not attached yet: no cleanup hook runs
+        }
+        on_gone();
+        return;
+    }
+    ac_ = ac;
+    attach(ac, strand_, [w = weak_from_this()] {
+        if (auto c = w.lock()) {
+            c->on_gone();
+        }
+    });
+    redisAsyncSetConnectCallback(ac, on_connect);
+
+    std::vector<command> hs;
+    if (!opt_.password.empty()) {
+        if (opt_.username.empty()) {
+            hs.push_back({"AUTH", opt_.password});
+        } else {
+            hs.push_back({"AUTH", opt_.username, opt_.password});
+        }
+    }
+    if (opt_.db != 0) {
+        hs.push_back({"SELECT", std::to_string(opt_.db)});
+    }
+    hs.push_back(script_load_command());
+    auto b = std::make_shared<batch>(
+        strand_, std::move(hs),
+        [w = weak_from_this()](std::error_code ec, std::vector<value> replies) {
+            if (auto c = w.lock()) {
+                c->on_handshake(ec, replies);
+            }
+        });
+    b->owner = weak_from_this();
+    b->timer.expires_after(opt_.timeout);
+    b->timer.async_wait([b](const boost::system::error_code& ec) {
+        if (ec || b->done) {
+            return;
+        }
+        auto o = b->owner.lock();
+        b->complete(make_error_code(errc::timeout));
+        if (o) {
+            o->teardown();
+        }
+    });
+    send(b);
+}
+
+void client::on_handshake(std::error_code ec, const std::vector<value>& replies) {
+    if (phase_ != phase::connecting) {
+        return;  // stopped, or the connection already went
+    }
+    bool ok = !ec;
+    for (const auto& r : replies) {
+        ok = ok && !r.is_error();
+    }
+    // The server must know the script under the SHA the calls use.
+    ok = ok && !replies.empty() && replies.back().str == room_script_sha();
+    if (!ok) {
+        teardown();
+        return;
+    }
+    phase_ = phase::ready;
+    backoff_ = opt_.reconnect_min;
+    auto w = std::move(waiting_);
+    waiting_.clear();
+    for (auto& b : w) {
+        if (!b->done) {
+            send(b);
+        }
+    }
+}
+
+void client::send(const std::shared_ptr<batch>& b) {
+    if (ac_ == nullptr) {
+        fail_later(b, make_error_code(errc::unavailable));
+        return;
+    }
+    inflight_.push_back(b);
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lens;
+    for (std::size_t i = 0; i < b->cmds.size(); ++i) {
+        const command& c = b->cmds[i];
+        argv.clear();
+        lens.clear();
+        for (const auto& a : c) {
+            argv.push_back(a.data());
+            lens.push_back(a.size());
+        }
+        auto* s = new slot{b, i};
+        if (redisAsyncCommandArgv(ac_, on_reply, s, static_cast<int>(argv.size()), argv.data(),
+                                  lens.data()) != REDIS_OK) {
+            delete s;  // the context is disconnecting: the rest of the batch cannot go
+            b->lost = true;
+            fail_later(b, make_error_code(errc::unavailable));
+            return;
+        }
+    }
+}
+
+void client::teardown() {
+    if (ac_ != nullptr) {
+        auto* ac = ac_;
+        redisAsyncFree(ac);  // pending replies come back null; the cleanup hook runs on_gone
+    }
+}
+
+void client::on_gone() {
+    ac_ = nullptr;
+    if (phase_ != phase::stopped) {
+        phase_ = phase::backoff;
+    }
+    asio::post(strand_, [w = weak_from_this()] {
+        if (auto c = w.lock()) {
+            c->after_gone();
+        }
+    });
+}
+
+void client::after_gone() {
+    auto w = std::move(waiting_);
+    waiting_.clear();
+    for (auto& b : w) {
+        b->complete(make_error_code(errc::unavailable));
+    }
+    if (phase_ != phase::backoff || ac_ != nullptr) {
+        return;
+    }
+    backoff_timer_.expires_after(backoff_);
+    backoff_ = std::min(backoff_ * 2, opt_.reconnect_max);
+    backoff_timer_.async_wait([w = weak_from_this()](const boost::system::error_code& ec) {
+        auto c = w.lock();
+        if (ec || !c || c->phase_ != phase::backoff) {
+            return;
+        }
+        c->connect();
+    });
+}
+
+void client::fail_later(const std::shared_ptr<batch>& b, std::error_code ec) {
+    if (b->posted) {
+        return;
+    }
+    b->posted = true;
+    asio::post(strand_, [b, ec] { b->complete(ec); });
+}
+
+void client::forget(const batch* b) {
+    std::erase_if(inflight_, [b](const auto& p) { return p.get() == b; });
+}
+
+}  // namespace waitroom::state::redis

@@ -1,0 +1,176 @@
+#include "redis_protocol.hpp"
+
+#include <openssl/evp.h>
+
+#include <cstdio>
+
+#include "waitroom/state/error.hpp"
+
+namespace waitroom::state::redis {
+
+extern const std::string_view room_script_text;  // generated from lua/room.lua
+
+namespace {
+
+void push_limits(command& c, const room::room_limits& l) {
+    c.push_back(std::to_string(l.total_active_users));
+    c.push_back(std::to_string(l.new_users_per_minute));
+    c.push_back(std::to_string(l.session_ms));
+    c.push_back(std::to_string(l.abandon_after_ms));
+    c.push_back(std::to_string(l.window_ms));
+    c.push_back(std::to_string(l.rate_window_ms));
+    c.push_back(std::to_string(l.rate_span_ms));
+    c.push_back(l.needs_slots ? "1" : "0");
+}
+
+command script_call(std::string_view prefix, std::string_view room, const char* op,
+                    const std::string& node_id, const std::string& datacenter, std::int64_t now_ms,
+                    const room::room_limits& l) {
+    command c;
+    c.reserve(32);
+    c.emplace_back("EVALSHA");
+    c.push_back(room_script_sha());
+    c.emplace_back("5");
+    for (auto& k : room_keys(prefix, room)) {
+        c.push_back(std::move(k));
+    }
+    c.emplace_back(op);
+    c.push_back(node_id);
+    c.push_back(datacenter);
+    c.push_back(std::to_string(now_ms));
+    push_limits(c, l);
+    return c;
+}
+
+bool as_int(const value& v, std::int64_t& out) {
+    if (v.type != value::kind::integer) {
+        return false;
+    }
+    out = v.integer;
+    return true;
+}
+
+}  // namespace
+
+std::string_view room_script() {
+    return room_script_text;
+}
+
+const std::string& room_script_sha() {
+    // SCRIPT LOAD answers the SHA1 of the body; knowing it up front lets a call be built
+    // before the first connection has loaded the script.
+    static const std::string sha = [] {
+        unsigned char md[EVP_MAX_MD_SIZE];
+        unsigned int len = 0;
+        EVP_Digest(room_script_text.data(), room_script_text.size(), md, &len, EVP_sha1(), nullptr);
+        std::string hex;
+        char buf[3];
+        for (unsigned int i = 0; i < len; ++i) {
+            std::snprintf(buf, sizeof buf, "%02x", md[i]);
+            hex += buf;
+        }
+        return hex;
+    }();
+    return sha;
+}
+
+std::string key(std::string_view prefix, std::string_view room, std::string_view what) {
+    std::string k;
+    k.reserve(prefix.size() + room.size() + what.size() + 5);
+    k.append(prefix).append(":{").append(room).append("}:").append(what);
+    return k;
+}
+
+std::vector<std::string> room_keys(std::string_view prefix, std::string_view room) {
+    return {key(prefix, room, "admitted"), key(prefix, room, "active"),
+            key(prefix, room, "waiting"), key(prefix, room, "nodes"), key(prefix, room, "meta")};
+}
+
+command sync_command(std::string_view prefix, const node_report& node, const room_report& r) {
+    command c =
+        script_call(prefix, r.room, "sync", node.node_id, node.datacenter, node.now_ms, r.limits);
+    c.push_back(std::to_string(node.node_ttl_ms));
+    c.push_back(std::to_string(r.deltas.slots_used));
+    c.push_back(std::to_string(r.slots_returned));
+    c.push_back(std::to_string(r.deltas.demand));
+    c.push_back(std::to_string(r.deltas.admitted.entries().size()));
+    for (const auto& [w, d] : r.deltas.admitted.entries()) {
+        c.push_back(std::to_string(w));
+        c.push_back(std::to_string(d));
+    }
+    c.push_back(std::to_string(r.deltas.active.entries().size()));
+    for (const auto& [w, d] : r.deltas.active.entries()) {
+        c.push_back(std::to_string(w));
+        c.push_back(std::to_string(d));
+    }
+    c.push_back(std::to_string(r.deltas.waiting.entries().size()));
+    for (const auto& [bw, d] : r.deltas.waiting.entries()) {
+        c.push_back(std::to_string(bw.bucket));
+        c.push_back(std::to_string(bw.window));
+        c.push_back(std::to_string(d));
+    }
+    return c;
+}
+
+command top_up_command(std::string_view prefix, const top_up_request& req) {
+    command c = script_call(prefix, req.room, "top_up", req.node_id, req.datacenter, req.now_ms,
+                            req.limits);
+    c.push_back(std::to_string(req.want));
+    return c;
+}
+
+command script_load_command() {
+    return {"SCRIPT", "LOAD", std::string(room_script())};
+}
+
+bool is_noscript(const value& v) {
+    return v.type == value::kind::error && v.str.starts_with("NOSCRIPT");
+}
+
+std::error_code parse_grant(const value& v, const std::string& room, std::int64_t now_ms,
+                            room_grant& out) {
+    const auto bad = make_error_code(errc::protocol);
+    if (v.type != value::kind::array || v.elements.size() != 7) {
+        return bad;
+    }
+    const auto& e = v.elements;
+    out = room_grant{};
+    out.room = room;
+    out.counts.as_of_ms = now_ms;
+    if (!as_int(e[0], out.granted) || !as_int(e[1], out.release) ||
+        !as_int(e[2], out.counts.active) || !as_int(e[3], out.counts.admitted_last_minute) ||
+        !as_int(e[4], out.counts.held)) {
+        return bad;
+    }
+    const value& waiting = e[5];
+    const value& dcs = e[6];
+    if (waiting.type != value::kind::array || waiting.elements.size() % 2 != 0 ||
+        dcs.type != value::kind::array || dcs.elements.size() % 2 != 0) {
+        return bad;
+    }
+    for (std::size_t i = 0; i < waiting.elements.size(); i += 2) {
+        std::int64_t bucket = 0;
+        std::int64_t n = 0;
+        if (!as_int(waiting.elements[i], bucket) || !as_int(waiting.elements[i + 1], n)) {
+            return bad;
+        }
+        out.counts.waiting.emplace_back(bucket, n);
+    }
+    for (std::size_t i = 0; i < dcs.elements.size(); i += 2) {
+        std::int64_t n = 0;
+        if (dcs.elements[i].type != value::kind::string || !as_int(dcs.elements[i + 1], n)) {
+            return bad;
+        }
+        out.counts.datacenters.push_back({dcs.elements[i].str, static_cast<std::uint32_t>(n)});
+    }
+    return {};
+}
+
+std::error_code parse_top_up(const value& v, std::int64_t& granted) {
+    if (!as_int(v, granted)) {
+        return make_error_code(errc::protocol);
+    }
+    return {};
+}
+
+}  // namespace waitroom::state::redis

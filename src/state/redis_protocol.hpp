@@ -1,0 +1,50 @@
+#pragma once
+// The Redis store's wire format without any socket ("sans-io"): the EVALSHA argument lists
+// of the room script (lua/room.lua) for a sync or a top-up, and the decoding of its replies.
+// Unit-tested without a server; redis_client only moves these bytes.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include "waitroom/state/store.hpp"
+
+namespace waitroom::state::redis {
+
+// A reply, copied out of hiredis's reply tree (which is freed when its callback returns).
+struct value {
+    enum class kind { nil, integer, string, status, error, array };
+    kind type = kind::nil;
+    std::int64_t integer = 0;
+    std::string str;  // string, status and error text
+    std::vector<value> elements;
+
+    bool is_error() const { return type == kind::error; }
+};
+
+using command = std::vector<std::string>;
+
+// The Lua source of the room script and its SHA1 (hex), as SCRIPT LOAD answers it.
+std::string_view room_script();
+const std::string& room_script_sha();
+
+std::string key(std::string_view prefix, std::string_view room, std::string_view what);
+// The five keys of a room, in the order the script takes them.
+std::vector<std::string> room_keys(std::string_view prefix, std::string_view room);
+
+// EVALSHA <sha> 5 <keys> sync ... for one room of a node's report.
+command sync_command(std::string_view prefix, const node_report& node, const room_report& r);
+// EVALSHA <sha> 5 <keys> top_up ...
+command top_up_command(std::string_view prefix, const top_up_request& req);
+command script_load_command();
+
+// The script was not in the server's cache (after a restart or SCRIPT FLUSH).
+bool is_noscript(const value& v);
+// Decodes the script's sync answer for room `room`; errc::protocol when it is not one.
+std::error_code parse_grant(const value& v, const std::string& room, std::int64_t now_ms,
+                            room_grant& out);
+std::error_code parse_top_up(const value& v, std::int64_t& granted);
+
+}  // namespace waitroom::state::redis

@@ -1,0 +1,191 @@
+#include "waitroom/state/redis_store.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+
+#include "redis_client.hpp"
+#include "redis_protocol.hpp"
+#include "waitroom/config/config.hpp"
+#include "waitroom/config/values.hpp"
+#include "waitroom/state/error.hpp"
+
+namespace waitroom::state {
+
+namespace asio = boost::asio;
+using redis::client;
+using redis::command;
+using redis::value;
+
+std::optional<redis_options> redis_options_from_url(std::string_view url) {
+    auto u = config::parse_redis_url(url);
+    if (!u) {
+        return std::nullopt;
+    }
+    redis_options o;
+    o.host = u->host;
+    o.port = u->port;
+    o.db = u->db;
+    o.username = u->username;
+    o.password = u->password;
+    return o;
+}
+
+redis_options redis_options_from(const config::state_settings& s) {
+    redis_options o;
+    o.host = s.redis_host;
+    o.port = s.redis_port;
+    o.db = s.redis_db;
+    o.username = s.redis_username;
+    o.password = s.redis_password;
+    o.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(s.timeout);
+    return o;
+}
+
+std::string redis_store::key(const std::string& prefix, const std::string& room,
+                             std::string_view what) {
+    return redis::key(prefix, room, what);
+}
+
+struct redis_store::impl : std::enable_shared_from_this<impl> {
+    impl(asio::any_io_executor ex, redis_options o)
+        : strand(asio::make_strand(ex)),
+          opt(std::move(o)),
+          cli(std::make_shared<client>(strand, opt)) {}
+
+    struct sync_call {
+        node_report report;
+        sync_handler done;
+        sync_result res;
+        client::clock::time_point deadline;
+    };
+
+    asio::any_io_executor strand;
+    redis_options opt;
+    std::shared_ptr<client> cli;
+
+    // Sends the rooms `idx` of the call; after NOSCRIPT (the server lost its script cache) the
+    // rooms that were refused go again once, behind a SCRIPT LOAD in the same pipeline. Rooms
+    // that ran are not resent: their deltas are applied.
+    void send_sync(std::shared_ptr<sync_call> call, std::vector<std::size_t> idx, bool reload) {
+        std::vector<command> cmds;
+        if (reload) {
+            cmds.push_back(redis::script_load_command());
+        }
+        for (std::size_t i : idx) {
+            cmds.push_back(
+                redis::sync_command(opt.key_prefix, call->report, call->report.rooms[i]));
+        }
+        cli->execute(std::move(cmds), call->deadline,
+                     [self = shared_from_this(), call, idx = std::move(idx), reload](
+                         std::error_code ec, std::vector<value> replies) mutable {
+                         self->on_sync(std::move(call), idx, reload, ec, replies);
+                     });
+    }
+
+    void on_sync(std::shared_ptr<sync_call> call, const std::vector<std::size_t>& idx,
+                 bool reloaded, std::error_code ec, const std::vector<value>& replies) {
+        std::size_t first = reloaded ? 1 : 0;
+        if (!ec && (replies.size() != idx.size() + first || (reloaded && replies[0].is_error()))) {
+            ec = make_error_code(errc::protocol);
+        }
+        std::vector<std::size_t> again;
+        for (std::size_t k = 0; !ec && k < idx.size(); ++k) {
+            const value& v = replies[first + k];
+            std::size_t i = idx[k];
+            if (redis::is_noscript(v) && !reloaded) {
+                again.push_back(i);
+                continue;
+            }
+            ec = redis::parse_grant(v, call->report.rooms[i].room, call->report.now_ms,
+                                    call->res.rooms[i]);
+        }
+        if (ec) {
+            call->done(sync_result{ec, {}});
+            return;
+        }
+        if (!again.empty()) {
+            send_sync(std::move(call), std::move(again), true);
+            return;
+        }
+        call->done(std::move(call->res));
+    }
+
+    void send_top_up(std::shared_ptr<top_up_request> req, top_up_handler done,
+                     client::clock::time_point deadline, bool reload) {
+        std::vector<command> cmds;
+        if (reload) {
+            cmds.push_back(redis::script_load_command());
+        }
+        cmds.push_back(redis::top_up_command(opt.key_prefix, *req));
+        cli->execute(std::move(cmds), deadline,
+                     [self = shared_from_this(), req, done = std::move(done), deadline, reload](
+                         std::error_code ec, std::vector<value> replies) mutable {
+                         top_up_result res;
+                         if (!ec && replies.size() != (reload ? 2u : 1u)) {
+                             ec = make_error_code(errc::protocol);
+                         }
+                         if (!ec && !reload && redis::is_noscript(replies.back())) {
+                             self->send_top_up(std::move(req), std::move(done), deadline, true);
+                             return;
+                         }
+                         if (!ec && reload && replies[0].is_error()) {
+                             ec = make_error_code(errc::protocol);
+                         }
+                         if (!ec) {
+                             ec = redis::parse_top_up(replies.back(), res.granted);
+                         }
+                         res.ec = ec;
+                         if (ec) {
+                             res.granted = 0;
+                         }
+                         done(res);
+                     });
+    }
+};
+
+redis_store::redis_store(asio::any_io_executor ex, redis_options opt)
+    : impl_(std::make_shared<impl>(std::move(ex), std::move(opt))) {}
+
+redis_store::~redis_store() {
+    // The client frees its connection when the last handler holding it is gone; stopping here
+    // fails what is pending instead of leaving it to its timeouts.
+    asio::post(impl_->strand, [i = impl_] { i->cli->stop(); });
+}
+
+void redis_store::start() {
+    asio::post(impl_->strand, [i = impl_] { i->cli->start(); });
+}
+
+void redis_store::stop() {
+    asio::post(impl_->strand, [i = impl_] { i->cli->stop(); });
+}
+
+void redis_store::sync(node_report report, sync_handler done) {
+    auto call = std::make_shared<impl::sync_call>();
+    call->deadline = client::clock::now() + impl_->opt.timeout;
+    call->report = std::move(report);
+    call->done = std::move(done);
+    asio::post(impl_->strand, [i = impl_, call] {
+        const std::size_t n = call->report.rooms.size();
+        if (n == 0) {
+            call->done(sync_result{});
+            return;
+        }
+        call->res.rooms.resize(n);
+        std::vector<std::size_t> idx(n);
+        for (std::size_t k = 0; k < n; ++k) {
+            idx[k] = k;
+        }
+        i->send_sync(call, std::move(idx), false);
+    });
+}
+
+void redis_store::top_up(top_up_request req, top_up_handler done) {
+    auto deadline = client::clock::now() + impl_->opt.timeout;
+    auto r = std::make_shared<top_up_request>(std::move(req));
+    asio::post(impl_->strand, [i = impl_, r, done = std::move(done), deadline]() mutable {
+        i->send_top_up(std::move(r), std::move(done), deadline, false);
+    });
+}
+
+}  // namespace waitroom::state

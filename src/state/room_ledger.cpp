@@ -1,0 +1,184 @@
+#include "waitroom/state/room_ledger.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace waitroom::state {
+
+using room::room_limits;
+
+room_ledger::node_entry& room_ledger::touch(const std::string& node_id,
+                                            const std::string& datacenter, std::int64_t now_ms) {
+    auto& n = nodes_[node_id];
+    n.datacenter = datacenter;
+    n.last_seen = std::max(n.last_seen, now_ms);
+    return n;
+}
+
+void room_ledger::expire_nodes(std::int64_t now_ms, std::int64_t node_ttl_ms) {
+    // A silent node's lease expires with it; its node side drops the slots earlier
+    // (sync_options::lease_ttl_ms < node_ttl_ms), so the two never both count them.
+    for (auto it = nodes_.begin(); it != nodes_.end();) {
+        if (it->second.last_seen + node_ttl_ms <= now_ms) {
+            it = nodes_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
+void room_ledger::apply(const room_report& r, std::int64_t now_ms) {
+    const room_limits& l = r.limits;
+    // Deltas for windows that stopped counting change nothing: skip them rather than resurrect.
+    for (const auto& [w, d] : r.deltas.admitted.entries()) {
+        if (room::rate_window_live(w, l, now_ms)) {
+            admitted_[w] += d;
+        }
+    }
+    for (const auto& [w, d] : r.deltas.active.entries()) {
+        if (room::active_window_live(w, l, now_ms)) {
+            active_[w] += d;
+        }
+    }
+    for (const auto& [bw, d] : r.deltas.waiting.entries()) {
+        if (room::waiting_window_live(bw.window, l, now_ms)) {
+            waiting_[{bw.bucket, bw.window}] += d;
+        }
+    }
+}
+
+void room_ledger::prune(const room_limits& l, std::int64_t now_ms) {
+    std::erase_if(admitted_,
+                  [&](const auto& e) { return !room::rate_window_live(e.first, l, now_ms); });
+    std::erase_if(active_,
+                  [&](const auto& e) { return !room::active_window_live(e.first, l, now_ms); });
+    std::erase_if(waiting_, [&](const auto& e) {
+        return !room::waiting_window_live(e.first.second, l, now_ms);
+    });
+}
+
+room::room_counts room_ledger::counts(const room_limits& l, std::int64_t now_ms) const {
+    room::room_counts c;
+    c.as_of_ms = now_ms;
+    for (const auto& [w, n] : admitted_) {
+        if (room::rate_window_live(w, l, now_ms)) {
+            c.admitted_last_minute += n;
+        }
+    }
+    for (const auto& [w, n] : active_) {
+        if (room::active_window_live(w, l, now_ms)) {
+            c.active += n;
+        }
+    }
+    c.active = std::max<std::int64_t>(0, c.active);
+    c.admitted_last_minute = std::max<std::int64_t>(0, c.admitted_last_minute);
+    for (const auto& [bw, n] : waiting_) {
+        if (!room::waiting_window_live(bw.second, l, now_ms)) {
+            continue;
+        }
+        if (!c.waiting.empty() && c.waiting.back().first == bw.first) {
+            c.waiting.back().second += n;
+        } else {
+            c.waiting.emplace_back(bw.first, n);
+        }
+    }
+    // A −1 may arrive before its +1 from another node: never show a negative bucket.
+    std::erase_if(c.waiting, [](const auto& e) { return e.second <= 0; });
+    c.held = held_total();
+    for (const auto& [id, n] : nodes_) {
+        auto it = std::find_if(c.datacenters.begin(), c.datacenters.end(),
+                               [&](const auto& dc) { return dc.datacenter == n.datacenter; });
+        if (it == c.datacenters.end()) {
+            c.datacenters.push_back({n.datacenter, 1});
+        } else {
+            ++it->nodes;
+        }
+    }
+    return c;
+}
+
+std::int64_t room_ledger::capacity(const room_limits& l, std::int64_t now_ms) const {
+    std::int64_t active = 0;
+    for (const auto& [w, n] : active_) {
+        if (room::active_window_live(w, l, now_ms)) {
+            active += n;
+        }
+    }
+    std::int64_t admitted = 0;
+    for (const auto& [w, n] : admitted_) {
+        if (room::rate_window_live(w, l, now_ms)) {
+            admitted += n;
+        }
+    }
+    active = std::max<std::int64_t>(0, active);
+    admitted = std::max<std::int64_t>(0, admitted);
+    return std::max<std::int64_t>(
+        0, std::min(l.total_active_users - active, l.new_users_per_minute - admitted));
+}
+
+std::int64_t room_ledger::held_total() const {
+    std::int64_t h = 0;
+    for (const auto& [id, n] : nodes_) {
+        h += n.held;
+    }
+    return h;
+}
+
+std::int64_t room_ledger::held_by(const std::string& node_id) const {
+    auto it = nodes_.find(node_id);
+    return it == nodes_.end() ? 0 : it->second.held;
+}
+
+room_grant room_ledger::sync(const std::string& node_id, const std::string& datacenter,
+                             const room_report& report, std::int64_t now_ms,
+                             std::int64_t node_ttl_ms) {
+    const room_limits& l = report.limits;
+    node_ttl_ms_ = node_ttl_ms;
+    expire_nodes(now_ms, node_ttl_ms);
+    node_entry& me = touch(node_id, datacenter, now_ms);
+    apply(report, now_ms);
+    prune(l, now_ms);
+    me.held = std::max<std::int64_t>(0, me.held - report.deltas.slots_used - report.slots_returned);
+    // Demand decays by half each sync: the share follows the last couple of intervals.
+    me.demand = me.demand / 2 + static_cast<double>(report.deltas.demand);
+
+    room_grant g;
+    g.room = report.room;
+    if (l.needs_slots) {
+        // Capacity includes the slots already leased: the lease target is this node's share of
+        // it, and a grant never exceeds what no node holds yet.
+        const std::int64_t cap = capacity(l, now_ms);
+        const std::int64_t free_unheld = std::max<std::int64_t>(0, cap - held_total());
+        double total_demand = 0;
+        for (const auto& [id, n] : nodes_) {
+            total_demand += n.demand;
+        }
+        double share =
+            total_demand > 0 ? me.demand / total_demand : 1.0 / static_cast<double>(nodes_.size());
+        auto target = static_cast<std::int64_t>(std::ceil(static_cast<double>(cap) * share));
+        g.granted = std::clamp<std::int64_t>(target - me.held, 0, free_unheld);
+        g.release = std::max<std::int64_t>(0, me.held - target);
+        me.held += g.granted;
+    } else {
+        g.release = me.held;  // a room that admits nobody from slots gives them all back
+    }
+    g.counts = counts(l, now_ms);
+    return g;
+}
+
+std::int64_t room_ledger::top_up(const std::string& node_id, const std::string& datacenter,
+                                 const room_limits& limits, std::int64_t want,
+                                 std::int64_t now_ms) {
+    expire_nodes(now_ms, node_ttl_ms_);
+    node_entry& me = touch(node_id, datacenter, now_ms);
+    if (!limits.needs_slots || want <= 0) {
+        return 0;
+    }
+    const std::int64_t free_unheld =
+        std::max<std::int64_t>(0, capacity(limits, now_ms) - held_total());
+    const std::int64_t g = std::min(want, free_unheld);
+    me.held += g;
+    return g;
+}
+
+}  // namespace waitroom::state

@@ -1,0 +1,485 @@
+// Admission decisions: limits, FIFO front, every queueing method, sessions, revoke, abandonment
+// and the sliding per-minute window.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <deque>
+
+#include "room/harness.hpp"
+
+namespace waitroom::room {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::harness;
+using testing::make_room;
+using testing::visitor;
+
+TEST(Admission, AdmitsUpToTheLimitThenQueuesTheNextVisitor) {
+    harness h({make_room("shop", 3, 100)});
+    std::vector<visitor> vs(4);
+    for (int i = 0; i < 3; ++i) {
+        auto d = h.visit(vs[i]);
+        EXPECT_EQ(d.what, action::admit);
+        EXPECT_TRUE(d.cookie_changed);
+        EXPECT_GT(vs[i].cookie->accepted_at, 0);
+    }
+    auto d = h.visit(vs[3]);
+    EXPECT_EQ(d.what, action::queue);
+    EXPECT_TRUE(d.cookie_changed);
+    EXPECT_EQ(vs[3].cookie->accepted_at, 0);
+    EXPECT_TRUE(d.page.in_waiting_room);
+    EXPECT_TRUE(d.page.queue_is_full);
+    EXPECT_EQ(d.page.room_name, "Room shop");
+    h.sync();
+    EXPECT_EQ(h.state("shop").counts().active, 3);
+    EXPECT_EQ(h.state("shop").waiting_total(), 1);
+}
+
+TEST(Admission, NeverQueuesBelowTheLimits) {
+    auto r = make_room("shop", 10, 1000);
+    r.session_duration = 1min;
+    harness h({r});
+    // One arrival every 10 s for 10 minutes, sessions of a minute: never more than 8 hold a
+    // session at once (counted conservatively), so nobody may be queued.
+    for (int s = 0; s < 600; ++s) {
+        if (s % 10 == 0) {
+            visitor v;
+            ASSERT_EQ(h.visit(v).what, action::admit) << "second " << s;
+        }
+        h.advance(1s);
+        h.sync();
+    }
+}
+
+TEST(Admission, AdmitsFromTopUpWhenASessionEndedSinceTheLastSync) {
+    auto r = make_room("shop", 2, 1000);
+    r.session_duration = 1min;
+    harness h({r});
+    visitor a, b;
+    ASSERT_EQ(h.visit(a).what, action::admit);
+    h.advance(30s);
+    h.sync();
+    ASSERT_EQ(h.visit(b).what, action::admit);
+    h.sync();
+    // a's session (and its window) ends at 70 s; no sync has run since, the pool is dry.
+    h.advance(41s);
+    visitor c;
+    EXPECT_EQ(h.visit(c).what, action::admit);
+    EXPECT_GE(h.top_ups(), 1);
+    visitor d;
+    EXPECT_EQ(h.visit(d).what, action::queue);  // now at the limit
+}
+
+TEST(Admission, AdmittedVisitorPassesAndCookieChangesOnlyWhenTheWindowMoves) {
+    harness h({make_room("shop", 1, 100)});
+    visitor v;
+    ASSERT_EQ(h.visit(v).what, action::admit);
+    auto first = *v.cookie;
+    h.advance(1s);
+    auto d = h.visit(v);
+    EXPECT_EQ(d.what, action::admit);
+    EXPECT_FALSE(d.cookie_changed);
+    h.advance(10s);
+    d = h.visit(v);
+    EXPECT_EQ(d.what, action::admit);
+    EXPECT_TRUE(d.cookie_changed);
+    EXPECT_EQ(v.cookie->accepted_at, first.accepted_at);
+    EXPECT_EQ(v.cookie->last_check_in, h.now());
+    EXPECT_EQ(d.cookie_max_age_seconds, 300);  // renewed: a whole session from now
+    h.sync();
+    EXPECT_EQ(h.state("shop").counts().active, 1);  // moved, not added
+}
+
+TEST(Admission, QueuedVisitorsAreAdmittedInArrivalOrderAsSessionsExpire) {
+    auto r = make_room("shop", 1, 100);
+    r.session_duration = 1min;
+    harness h({r});
+    visitor first;
+    ASSERT_EQ(h.visit(first).what, action::admit);
+    std::vector<visitor> queued(3);
+    std::vector<int> order;
+    for (int i = 0; i < 3; ++i) {
+        h.advance(10s);
+        h.sync();
+        ASSERT_EQ(h.visit(queued[i]).what, action::queue);
+    }
+    for (int s = 0; s < 400 && order.size() < 3; ++s) {
+        h.advance(1s);
+        h.sync();
+        if (s % 5 != 0) {
+            continue;
+        }
+        for (int i = 2; i >= 0; --i) {  // the latest arrival refreshes first
+            if (queued[i].admitted()) {
+                continue;
+            }
+            if (h.visit(queued[i]).what == action::admit) {
+                order.push_back(i);
+            }
+        }
+    }
+    EXPECT_EQ(order, (std::vector<int>{0, 1, 2}));
+}
+
+TEST(Admission, NewVisitorNeverJumpsAnOlderWaitingBucket) {
+    auto r = make_room("shop", 1, 100);
+    r.session_duration = 1min;
+    harness h({r});
+    visitor first, waiting;
+    ASSERT_EQ(h.visit(first).what, action::admit);
+    h.advance(10s);
+    ASSERT_EQ(h.visit(waiting).what, action::queue);
+    for (int s = 0; s < 61; ++s) {  // first's session ends; waiting keeps refreshing
+        h.advance(1s);
+        h.sync();
+        if (s % 10 == 0 && s < 60) {
+            ASSERT_EQ(h.visit(waiting).what, action::queue);
+        }
+    }
+    ASSERT_GT(h.state("shop").free_capacity(), 0);
+    visitor newcomer;
+    EXPECT_EQ(h.visit(newcomer).what, action::queue);
+    EXPECT_EQ(h.visit(waiting).what, action::admit);
+}
+
+TEST(Admission, RandomGivesLaterArrivalsTheSameChance) {
+    auto r = make_room("shop", 5, 1000);
+    r.session_duration = 1min;
+    r.method = config::queueing_method::random;
+    harness h({r}, 7);
+    std::vector<visitor> admitted(5);
+    for (auto& v : admitted) {
+        ASSERT_EQ(h.visit(v).what, action::admit);
+    }
+    std::vector<visitor> queued(40);
+    for (int i = 0; i < 40; ++i) {
+        if (i % 10 == 0) {
+            h.advance(10s);
+            h.sync();
+        }
+        ASSERT_EQ(h.visit(queued[i]).what, action::queue);
+    }
+    std::vector<int> order;
+    for (int s = 0; s < 600 && order.size() < 20; ++s) {
+        h.advance(1s);
+        h.sync();
+        if (s % 5 != 0) {
+            continue;
+        }
+        for (int i = 0; i < 40; ++i) {
+            if (!queued[i].admitted() && h.visit(queued[i]).what == action::admit) {
+                order.push_back(i);
+            }
+        }
+        ASSERT_LE(h.state("shop").counts().active, 5);
+    }
+    ASSERT_GE(order.size(), 10u);
+    // Not FIFO: some visitor of a later bucket got in before one of an earlier bucket.
+    bool inversion = false;
+    for (std::size_t a = 0; a < order.size(); ++a) {
+        for (std::size_t b = a + 1; b < order.size(); ++b) {
+            inversion |= order[a] / 10 > order[b] / 10;
+        }
+    }
+    EXPECT_TRUE(inversion);
+}
+
+TEST(Admission, PassthroughAdmitsEveryoneAndStillCounts) {
+    auto r = make_room("shop", 2, 2);
+    r.method = config::queueing_method::passthrough;
+    harness h({r});
+    for (int i = 0; i < 5; ++i) {
+        visitor v;
+        auto d = h.visit(v);
+        EXPECT_EQ(d.what, action::admit);
+        EXPECT_TRUE(d.cookie_changed);
+    }
+    h.sync();
+    EXPECT_EQ(h.state("shop").counts().active, 5);
+    EXPECT_EQ(h.state("shop").counts().admitted_last_minute, 5);
+}
+
+TEST(Admission, RejectMethodServesTheRejectPageAtTheLimit) {
+    auto r = make_room("shop", 2, 100);
+    r.method = config::queueing_method::reject;
+    harness h({r});
+    visitor a, b, c;
+    EXPECT_EQ(h.visit(a).what, action::admit);
+    EXPECT_EQ(h.visit(b).what, action::admit);
+    auto d = h.visit(c);
+    EXPECT_EQ(d.what, action::reject);
+    EXPECT_FALSE(d.cookie_changed);
+    EXPECT_FALSE(c.cookie);
+    EXPECT_TRUE(d.page.is_reject_queue);
+    EXPECT_FALSE(d.page.in_waiting_room);
+    h.sync();
+    EXPECT_EQ(h.state("shop").waiting_total(), 0);
+}
+
+TEST(Admission, QueueAllAdmitsNobodyNewWhileAdmittedVisitorsKeepPassing) {
+    harness h({make_room("shop", 10, 100)});
+    visitor inside;
+    ASSERT_EQ(h.visit(inside).what, action::admit);
+    h.cfg().rooms[0].queue_all = true;
+    h.reload();
+    h.sync();
+    visitor fresh;
+    auto d = h.visit(fresh);
+    EXPECT_EQ(d.what, action::queue);
+    EXPECT_TRUE(d.page.queue_all);
+    EXPECT_FALSE(d.page.wait_time_known);
+    h.advance(5s);
+    EXPECT_EQ(h.visit(fresh).what, action::queue);
+    EXPECT_EQ(h.visit(inside).what, action::admit);
+    h.sync();
+    auto st = h.engine().status(h.engine().rooms()[0], h.state("shop"), h.now());
+    EXPECT_EQ(st.status, room_status_kind::queueing);
+}
+
+TEST(Admission, SuspendedRoomPassesWithoutCookieOrCounting) {
+    auto r = make_room("shop", 1, 1);
+    r.suspended = true;
+    harness h({r});
+    for (int i = 0; i < 3; ++i) {
+        visitor v;
+        auto d = h.visit(v);
+        EXPECT_EQ(d.what, action::pass);
+        EXPECT_EQ(d.reason, pass_reason::suspended);
+        EXPECT_FALSE(v.cookie);
+    }
+    h.sync();
+    EXPECT_EQ(h.state("shop").counts().active, 0);
+    auto st = h.engine().status(h.engine().rooms()[0], h.state("shop"), h.now());
+    EXPECT_EQ(st.status, room_status_kind::suspended);
+}
+
+TEST(Admission, CookieOfAnotherRoomIsANewVisitor) {
+    harness h({make_room("shop", 1, 100)});
+    visitor v;
+    v.cookie = cookie::payload{};
+    v.cookie->room = "other";
+    v.cookie->accepted_at = h.now();
+    v.cookie->last_check_in = h.now();
+    auto d = h.visit(v);
+    EXPECT_EQ(d.what, action::admit);
+    EXPECT_TRUE(d.cookie_changed);
+    EXPECT_EQ(v.cookie->room, "shop");
+}
+
+TEST(Session, RenewalKeepsAnActiveVisitorInsidePastTheSessionDuration) {
+    harness h({make_room("shop", 1, 100)});  // 5 minute sessions
+    visitor v;
+    ASSERT_EQ(h.visit(v).what, action::admit);
+    auto accepted = v.cookie->accepted_at;
+    for (int m = 0; m < 10; ++m) {
+        h.advance(1min);
+        h.sync();
+        ASSERT_EQ(h.visit(v).what, action::admit);
+    }
+    EXPECT_EQ(v.cookie->accepted_at, accepted);
+}
+
+TEST(Session, ExpiredSessionStartsAFreshOneWhenTheRoomIsNotQueueing) {
+    harness h({make_room("shop", 10, 100)});
+    visitor v;
+    ASSERT_EQ(h.visit(v).what, action::admit);
+    auto accepted = v.cookie->accepted_at;
+    h.advance(6min);
+    h.sync();
+    auto d = h.visit(v);
+    EXPECT_EQ(d.what, action::admit);
+    EXPECT_TRUE(d.cookie_changed);
+    EXPECT_GT(v.cookie->accepted_at, accepted);
+}
+
+TEST(Session, ExpiredSessionGoesToTheBackWhenTheRoomIsQueueing) {
+    auto r = make_room("shop", 1, 100);
+    harness h({r});
+    visitor v, w;
+    ASSERT_EQ(h.visit(v).what, action::admit);
+    h.advance(2min);
+    h.sync();
+    ASSERT_EQ(h.visit(w).what, action::queue);
+    for (int s = 0; s < 260; ++s) {  // v leaves; w waits and gets v's place
+        h.advance(1s);
+        h.sync();
+        if (s % 10 == 0 && !w.admitted()) {
+            h.visit(w);
+        }
+    }
+    ASSERT_TRUE(w.admitted());
+    auto d = h.visit(v);
+    EXPECT_EQ(d.what, action::queue);
+    EXPECT_EQ(v.cookie->bucket, floor_to(h.now(), 10'000));
+    EXPECT_GT(v.cookie->bucket, w.cookie->bucket);
+}
+
+TEST(Session, DisabledRenewalEndsTheSessionDespiteActivityAndRequeuesAtTheBack) {
+    auto r = make_room("shop", 1, 100);
+    r.disable_session_renewal = true;
+    harness h({r});
+    visitor v, w;
+    ASSERT_EQ(h.visit(v).what, action::admit);
+    const auto accepted = v.cookie->accepted_at;
+    h.advance(10s);
+    h.sync();
+    ASSERT_EQ(h.visit(w).what, action::queue);
+    bool v_requeued = false;
+    for (int s = 0; s < 400; ++s) {
+        h.advance(1s);
+        h.sync();
+        if (s % 5 != 0) {
+            continue;
+        }
+        if (!w.admitted()) {
+            h.visit(w);
+        }
+        auto d = h.visit(v);
+        if (h.now() < accepted + 300'000) {
+            ASSERT_EQ(d.what, action::admit) << s;
+            EXPECT_FALSE(d.cookie_changed);  // nothing to renew
+            EXPECT_EQ(d.cookie_max_age_seconds, (accepted + 300'000 - h.now() + 999) / 1000);
+        } else if (d.what == action::queue) {
+            v_requeued = true;
+        }
+    }
+    EXPECT_TRUE(v_requeued);
+    EXPECT_TRUE(w.admitted());
+    EXPECT_FALSE(v.admitted());
+    EXPECT_GT(v.cookie->bucket, w.cookie->bucket);
+}
+
+TEST(Revoke, RevokedCookieNoLongerAdmitsAndFreesThePlace) {
+    auto r = make_room("shop", 1, 100);
+    r.revoke_enabled = true;
+    harness h({r});
+    visitor v, w;
+    ASSERT_EQ(h.visit(v).what, action::admit);
+    ASSERT_EQ(h.visit(w).what, action::queue);
+    v.cookie = h.engine().revoke(h.engine().rooms()[0], h.worker(), *v.cookie, h.now());
+    EXPECT_EQ(v.cookie->accepted_at, 0);
+    h.advance(1s);
+    h.sync();
+    EXPECT_EQ(h.state("shop").counts().active, 0);
+    EXPECT_EQ(h.visit(w).what, action::admit);
+    EXPECT_EQ(h.visit(v).what, action::queue);
+}
+
+TEST(Abandonment, VisitorWhoStopsRefreshingStopsHoldingAPlaceWithinTwoIntervals) {
+    harness h({make_room("shop", 1, 100)});  // refresh_interval 20 s
+    visitor inside, leaver;
+    ASSERT_EQ(h.visit(inside).what, action::admit);
+    ASSERT_EQ(h.visit(leaver).what, action::queue);
+    for (int i = 0; i < 3; ++i) {
+        h.advance(20s);
+        h.sync();
+        ASSERT_EQ(h.visit(leaver).what, action::queue);
+    }
+    // The last refresh was just now. One interval later a live visitor still counts.
+    h.advance(19s);
+    h.sync();
+    EXPECT_EQ(h.state("shop").waiting_total(), 1);
+    h.advance(21s);  // two intervals after the last refresh
+    h.sync();
+    EXPECT_EQ(h.state("shop").waiting_total(), 0);
+    visitor later;
+    auto d = h.visit(later);
+    EXPECT_EQ(d.what, action::queue);
+    EXPECT_EQ(d.page.queue_position, 0);
+}
+
+TEST(Abandonment, DepartedHeadOfTheQueueDoesNotBlockThoseBehind) {
+    auto r = make_room("shop", 1, 100);
+    r.session_duration = 1min;
+    harness h({r});
+    visitor inside, head, next;
+    ASSERT_EQ(h.visit(inside).what, action::admit);
+    h.advance(10s);
+    ASSERT_EQ(h.visit(head).what, action::queue);  // refreshes once, then leaves
+    h.advance(10s);
+    ASSERT_EQ(h.visit(next).what, action::queue);
+    std::int64_t admitted_at = 0;
+    for (int s = 0; s < 300 && admitted_at == 0; ++s) {
+        h.advance(1s);
+        h.sync();
+        if (s % 5 == 0 && h.visit(next).what == action::admit) {
+            admitted_at = h.now();
+        }
+    }
+    // inside's place frees at 70 s; the head left at 10 s and was forgotten long before.
+    ASSERT_GT(admitted_at, 0);
+    EXPECT_LE(admitted_at - h.start(), 76'000);
+}
+
+TEST(Rate, SlidingMinuteBoundHoldsAtTheWindowEdge) {
+    harness h({make_room("shop", 1000, 10)});
+    h.set_time_ms(h.start() + 59'500);
+    h.sync();
+    for (int i = 0; i < 10; ++i) {
+        visitor v;
+        ASSERT_EQ(h.visit(v).what, action::admit);
+    }
+    visitor extra;
+    EXPECT_EQ(h.visit(extra).what, action::queue);
+    // A fixed minute window would admit 10 more at 60.0 s; the sliding minute must not until
+    // the 59.x s sub-window has left it.
+    for (std::int64_t t : {60'000, 61'000, 100'000, 119'000, 119'900}) {
+        h.set_time_ms(h.start() + t);
+        h.sync();
+        visitor v;
+        EXPECT_EQ(h.visit(v).what, action::queue) << t;
+    }
+    h.set_time_ms(h.start() + 120'000);
+    h.sync();
+    visitor on_time;
+    EXPECT_EQ(h.visit(extra).what, action::admit);  // a fresh minute of 10 places
+    EXPECT_EQ(h.visit(on_time).what, action::admit);
+}
+
+TEST(Rate, NoSixtySecondSpanAdmitsMoreThanTheLimit) {
+    auto r = make_room("shop", 100000, 10);
+    harness h({r}, 3);
+    std::vector<std::int64_t> admissions;
+    std::deque<visitor> queue;
+    std::uniform_int_distribution<int> gap(100, 2500);
+    std::int64_t next_sync = h.now();
+    std::int64_t next_refresh = h.now();
+    const std::int64_t end = h.now() + 600'000;
+    while (h.now() < end) {
+        h.advance(std::chrono::milliseconds{gap(h.rng())});
+        if (h.now() >= next_sync) {
+            h.sync();
+            next_sync += 1000;
+        }
+        if (h.now() >= next_refresh) {
+            next_refresh += 5000;
+            for (auto it = queue.begin(); it != queue.end();) {
+                if (h.visit(*it).what == action::admit) {
+                    admissions.push_back(h.now());
+                    it = queue.erase(it);
+                } else {
+                    ++it;
+                }
+            }
+        }
+        visitor v;
+        if (h.visit(v).what == action::admit) {
+            admissions.push_back(h.now());
+        } else {
+            queue.push_back(v);
+        }
+    }
+    for (std::size_t i = 0; i < admissions.size(); ++i) {
+        auto in_span = std::count_if(admissions.begin(), admissions.end(), [&](std::int64_t a) {
+            return a >= admissions[i] && a < admissions[i] + 60'000;
+        });
+        ASSERT_LE(in_span, 10) << "span starting at " << admissions[i] - h.start();
+    }
+    // And the limit is used, not wasted: close to 10 a minute over 10 minutes.
+    EXPECT_GE(admissions.size(), 90u);
+}
+
+}  // namespace
+}  // namespace waitroom::room

@@ -1,0 +1,169 @@
+// Queue position, wait estimates, percentiles, adaptive refresh, page model and status.
+
+#include <gtest/gtest.h>
+
+#include "room/harness.hpp"
+
+namespace waitroom::room {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::harness;
+using testing::make_room;
+using testing::visitor;
+
+TEST(Estimates, QueuePositionCountsOlderBucketsAndHalfOfItsOwn) {
+    harness h({make_room("shop", 1, 100)});
+    visitor inside;
+    ASSERT_EQ(h.visit(inside).what, action::admit);
+    h.advance(10s);
+    std::vector<visitor> first(4), second(2);
+    for (auto& v : first) {
+        ASSERT_EQ(h.visit(v).what, action::queue);
+    }
+    h.advance(10s);
+    for (auto& v : second) {
+        ASSERT_EQ(h.visit(v).what, action::queue);
+    }
+    h.sync();
+    h.advance(1s);
+    EXPECT_EQ(h.visit(second[0]).page.queue_position, 4 + 1);
+    EXPECT_EQ(h.visit(first[0]).page.queue_position, 0 + 2);
+}
+
+TEST(Estimates, WaitTimeIsUsersAheadOverTheObservedAdmissionRate) {
+    auto r = make_room("shop", 2, 60);
+    r.session_duration = 1min;  // turnover 2 a minute
+    harness h({r});
+    visitor a, b;
+    ASSERT_EQ(h.visit(a).what, action::admit);
+    ASSERT_EQ(h.visit(b).what, action::admit);
+    h.advance(10s);
+    std::vector<visitor> ahead(10);
+    for (auto& v : ahead) {
+        ASSERT_EQ(h.visit(v).what, action::queue);
+    }
+    h.advance(10s);
+    visitor me;
+    ASSERT_EQ(h.visit(me).what, action::queue);
+    h.sync();
+    h.advance(1s);
+    auto d = h.visit(me);
+    ASSERT_EQ(d.what, action::queue);
+    EXPECT_EQ(d.page.queue_position, 10);
+    EXPECT_TRUE(d.page.wait_time_known);
+    EXPECT_EQ(d.page.wait_time, 5);  // 10 ahead at 2 a minute
+    EXPECT_EQ(d.page.wait_time_formatted, "5 minutes");
+    EXPECT_EQ(d.page.wait_time_hours, 0);
+    EXPECT_EQ(d.page.wait_time_hour_minutes, 5);
+    EXPECT_EQ(d.page.wait_time_50_percentile, 5);
+}
+
+TEST(Estimates, AdmissionRateIsBoundedByNewUsersPerMinute) {
+    harness h({make_room("shop", 1000, 2)});  // turnover would be 200 a minute
+    visitor a, b;
+    ASSERT_EQ(h.visit(a).what, action::admit);
+    ASSERT_EQ(h.visit(b).what, action::admit);
+    h.advance(10s);
+    std::vector<visitor> ahead(10);
+    for (auto& v : ahead) {
+        ASSERT_EQ(h.visit(v).what, action::queue);
+    }
+    h.advance(10s);
+    visitor me;
+    ASSERT_EQ(h.visit(me).what, action::queue);
+    h.sync();
+    auto d = h.visit(me);
+    EXPECT_EQ(d.page.wait_time, 5);  // 10 ahead at 2 a minute
+    auto st = h.engine().status(h.engine().rooms()[0], h.state("shop"), h.now());
+    EXPECT_EQ(st.status, room_status_kind::queueing);
+    EXPECT_EQ(st.estimated_queued_users, 11);
+    EXPECT_EQ(st.estimated_total_active_users, 2);
+    EXPECT_EQ(st.max_estimated_time_minutes, 6);
+}
+
+TEST(Estimates, RandomQueueGivesOrderedPercentiles) {
+    auto r = make_room("shop", 2, 60);
+    r.session_duration = 1min;
+    r.method = config::queueing_method::random;
+    harness h({r});
+    visitor a, b;
+    ASSERT_EQ(h.visit(a).what, action::admit);
+    ASSERT_EQ(h.visit(b).what, action::admit);
+    std::vector<visitor> queued(20);
+    for (auto& v : queued) {
+        ASSERT_EQ(h.visit(v).what, action::queue);
+    }
+    h.sync();
+    auto d = h.visit(queued[0]);
+    ASSERT_EQ(d.what, action::queue);
+    EXPECT_TRUE(d.page.is_random_queue);
+    EXPECT_FALSE(d.page.is_fifo_queue);
+    EXPECT_EQ(d.page.queueing_method, "random");
+    EXPECT_TRUE(d.page.wait_time_known);
+    EXPECT_LT(d.page.wait_time_25_percentile, d.page.wait_time_50_percentile);
+    EXPECT_LT(d.page.wait_time_50_percentile, d.page.wait_time_75_percentile);
+    EXPECT_EQ(d.page.wait_time, d.page.wait_time_50_percentile);
+}
+
+TEST(Estimates, VisitorsNearTheFrontComeBackSoonAndOthersAfterTheInterval) {
+    auto r = make_room("shop", 1, 60);
+    r.session_duration = 1min;  // about one admission a minute
+    harness h({r});
+    visitor inside;
+    ASSERT_EQ(h.visit(inside).what, action::admit);
+    h.advance(10s);
+    std::vector<visitor> front(3);
+    for (auto& v : front) {
+        ASSERT_EQ(h.visit(v).what, action::queue);
+    }
+    h.advance(10s);
+    std::vector<visitor> back(40);
+    for (auto& v : back) {
+        ASSERT_EQ(h.visit(v).what, action::queue);
+    }
+    h.sync();
+    auto near = h.visit(front[0]);
+    auto far = h.visit(back[0]);
+    EXPECT_EQ(near.refresh_seconds, 3);
+    EXPECT_EQ(near.page.refresh_interval_seconds, 3);
+    EXPECT_EQ(far.refresh_seconds, 20);
+}
+
+TEST(Estimates, PageModelCarriesTheRoomAndMethodFlags) {
+    auto r = make_room("shop", 1, 100);
+    r.name = "Shop checkout";
+    harness h({r});
+    visitor a, b;
+    h.visit(a);
+    auto d = h.visit(b);
+    ASSERT_EQ(d.what, action::queue);
+    EXPECT_EQ(d.page.room_name, "Shop checkout");
+    EXPECT_TRUE(d.page.is_fifo_queue);
+    EXPECT_FALSE(d.page.is_passthrough_queue);
+    EXPECT_FALSE(d.page.is_event_active);
+    EXPECT_FALSE(d.page.last_updated.empty());
+    EXPECT_EQ(d.page.last_updated.back(), 'Z');
+}
+
+TEST(Estimates, StatusIsNotQueueingWhenNobodyWaits) {
+    harness h({make_room("shop", 10, 100)});
+    visitor a;
+    h.visit(a);
+    h.sync();
+    auto st = h.engine().status(h.engine().rooms()[0], h.state("shop"), h.now());
+    EXPECT_EQ(st.status, room_status_kind::not_queueing);
+    EXPECT_EQ(to_string(st.status), "not_queueing");
+    EXPECT_EQ(st.estimated_total_active_users, 1);
+    EXPECT_EQ(st.max_estimated_time_minutes, 0);
+}
+
+TEST(PageModel, FormatsMinutesInEnglish) {
+    EXPECT_EQ(format_minutes(0), "0 minutes");
+    EXPECT_EQ(format_minutes(1), "1 minute");
+    EXPECT_EQ(format_minutes(65), "1 hour 5 minutes");
+    EXPECT_EQ(format_minutes(120), "2 hours");
+}
+
+}  // namespace
+}  // namespace waitroom::room

@@ -1,0 +1,119 @@
+#pragma once
+// Test harness for the admission engine: one node with the local store, a manual clock, a seeded
+// RNG and visitors that carry their cookie like a browser (kept only when the gateway would set
+// it). Rooms are built in code.
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "waitroom/config/config.hpp"
+#include "waitroom/room/engine.hpp"
+#include "waitroom/state/local_store.hpp"
+#include "waitroom/state/sync_task.hpp"
+#include "waitroom/util/clock.hpp"
+
+namespace waitroom::testing {
+
+using namespace std::chrono_literals;
+
+// A small room: the five fields of the setup screen, everything else default.
+inline config::room make_room(std::string id, std::uint32_t active, std::uint32_t per_minute) {
+    config::room r;
+    r.id = id;
+    r.name = "Room " + id;
+    r.path = "/";
+    r.total_active_users = active;
+    r.new_users_per_minute = per_minute;
+    r.session_duration = std::chrono::minutes{5};
+    return r;
+}
+
+struct visitor {
+    std::optional<cookie::payload> cookie;
+    bool admitted() const { return cookie && cookie->accepted_at > 0; }
+};
+
+class harness {
+  public:
+    // Starts on a minute boundary so window arithmetic in tests is easy to read.
+    explicit harness(std::vector<config::room> rooms, std::uint64_t seed = 42)
+        : clock_(util::sys_time{std::chrono::seconds{1'800'000'000 - 1'800'000'000 % 60}}),
+          sync_(node_, store_, state::sync_options{}),
+          ws_(node_),
+          rng_(seed) {
+        auto cfg = std::make_shared<config::config>();
+        cfg->rooms = std::move(rooms);
+        set_config(cfg);
+        sync();
+    }
+
+    void set_config(std::shared_ptr<config::config> cfg) {
+        cfg_ = cfg;
+        engine_ = std::make_shared<room::engine>(cfg_);
+        sync_.set_engine(engine_);
+    }
+    config::config& cfg() { return *cfg_; }
+    // Rebuilds the engine after a test changed cfg() (what a reload or PATCH does).
+    void reload() { set_config(std::make_shared<config::config>(*cfg_)); }
+
+    std::int64_t now() const { return util::unix_ms(clock_.now()); }
+    std::int64_t start() const { return start_; }
+    void advance(std::chrono::milliseconds d) { clock_.advance(d); }
+    void set_time_ms(std::int64_t ms) { clock_.set(util::sys_time{std::chrono::milliseconds{ms}}); }
+
+    // Worker deltas → store → new snapshot and lease.
+    void sync() {
+        ws_.flush();
+        sync_.run_once(now());
+    }
+
+    // One request of `v` to room `room_id`, with the gateway's top-up dance.
+    room::decision visit(visitor& v, const std::string& room_id = "") {
+        const room::compiled_room* r =
+            room_id.empty() ? &engine_->rooms().front() : engine_->find(room_id);
+        const cookie::payload* c = v.cookie ? &*v.cookie : nullptr;
+        room::decision d = engine_->decide(*r, ws_, c, now(), rng_);
+        if (d.what == room::action::wait_for_slots) {
+            ++top_ups_;
+            sync_.top_up(r->id(), now(), [](bool) {});
+            d = engine_->decide(*r, ws_, c, now(), rng_, room::attempt::after_top_up);
+        }
+        if (d.cookie_changed) {
+            v.cookie = d.cookie;
+        }
+        return d;
+    }
+
+    room::engine& engine() { return *engine_; }
+    room::worker_state& worker() { return ws_; }
+    room::node_state& node() { return node_; }
+    state::local_store& store() { return store_; }
+    state::sync_task& sync_task() { return sync_; }
+    room::rng& rng() { return rng_; }
+    const room::room_state& state(const std::string& id) {
+        static const room::room_state empty;
+        auto snap = node_.snapshot();
+        keep_ = snap;
+        const room::room_state* s = snap->find(id);
+        return s != nullptr ? *s : empty;
+    }
+    int top_ups() const { return top_ups_; }
+
+  private:
+    util::manual_clock clock_;
+    std::int64_t start_ = util::unix_ms(clock_.now());
+    std::shared_ptr<config::config> cfg_;
+    std::shared_ptr<room::engine> engine_;
+    room::node_state node_;
+    state::local_store store_;
+    state::sync_task sync_;
+    room::worker_state ws_;
+    room::rng rng_;
+    std::shared_ptr<const room::state_snapshot> keep_;
+    int top_ups_ = 0;
+};
+
+}  // namespace waitroom::testing

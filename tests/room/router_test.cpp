@@ -1,0 +1,198 @@
+// Routing a request to a room, and the bypass rules.
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "room/harness.hpp"
+#include "waitroom/room/router.hpp"
+
+namespace waitroom::room {
+namespace {
+
+using testing::harness;
+using testing::make_room;
+using testing::visitor;
+
+class fake_headers final : public header_lookup {
+  public:
+    std::map<std::string, std::string> values;
+    std::optional<std::string_view> find(std::string_view name) const override {
+        for (const auto& [k, v] : values) {
+            if (k.size() == name.size() &&
+                std::equal(k.begin(), k.end(), name.begin(), [](char a, char b) {
+                    return std::tolower(static_cast<unsigned char>(a)) ==
+                           std::tolower(static_cast<unsigned char>(b));
+                })) {
+                return std::string_view(v);
+            }
+        }
+        return std::nullopt;
+    }
+};
+
+std::vector<config::room> routed_rooms() {
+    auto any_checkout = make_room("any-checkout", 10, 10);
+    any_checkout.path = "/checkout";
+    auto shop_checkout = make_room("shop-checkout", 10, 10);
+    shop_checkout.host = "shop.example.com";
+    shop_checkout.path = "/checkout";
+    auto shop_root = make_room("shop-root", 10, 10);
+    shop_root.host = "shop.example.com";
+    shop_root.path = "/";
+    auto pay = make_room("pay", 10, 10);
+    pay.path = "/checkout/pay";
+    pay.additional_routes.push_back({"api.example.com", "/cart"});
+    return {any_checkout, shop_checkout, shop_root, pay};
+}
+
+std::string routed(const engine& e, std::string_view host, std::string_view target) {
+    request_view req;
+    req.host = host;
+    req.target = target;
+    auto r = e.route(req);
+    if (r.what == action::pass) {
+        return r.reason == pass_reason::bypassed ? "bypassed:" + r.room->id() : "unmatched";
+    }
+    return r.room->id();
+}
+
+TEST(Router, LongestPathPrefixWins) {
+    harness h(routed_rooms());
+    EXPECT_EQ(routed(h.engine(), "other.example.com", "/checkout/pay/now"), "pay");
+    EXPECT_EQ(routed(h.engine(), "shop.example.com", "/checkout/pay"), "pay");
+}
+
+TEST(Router, ExactHostBeatsAnyHostForTheSamePath) {
+    harness h(routed_rooms());
+    EXPECT_EQ(routed(h.engine(), "shop.example.com", "/checkout/basket"), "shop-checkout");
+    EXPECT_EQ(routed(h.engine(), "other.example.com", "/checkout/basket"), "any-checkout");
+}
+
+TEST(Router, HostIgnoresPortAndLetterCase) {
+    harness h(routed_rooms());
+    EXPECT_EQ(routed(h.engine(), "Shop.Example.COM:8443", "/checkout"), "shop-checkout");
+}
+
+TEST(Router, PathPrefixMatchesWholeSegmentsAndIgnoresTheQuery) {
+    harness h(routed_rooms());
+    EXPECT_EQ(routed(h.engine(), "x.example.com", "/checkout?step=2"), "any-checkout");
+    EXPECT_EQ(routed(h.engine(), "x.example.com", "/checkouts"), "unmatched");
+    EXPECT_EQ(routed(h.engine(), "shop.example.com", "/anything"), "shop-root");
+}
+
+TEST(Router, AdditionalRoutesLeadToTheirRoom) {
+    harness h(routed_rooms());
+    EXPECT_EQ(routed(h.engine(), "api.example.com", "/cart/items"), "pay");
+    EXPECT_EQ(routed(h.engine(), "www.example.com", "/cart/items"), "unmatched");
+}
+
+TEST(Router, UnmatchedRequestPassesUntouchedAndUncounted) {
+    harness h(routed_rooms());
+    request_view req;
+    req.host = "nowhere.example.com";
+    req.target = "/";
+    cookie::payload* none = nullptr;
+    auto d = h.engine().decide(req, h.worker(), none, h.now(), h.rng());
+    EXPECT_EQ(d.what, action::pass);
+    EXPECT_EQ(d.reason, pass_reason::unmatched);
+    EXPECT_FALSE(d.cookie_changed);
+}
+
+config::bypass_rule rule(config::bypass_rule::kind k, std::string value) {
+    config::bypass_rule r;
+    r.type = k;
+    r.value = std::move(value);
+    return r;
+}
+
+std::vector<config::room> bypass_room() {
+    using kind = config::bypass_rule::kind;
+    auto r = make_room("shop", 1, 1);
+    r.bypass.push_back(rule(kind::path_prefix, "/static/"));
+    r.bypass.push_back(rule(kind::header, "X-Health-Check"));
+    auto eq = rule(kind::header, "X-Api-Key");
+    eq.header_value = "secret";
+    r.bypass.push_back(eq);
+    auto cidr = rule(kind::ip, "10.0.0.0/8");
+    cidr.net = *parse_ip("10.0.0.0");
+    cidr.prefix_len = 96 + 8;
+    r.bypass.push_back(cidr);
+    r.bypass.push_back(rule(kind::method, "OPTIONS"));
+    return {r};
+}
+
+TEST(Bypass, PathPrefixBypasses) {
+    harness h(bypass_room());
+    EXPECT_EQ(routed(h.engine(), "h", "/static/app.js"), "bypassed:shop");
+    EXPECT_EQ(routed(h.engine(), "h", "/staticx"), "shop");
+}
+
+TEST(Bypass, HeaderPresentOrEqualBypasses) {
+    harness h(bypass_room());
+    fake_headers hs;
+    request_view req;
+    req.host = "h";
+    req.target = "/";
+    req.headers = &hs;
+    EXPECT_EQ(h.engine().route(req).what, action::admit);
+    hs.values["x-health-check"] = "";
+    EXPECT_EQ(h.engine().route(req).reason, pass_reason::bypassed);
+    hs.values.clear();
+    hs.values["X-Api-Key"] = "wrong";
+    EXPECT_EQ(h.engine().route(req).what, action::admit);
+    hs.values["X-Api-Key"] = "secret";
+    EXPECT_EQ(h.engine().route(req).reason, pass_reason::bypassed);
+}
+
+TEST(Bypass, ClientIpInsideTheCidrBypasses) {
+    harness h(bypass_room());
+    request_view req;
+    req.host = "h";
+    req.target = "/";
+    req.has_client_ip = true;
+    req.client_ip = *parse_ip("10.20.30.40");
+    EXPECT_EQ(h.engine().route(req).reason, pass_reason::bypassed);
+    req.client_ip = *parse_ip("11.0.0.1");
+    EXPECT_EQ(h.engine().route(req).what, action::admit);
+    req.client_ip = *parse_ip("2001:db8::1");
+    EXPECT_EQ(h.engine().route(req).what, action::admit);
+}
+
+TEST(Bypass, MethodBypasses) {
+    harness h(bypass_room());
+    request_view req;
+    req.host = "h";
+    req.target = "/";
+    req.method = "options";
+    EXPECT_EQ(h.engine().route(req).reason, pass_reason::bypassed);
+    req.method = "GET";
+    EXPECT_EQ(h.engine().route(req).what, action::admit);
+}
+
+TEST(Bypass, BypassedTrafficIsNotCounted) {
+    harness h(bypass_room());  // one active user at most
+    request_view req;
+    req.host = "h";
+    req.target = "/static/a.css";
+    for (int i = 0; i < 5; ++i) {
+        auto d = h.engine().decide(req, h.worker(), nullptr, h.now(), h.rng());
+        EXPECT_EQ(d.what, action::pass);
+        EXPECT_FALSE(d.cookie_changed);
+    }
+    h.sync();
+    EXPECT_EQ(h.state("shop").counts().active, 0);
+    visitor v;
+    EXPECT_EQ(h.visit(v).what, action::admit);  // the only place is still free
+}
+
+TEST(Router, ParsesIpv4AsMappedIpv6) {
+    auto a = parse_ip("192.0.2.1");
+    ASSERT_TRUE(a);
+    EXPECT_EQ((*a)[10], 0xff);
+    EXPECT_EQ((*a)[12], 192);
+    EXPECT_FALSE(parse_ip("not-an-ip"));
+}
+
+}  // namespace
+}  // namespace waitroom::room

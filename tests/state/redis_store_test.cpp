@@ -1,0 +1,587 @@
+// The Redis store against a real redis-server: the room script sums deltas across nodes, never
+// leases more than is free, forgets silent nodes, and gives the same answers as the local store;
+// the client survives SCRIPT FLUSH, a killed server and a frozen one.
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <atomic>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "redis_fixture.hpp"
+#include "waitroom/config/config.hpp"
+#include "waitroom/room/engine.hpp"
+#include "waitroom/state/error.hpp"
+#include "waitroom/state/local_store.hpp"
+#include "waitroom/state/redis_store.hpp"
+#include "waitroom/state/sync_task.hpp"
+
+namespace waitroom::state {
+namespace {
+
+using namespace std::chrono_literals;
+using test::redis_server;
+using test::run_until;
+
+constexpr std::int64_t t0 = 1'800'000'000'000 - 1'800'000'000'000 % 60'000;
+
+room::room_limits limits(std::int64_t active, std::int64_t per_minute) {
+    room::room_limits l;
+    l.total_active_users = active;
+    l.new_users_per_minute = per_minute;
+    l.session_ms = 300'000;
+    l.abandon_after_ms = 25'000;
+    return l;
+}
+
+room_report report(const room::room_limits& l, const std::string& room = "shop") {
+    room_report r;
+    r.room = room;
+    r.limits = l;
+    return r;
+}
+
+node_report node(const std::string& id, const std::string& dc, std::int64_t now,
+                 std::vector<room_report> rooms, std::int64_t ttl = 3000) {
+    node_report n;
+    n.node_id = id;
+    n.datacenter = dc;
+    n.now_ms = now;
+    n.node_ttl_ms = ttl;
+    n.rooms = std::move(rooms);
+    return n;
+}
+
+redis_options options(const redis_server& srv) {
+    redis_options o;
+    o.host = "127.0.0.1";
+    o.port = srv.port();
+    o.timeout = 500ms;
+    o.reconnect_min = 20ms;
+    o.reconnect_max = 200ms;
+    return o;
+}
+
+// One store call, run to completion on `ioc` (the local store answers inline).
+sync_result call_sync(boost::asio::io_context& ioc, store& s, node_report r) {
+    std::optional<sync_result> out;
+    s.sync(std::move(r), [&](sync_result res) { out = std::move(res); });
+    EXPECT_TRUE(run_until(ioc, [&] { return out.has_value(); }));
+    return out ? std::move(*out) : sync_result{make_error_code(errc::timeout), {}};
+}
+
+top_up_result call_top_up(boost::asio::io_context& ioc, store& s, top_up_request r) {
+    std::optional<top_up_result> out;
+    s.top_up(std::move(r), [&](top_up_result res) { out = res; });
+    EXPECT_TRUE(run_until(ioc, [&] { return out.has_value(); }));
+    return out ? *out : top_up_result{make_error_code(errc::timeout), 0};
+}
+
+top_up_request top_up(const std::string& id, const std::string& dc, const room::room_limits& l,
+                      std::int64_t want, std::int64_t now) {
+    top_up_request r;
+    r.node_id = id;
+    r.datacenter = dc;
+    r.room = "shop";
+    r.limits = l;
+    r.want = want;
+    r.now_ms = now;
+    return r;
+}
+
+std::string describe(const room_grant& g) {
+    std::ostringstream o;
+    o << g.room << " granted=" << g.granted << " release=" << g.release
+      << " active=" << g.counts.active << " admitted=" << g.counts.admitted_last_minute
+      << " held=" << g.counts.held << " waiting=[";
+    for (auto& [b, n] : g.counts.waiting) {
+        o << b << ":" << n << " ";
+    }
+    o << "] dcs=[";
+    for (auto& d : g.counts.datacenters) {
+        o << d.datacenter << ":" << d.nodes << " ";
+    }
+    o << "]";
+    return o.str();
+}
+
+TEST(RedisStore, DeltasFromThreeNodesSumAndNodesShowPerDatacenter) {
+    redis_server srv;
+    boost::asio::io_context ioc;
+    redis_store st(ioc.get_executor(), options(srv));
+    auto l = limits(100, 100);
+    auto a = report(l);
+    a.deltas.admitted.add(t0, 3);
+    a.deltas.active.add(t0, 3);
+    a.deltas.waiting.add({t0, t0}, 2);
+    auto b = report(l);
+    b.deltas.admitted.add(t0 + 1000, 4);
+    b.deltas.active.add(t0, 4);
+    b.deltas.waiting.add({t0, t0}, 1);
+    b.deltas.waiting.add({t0 + 10'000, t0}, 5);
+    auto c = report(l);
+    c.deltas.active.add(t0, -1);          // a visitor moved on to the next window...
+    c.deltas.active.add(t0 + 10'000, 1);  // ...which the store still counts once
+    c.deltas.waiting.add({t0 + 10'000, t0}, -2);
+    ASSERT_FALSE(call_sync(ioc, st, node("a", "dc1", t0 + 1500, {a})).ec);
+    ASSERT_FALSE(call_sync(ioc, st, node("b", "dc2", t0 + 1500, {b})).ec);
+    auto res = call_sync(ioc, st, node("c", "dc1", t0 + 1600, {c}));
+    ASSERT_FALSE(res.ec) << res.ec.message();
+    ASSERT_EQ(res.rooms.size(), 1u);
+    const auto& g = res.rooms[0];
+    EXPECT_EQ(g.room, "shop");
+    EXPECT_EQ(g.counts.active, 7);
+    EXPECT_EQ(g.counts.admitted_last_minute, 7);
+    ASSERT_EQ(g.counts.waiting.size(), 2u);
+    EXPECT_EQ(g.counts.waiting[0], (std::pair<std::int64_t, std::int64_t>{t0, 3}));
+    EXPECT_EQ(g.counts.waiting[1], (std::pair<std::int64_t, std::int64_t>{t0 + 10'000, 3}));
+    ASSERT_EQ(g.counts.datacenters.size(), 2u);
+    EXPECT_EQ(g.counts.datacenters[0].datacenter, "dc1");
+    EXPECT_EQ(g.counts.datacenters[0].nodes, 2u);
+    EXPECT_EQ(g.counts.datacenters[1].datacenter, "dc2");
+    EXPECT_EQ(g.counts.datacenters[1].nodes, 1u);
+}
+
+TEST(RedisStore, OneSyncCoversEveryRoomOfTheNode) {
+    redis_server srv;
+    boost::asio::io_context ioc;
+    redis_store st(ioc.get_executor(), options(srv));
+    auto shop = report(limits(10, 100), "shop");
+    auto news = report(limits(3, 100), "news");
+    news.deltas.active.add(t0, 1);
+    auto res = call_sync(ioc, st, node("a", "dc", t0, {shop, news}));
+    ASSERT_FALSE(res.ec);
+    ASSERT_EQ(res.rooms.size(), 2u);
+    EXPECT_EQ(res.rooms[0].room, "shop");
+    EXPECT_EQ(res.rooms[0].granted, 10);
+    EXPECT_EQ(res.rooms[1].room, "news");
+    EXPECT_EQ(res.rooms[1].granted, 2);
+    EXPECT_EQ(res.rooms[1].counts.active, 1);
+}
+
+TEST(RedisStore, SilentNodesLeaseExpires) {
+    redis_server srv;
+    boost::asio::io_context ioc;
+    redis_store st(ioc.get_executor(), options(srv));
+    auto l = limits(10, 100);
+    auto g = call_sync(ioc, st, node("gone", "dc", t0, {report(l)}));
+    ASSERT_FALSE(g.ec);
+    EXPECT_EQ(g.rooms[0].granted, 10);
+    EXPECT_EQ(call_top_up(ioc, st, top_up("other", "dc", l, 5, t0 + 1000)).granted, 0);
+    // Three seconds without a sync from "gone": its lease goes with it.
+    auto g2 = call_sync(ioc, st, node("other", "dc", t0 + 3000, {report(l)}));
+    ASSERT_FALSE(g2.ec);
+    EXPECT_EQ(g2.rooms[0].granted, 10);
+    EXPECT_EQ(g2.rooms[0].counts.held, 10);
+    ASSERT_EQ(g2.rooms[0].counts.datacenters.size(), 1u);
+    EXPECT_EQ(g2.rooms[0].counts.datacenters[0].nodes, 1u);
+}
+
+TEST(RedisStore, TopUpGrantsOnlyCapacityNobodyHolds) {
+    redis_server srv;
+    boost::asio::io_context ioc;
+    redis_store st(ioc.get_executor(), options(srv));
+    auto l = limits(10, 100);
+    auto r = report(l);
+    r.deltas.active.add(t0, 4);
+    r.deltas.admitted.add(t0, 4);
+    auto g = call_sync(ioc, st, node("a", "dc", t0, {r}));
+    ASSERT_FALSE(g.ec);
+    EXPECT_EQ(g.rooms[0].granted, 6);
+    EXPECT_EQ(call_top_up(ioc, st, top_up("b", "dc", l, 5, t0 + 100)).granted, 0);
+    auto back = report(l);
+    back.slots_returned = 2;
+    ASSERT_FALSE(call_sync(ioc, st, node("a", "dc", t0 + 200, {back})).ec);
+    auto t = call_top_up(ioc, st, top_up("b", "dc", l, 5, t0 + 300));
+    ASSERT_FALSE(t.ec);
+    EXPECT_EQ(t.granted, 2);
+    EXPECT_EQ(call_top_up(ioc, st, top_up("b", "dc", l, 5, t0 + 400)).granted, 0);
+    auto c = call_sync(ioc, st, node("b", "dc", t0 + 500, {report(l)}));
+    EXPECT_EQ(c.rooms[0].counts.held, 6);
+}
+
+// The same random sequence of reports and top-ups against both stores gives identical answers:
+// the Lua script is the room ledger, step for step. Along the way the leases never exceed
+// the free capacity and nodes only admit from what the store leased them.
+TEST(RedisStore, GivesTheSameAnswersAsTheLocalStore) {
+    redis_server srv;
+    boost::asio::io_context ioc;
+    redis_store rs(ioc.get_executor(), options(srv));
+    local_store ls;
+    std::mt19937_64 rng(7);
+    auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+    struct sim {
+        std::string id;
+        std::string dc;
+        std::int64_t pool = 0;
+        std::int64_t used = 0;
+        std::int64_t release = 0;
+        std::int64_t demand = 0;
+        std::int64_t last_sync = 0;
+    };
+    std::vector<sim> nodes{{"a", "dc1"}, {"b", "dc1"}, {"c", "dc2"}};
+    auto l = limits(60, 50);
+    l.session_ms = 30'000;  // sessions end within the run, so capacity comes back
+    std::int64_t now = t0;
+    std::vector<std::int64_t> admissions;
+    int syncs = 0;
+    int granted_total = 0;
+    for (int step = 0; step < 1500; ++step) {
+        now += pick(5, 700);
+        for (auto& x : nodes) {
+            if (now - x.last_sync > 2000) {
+                x.pool = 0;  // the node's own lease TTL lapsed (sync_options::lease_ttl_ms)
+            }
+        }
+        // Node c is down now and then (no syncs, no admissions): its lease expires in the
+        // store. The others sync at least every second, as the sync timer does.
+        auto down = [&](const sim& x) { return x.id == "c" && step % 200 > 150; };
+        sim* due = nullptr;
+        for (auto& x : nodes) {
+            if (!down(x) && now - x.last_sync > 1000) {
+                due = &x;
+            }
+        }
+        sim& n = due != nullptr ? *due : nodes[pick(0, 2)];
+        const int op = due != nullptr ? 10 : pick(0, 19);
+        if (down(n)) {
+            continue;
+        }
+        if (op < 10) {
+            for (int i = pick(0, 4); i > 0; --i) {
+                ++n.demand;
+                if (n.pool > 0) {
+                    --n.pool;
+                    ++n.used;
+                    admissions.push_back(now);
+                }
+            }
+        } else if (op < 18) {
+            auto r = report(l);
+            if (step % 300 > 270) {
+                r.limits.needs_slots = false;  // e.g. queue_all for a while
+            }
+            r.deltas.admitted.add(room::floor_to(now, 1000), n.used);
+            r.deltas.active.add(room::floor_to(now, 10'000), n.used);
+            if (pick(0, 3) == 0) {  // a returning visitor moves windows
+                r.deltas.active.add(room::floor_to(now - 10'000, 10'000), -1);
+                r.deltas.active.add(room::floor_to(now, 10'000), 1);
+            }
+            r.deltas.waiting.add(
+                {room::floor_to(now - 20'000, 10'000), room::floor_to(now, 10'000)}, pick(-1, 3));
+            r.deltas.slots_used = n.used;
+            r.deltas.demand = n.demand;
+            std::int64_t give = std::min(n.pool, n.release);
+            if (!r.limits.needs_slots) {
+                give = n.pool;
+            }
+            n.pool -= give;
+            r.slots_returned = give;
+            auto local = call_sync(ioc, ls, node(n.id, n.dc, now, {r}));
+            auto remote = call_sync(ioc, rs, node(n.id, n.dc, now, {r}));
+            ASSERT_FALSE(remote.ec) << remote.ec.message();
+            ASSERT_EQ(remote.rooms.size(), 1u);
+            const auto& lg = local.rooms[0];
+            const auto& rg = remote.rooms[0];
+            ASSERT_EQ(describe(rg), describe(lg)) << "step " << step;
+            const auto& c = rg.counts;
+            ASSERT_LE(c.held, std::max<std::int64_t>(
+                                  0, std::min(l.total_active_users - c.active,
+                                              l.new_users_per_minute - c.admitted_last_minute)))
+                << "step " << step;
+            n.pool += rg.granted;
+            granted_total += static_cast<int>(rg.granted);
+            n.release = rg.release;
+            n.used = 0;
+            n.demand = 0;
+            n.last_sync = now;
+            ++syncs;
+        } else {
+            auto req = top_up(n.id, n.dc, l, pick(1, 6), now);
+            auto local = call_top_up(ioc, ls, req);
+            auto remote = call_top_up(ioc, rs, req);
+            ASSERT_FALSE(remote.ec);
+            ASSERT_EQ(remote.granted, local.granted) << "step " << step;
+            n.pool += remote.granted;
+            if (remote.granted > 0) {
+                n.last_sync = now;  // a granted top-up renews the lease (sync_task does too)
+            }
+        }
+        std::int64_t pools = 0;
+        for (auto& x : nodes) {
+            pools += x.pool;
+        }
+        ASSERT_LE(pools, ls.held_total("shop")) << "step " << step;
+    }
+    // No 60 s span admitted more than new_users_per_minute, across all three nodes.
+    for (std::size_t i = 0; i < admissions.size(); ++i) {
+        auto in_span = std::count_if(admissions.begin(), admissions.end(), [&](std::int64_t a) {
+            return a >= admissions[i] && a < admissions[i] + 60'000;
+        });
+        ASSERT_LE(in_span, l.new_users_per_minute);
+    }
+    EXPECT_GT(syncs, 400);
+    EXPECT_GT(granted_total, 100);
+    EXPECT_GT(admissions.size(), 100u);
+}
+
+TEST(RedisStore, EveryKeyCarriesTheRoomHashTagAndExpires) {
+    redis_server srv;
+    boost::asio::io_context ioc;
+    redis_store st(ioc.get_executor(), options(srv));
+    auto r = report(limits(10, 100));
+    r.deltas.admitted.add(t0, 1);
+    r.deltas.active.add(t0, 1);
+    r.deltas.waiting.add({t0, t0}, 1);
+    ASSERT_FALSE(call_sync(ioc, st, node("a", "dc", t0, {r})).ec);
+    ASSERT_FALSE(call_top_up(ioc, st, top_up("b", "dc", limits(10, 100), 1, t0)).ec);
+    std::istringstream keys(srv.cli("--scan"));
+    std::vector<std::string> all;
+    for (std::string k; std::getline(keys, k);) {
+        all.push_back(k);
+    }
+    ASSERT_EQ(all.size(), 5u);  // admitted, active, waiting, nodes, meta
+    for (const auto& k : all) {
+        EXPECT_TRUE(k.starts_with("wr:{shop}:")) << k;
+        long ttl = std::stol(srv.cli("PTTL " + k));
+        EXPECT_GT(ttl, 0) << k;  // -1 would be a key that never expires
+        EXPECT_LE(ttl, 400'000) << k;
+    }
+    EXPECT_EQ(redis_store::key("wr", "shop", "active"), "wr:{shop}:active");
+}
+
+TEST(RedisStore, RecoversWhenTheServerForgetsItsScripts) {
+    redis_server srv;
+    boost::asio::io_context ioc;
+    redis_store st(ioc.get_executor(), options(srv));
+    auto l = limits(10, 100);
+    ASSERT_FALSE(call_sync(ioc, st, node("a", "dc", t0, {report(l)})).ec);
+    ASSERT_EQ(srv.cli("SCRIPT FLUSH"), "OK");
+    auto r = report(l);
+    r.deltas.active.add(t0, 2);
+    auto res = call_sync(ioc, st, node("a", "dc", t0 + 100, {r, report(l, "news")}));
+    ASSERT_FALSE(res.ec) << res.ec.message();
+    ASSERT_EQ(res.rooms.size(), 2u);
+    EXPECT_EQ(res.rooms[0].counts.active, 2);  // applied once, not twice
+    EXPECT_EQ(res.rooms[1].granted, 10);
+    ASSERT_EQ(srv.cli("SCRIPT FLUSH"), "OK");
+    auto t = call_top_up(ioc, st, top_up("b", "dc", l, 5, t0 + 200));
+    EXPECT_FALSE(t.ec) << t.ec.message();
+    EXPECT_EQ(t.granted, 0);  // a still holds everything free
+}
+
+TEST(RedisStore, ConnectsByHostName) {
+    redis_server srv;
+    boost::asio::io_context ioc;
+    auto o = options(srv);
+    o.host = "localhost";
+    redis_store st(ioc.get_executor(), o);
+    auto res = call_sync(ioc, st, node("a", "dc", t0, {report(limits(10, 100))}));
+    ASSERT_FALSE(res.ec) << res.ec.message();
+    EXPECT_EQ(res.rooms[0].granted, 10);
+}
+
+TEST(RedisStore, UnreachableServerFailsFastWithUnavailable) {
+    auto port = test::free_loopback_port();  // nothing listens here
+    boost::asio::io_context ioc;
+    redis_options o;
+    o.port = port;
+    redis_store st(ioc.get_executor(), o);
+    auto res = call_sync(ioc, st, node("a", "dc", t0, {report(limits(10, 10))}));
+    EXPECT_EQ(res.ec, make_error_code(errc::unavailable));
+    EXPECT_TRUE(res.rooms.empty());
+    auto t = call_top_up(ioc, st, top_up("a", "dc", limits(10, 10), 1, t0));
+    EXPECT_EQ(t.ec, make_error_code(errc::unavailable));
+}
+
+TEST(RedisStore, KilledServerFailsCallsAndARestartedOneServesThemAgain) {
+    redis_server srv;
+    boost::asio::io_context ioc;
+    redis_store st(ioc.get_executor(), options(srv));
+    auto l = limits(10, 100);
+    ASSERT_FALSE(call_sync(ioc, st, node("a", "dc", t0, {report(l)})).ec);
+    srv.kill();
+    auto res = call_sync(ioc, st, node("a", "dc", t0 + 1000, {report(l)}));
+    EXPECT_TRUE(res.ec == make_error_code(errc::unavailable) ||
+                res.ec == make_error_code(errc::timeout))
+        << res.ec.message();
+    for (int i = 0; i < 5; ++i) {  // calls during the outage keep failing, never hang
+        auto again = call_sync(ioc, st, node("a", "dc", t0 + 1100 + i, {report(l)}));
+        EXPECT_TRUE(again.ec);
+        EXPECT_FALSE(call_top_up(ioc, st, top_up("a", "dc", l, 1, t0 + 1200 + i)).granted);
+    }
+    srv.start();  // an empty server on the same port, as after a crash without persistence
+    bool back = false;
+    for (int i = 0; i < 50 && !back; ++i) {  // the sync task would retry every interval
+        back = !call_sync(ioc, st, node("a", "dc", t0 + 2000 + i, {report(l)})).ec;
+        if (!back) {
+            std::this_thread::sleep_for(50ms);
+        }
+    }
+    ASSERT_TRUE(back);
+    auto t = call_top_up(ioc, st, top_up("b", "dc", l, 1, t0 + 3000));
+    EXPECT_FALSE(t.ec);
+}
+
+TEST(RedisStore, FrozenServerTimesOutAndRecoversWhenItResumes) {
+    redis_server srv;
+    boost::asio::io_context ioc;
+    auto o = options(srv);
+    o.timeout = 200ms;
+    redis_store st(ioc.get_executor(), o);
+    auto l = limits(10, 100);
+    ASSERT_FALSE(call_sync(ioc, st, node("a", "dc", t0, {report(l)})).ec);
+    srv.pause();
+    auto res = call_sync(ioc, st, node("a", "dc", t0 + 1000, {report(l)}));
+    EXPECT_EQ(res.ec, make_error_code(errc::timeout)) << res.ec.message();
+    auto t = call_top_up(ioc, st, top_up("a", "dc", l, 1, t0 + 1100));
+    EXPECT_TRUE(t.ec);
+    srv.resume();
+    bool back = false;
+    for (int i = 0; i < 50 && !back; ++i) {
+        back = !call_sync(ioc, st, node("a", "dc", t0 + 2000 + i, {report(l)})).ec;
+        if (!back) {
+            std::this_thread::sleep_for(50ms);
+        }
+    }
+    EXPECT_TRUE(back);
+}
+
+TEST(RedisStore, AuthenticatesAndUsesTheDatabaseOfTheUrl) {
+    redis_server srv({"--requirepass", "s3cret"});
+    boost::asio::io_context ioc;
+    auto o =
+        redis_options_from_url("redis://:s3cret@127.0.0.1:" + std::to_string(srv.port()) + "/3");
+    ASSERT_TRUE(o.has_value());
+    EXPECT_EQ(o->db, 3u);
+    EXPECT_EQ(o->password, "s3cret");
+    redis_store st(ioc.get_executor(), *o);
+    auto res = call_sync(ioc, st, node("a", "dc", t0, {report(limits(10, 100))}));
+    ASSERT_FALSE(res.ec) << res.ec.message();
+    EXPECT_EQ(srv.cli("-n 3 EXISTS wr:{shop}:nodes", "s3cret"), "1");
+    EXPECT_EQ(srv.cli("-n 0 EXISTS wr:{shop}:nodes", "s3cret"), "0");
+
+    auto wrong = *o;
+    wrong.password = "nope";
+    redis_store bad(ioc.get_executor(), wrong);
+    EXPECT_TRUE(call_sync(ioc, bad, node("a", "dc", t0, {report(limits(10, 100))})).ec);
+    EXPECT_FALSE(redis_options_from_url("http://127.0.0.1:6379").has_value());
+}
+
+TEST(RedisStore, DestroyedStoreStillAnswersPendingCallsOnce) {
+    redis_server srv;
+    boost::asio::io_context ioc;
+    int answers = 0;
+    std::error_code last;
+    {
+        redis_store st(ioc.get_executor(), options(srv));
+        st.sync(node("a", "dc", t0, {report(limits(10, 100))}), [&](sync_result r) {
+            ++answers;
+            last = r.ec;
+        });
+    }
+    ioc.restart();
+    ioc.run_for(2s);
+    EXPECT_EQ(answers, 1);
+    EXPECT_EQ(last, make_error_code(errc::unavailable));
+}
+
+// Workers call from their own threads while the store runs on a two-thread io_context: every
+// call is answered once, and the top-ups together never exceed the capacity.
+TEST(RedisStore, CallsFromManyThreadsAreEachAnsweredOnce) {
+    redis_server srv;
+    boost::asio::io_context ioc;
+    auto work = boost::asio::make_work_guard(ioc);
+    std::vector<std::thread> runners;
+    for (int i = 0; i < 2; ++i) {
+        runners.emplace_back([&] { ioc.run(); });
+    }
+    {
+        redis_store st(ioc.get_executor(), options(srv));
+        auto l = limits(100, 1000);
+        std::atomic<int> answers{0};
+        std::atomic<int> failures{0};
+        std::atomic<std::int64_t> granted{0};
+        std::vector<std::thread> callers;
+        for (int t = 0; t < 4; ++t) {
+            callers.emplace_back([&, t] {
+                for (int i = 0; i < 50; ++i) {
+                    st.top_up(top_up("n" + std::to_string(t), "dc", l, 1, t0 + i),
+                              [&](top_up_result r) {
+                                  granted += r.granted;
+                                  failures += r.ec ? 1 : 0;
+                                  ++answers;
+                              });
+                }
+            });
+        }
+        for (auto& c : callers) {
+            c.join();
+        }
+        for (int i = 0; i < 1000 && answers.load() < 200; ++i) {
+            std::this_thread::sleep_for(10ms);
+        }
+        EXPECT_EQ(answers.load(), 200);
+        EXPECT_EQ(failures.load(), 0);
+        EXPECT_EQ(granted.load(), 100);  // 200 asked for one slot each; 100 were free
+    }
+    work.reset();
+    for (auto& r : runners) {
+        r.join();
+    }
+}
+
+// The sync task drives the Redis store exactly as it drives the local one.
+TEST(RedisStore, DrivesTheSyncTaskOfTwoNodes) {
+    redis_server srv;
+    boost::asio::io_context ioc;
+    auto cfg = std::make_shared<config::config>();
+    config::room room;
+    room.id = "shop";
+    room.name = "Shop";
+    room.total_active_users = 10;
+    room.new_users_per_minute = 100;
+    cfg->rooms.push_back(room);
+    auto eng = std::make_shared<room::engine>(cfg);
+    redis_store st(ioc.get_executor(), options(srv));
+    room::node_state na;
+    room::node_state nb;
+    sync_options oa;
+    oa.node_id = "a";
+    sync_options ob = oa;
+    ob.node_id = "b";
+    ob.datacenter = "dc2";
+    sync_task ta(na, st, oa);
+    sync_task tb(nb, st, ob);
+    ta.set_engine(eng);
+    tb.set_engine(eng);
+    auto run = [&](sync_task& t, std::int64_t now) {
+        std::optional<std::error_code> ec;
+        t.run_once(now, [&](std::error_code e) { ec = e; });
+        EXPECT_TRUE(run_until(ioc, [&] { return ec.has_value(); }));
+        return ec.value_or(make_error_code(errc::timeout));
+    };
+    ASSERT_FALSE(run(ta, t0));
+    ASSERT_FALSE(run(tb, t0 + 10));
+    EXPECT_EQ(na.pool("shop").available() + nb.pool("shop").available(), 10);
+    ASSERT_FALSE(run(ta, t0 + 1000));
+    const auto* rs = na.snapshot()->find("shop");
+    ASSERT_NE(rs, nullptr);
+    EXPECT_TRUE(rs->known());
+    EXPECT_EQ(rs->nodes(), 2u);
+    EXPECT_FALSE(ta.degraded(t0 + 1000));
+
+    // Store gone: the task reports the error and, after the lease TTL, counts as degraded.
+    srv.kill();
+    EXPECT_TRUE(run(ta, t0 + 2000));
+    EXPECT_TRUE(run(ta, t0 + 4000));
+    EXPECT_TRUE(ta.degraded(t0 + 4000));
+    EXPECT_EQ(na.pool("shop").available(), 0);
+}
+
+}  // namespace
+}  // namespace waitroom::state

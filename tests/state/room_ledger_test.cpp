@@ -1,0 +1,192 @@
+// The store-side arithmetic: deltas sum across nodes, leases never exceed free capacity, silent
+// nodes' leases expire, top-ups only hand out what nobody holds.
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "waitroom/state/room_ledger.hpp"
+
+namespace waitroom::state {
+namespace {
+
+constexpr std::int64_t t0 = 1'800'000'000'000 - 1'800'000'000'000 % 60'000;
+
+room::room_limits limits(std::int64_t active, std::int64_t per_minute) {
+    room::room_limits l;
+    l.total_active_users = active;
+    l.new_users_per_minute = per_minute;
+    l.session_ms = 300'000;
+    l.abandon_after_ms = 25'000;
+    return l;
+}
+
+room_report report(const room::room_limits& l) {
+    room_report r;
+    r.room = "shop";
+    r.limits = l;
+    return r;
+}
+
+TEST(Ledger, DeltasFromTwoNodesSum) {
+    room_ledger ledger;
+    auto l = limits(100, 100);
+    auto a = report(l);
+    a.deltas.admitted.add(t0, 3);
+    a.deltas.active.add(t0, 3);
+    a.deltas.waiting.add({t0, t0}, 2);
+    auto b = report(l);
+    b.deltas.admitted.add(t0 + 1000, 4);
+    b.deltas.active.add(t0, 4);
+    b.deltas.waiting.add({t0, t0}, 1);
+    b.deltas.waiting.add({t0 + 10'000, t0}, 5);
+    ledger.sync("a", "dc1", a, t0 + 1500, 3000);
+    auto g = ledger.sync("b", "dc2", b, t0 + 1500, 3000);
+    EXPECT_EQ(g.counts.active, 7);
+    EXPECT_EQ(g.counts.admitted_last_minute, 7);
+    ASSERT_EQ(g.counts.waiting.size(), 2u);
+    EXPECT_EQ(g.counts.waiting[0], (std::pair<std::int64_t, std::int64_t>{t0, 3}));
+    EXPECT_EQ(g.counts.waiting[1], (std::pair<std::int64_t, std::int64_t>{t0 + 10'000, 5}));
+    EXPECT_EQ(g.counts.datacenters.size(), 2u);
+}
+
+TEST(Ledger, MovesBetweenWindowsKeepTheTotal) {
+    room_ledger ledger;
+    auto l = limits(100, 100);
+    auto r = report(l);
+    r.deltas.active.add(t0, 1);
+    ledger.sync("a", "dc", r, t0, 3000);
+    auto move = report(l);
+    move.deltas.active.add(t0, -1);
+    move.deltas.active.add(t0 + 10'000, 1);
+    auto g = ledger.sync("a", "dc", move, t0 + 10'000, 3000);
+    EXPECT_EQ(g.counts.active, 1);
+    // The session then ends with its window: 5 minutes after the last check-in's window.
+    auto later = ledger.sync("a", "dc", report(l), t0 + 10'000 + 10'000 + 300'000, 1'000'000);
+    EXPECT_EQ(later.counts.active, 0);
+}
+
+TEST(Ledger, LeasesNeverExceedFreeCapacity) {
+    room_ledger ledger;
+    auto l = limits(50, 40);
+    std::mt19937_64 rng(5);
+    struct node {
+        std::string id;
+        std::int64_t pool = 0;
+        std::int64_t used_unreported = 0;
+        std::int64_t release = 0;
+    };
+    std::vector<node> nodes{{"a"}, {"b"}, {"c"}};
+    std::int64_t now = t0;
+    std::vector<std::int64_t> true_admissions;  // times
+    for (int step = 0; step < 3000; ++step) {
+        now += std::uniform_int_distribution<int>(10, 400)(rng);
+        node& n = nodes[std::uniform_int_distribution<int>(0, 2)(rng)];
+        int op = std::uniform_int_distribution<int>(0, 9)(rng);
+        if (op < 6) {
+            // admit a few from the pool
+            int want = std::uniform_int_distribution<int>(0, 3)(rng);
+            for (int i = 0; i < want && n.pool > 0; ++i) {
+                --n.pool;
+                ++n.used_unreported;
+                true_admissions.push_back(now);
+            }
+        } else if (op < 9) {
+            auto r = report(l);
+            r.deltas.admitted.add(room::floor_to(now, 1000), n.used_unreported);
+            r.deltas.active.add(room::floor_to(now, 10'000), n.used_unreported);
+            r.deltas.slots_used = n.used_unreported;
+            r.deltas.demand = n.used_unreported + 1;
+            std::int64_t give = std::min(n.pool, n.release);
+            n.pool -= give;
+            r.slots_returned = give;
+            n.used_unreported = 0;
+            auto g = ledger.sync(n.id, "dc", r, now, 1'000'000);
+            n.pool += g.granted;
+            n.release = g.release;
+        } else {
+            n.pool += ledger.top_up(n.id, "dc", l, 5, now);
+        }
+        ASSERT_LE(ledger.held_total(), ledger.capacity(l, now)) << step;
+        std::int64_t pools = 0;
+        for (auto& x : nodes) {
+            pools += x.pool;
+        }
+        ASSERT_LE(pools, ledger.held_total());
+    }
+    // The per-minute limit held over every 60 s span of true admission times.
+    for (std::size_t i = 0; i < true_admissions.size(); ++i) {
+        auto in_span =
+            std::count_if(true_admissions.begin(), true_admissions.end(), [&](std::int64_t a) {
+                return a >= true_admissions[i] && a < true_admissions[i] + 60'000;
+            });
+        ASSERT_LE(in_span, 40);
+    }
+    EXPECT_GE(true_admissions.size(), 90u);  // the limits are used, not wasted
+}
+
+TEST(Ledger, LeaseFollowsEachNodesShareOfDemand) {
+    room_ledger ledger;
+    auto l = limits(100, 1000);
+    auto busy = report(l);
+    busy.deltas.demand = 30;
+    auto quiet = report(l);
+    quiet.deltas.demand = 10;
+    auto ga = ledger.sync("busy", "dc", busy, t0, 3000);
+    auto gb = ledger.sync("quiet", "dc", quiet, t0, 3000);
+    // The first node alone got everything; the second gets what is left.
+    EXPECT_EQ(ga.granted, 100);
+    EXPECT_EQ(gb.granted, 0);
+    EXPECT_EQ(gb.release, 0);  // it holds nothing to give back
+    auto ga2 = ledger.sync("busy", "dc", busy, t0 + 1000, 3000);
+    EXPECT_GT(ga2.release, 0);  // above its 3/4 share: gives some back
+    auto back = report(l);
+    back.deltas.demand = 30;
+    back.slots_returned = ga2.release;
+    ledger.sync("busy", "dc", back, t0 + 2000, 3000);
+    auto gq = ledger.sync("quiet", "dc", quiet, t0 + 2000, 3000);
+    EXPECT_GT(gq.granted, 0);
+    EXPECT_LE(ledger.held_total(), 100);
+}
+
+TEST(Ledger, SilentNodesLeaseExpires) {
+    room_ledger ledger;
+    auto l = limits(10, 100);
+    auto g = ledger.sync("gone", "dc", report(l), t0, 3000);
+    EXPECT_EQ(g.granted, 10);
+    EXPECT_EQ(ledger.top_up("other", "dc", l, 5, t0 + 1000), 0);
+    auto g2 = ledger.sync("other", "dc", report(l), t0 + 3000, 3000);
+    EXPECT_EQ(g2.granted, 10);
+    EXPECT_EQ(ledger.held_by("gone"), 0);
+}
+
+TEST(Ledger, TopUpGrantsOnlyCapacityNobodyHolds) {
+    room_ledger ledger;
+    auto l = limits(10, 100);
+    auto r = report(l);
+    r.deltas.active.add(t0, 4);
+    r.deltas.admitted.add(t0, 4);
+    auto g = ledger.sync("a", "dc", r, t0, 3000);
+    EXPECT_EQ(g.granted, 6);
+    EXPECT_EQ(ledger.top_up("b", "dc", l, 5, t0 + 100), 0);
+    auto used = report(l);
+    used.deltas.slots_used = 0;
+    used.slots_returned = 2;
+    ledger.sync("a", "dc", used, t0 + 200, 3000);
+    EXPECT_LE(ledger.top_up("b", "dc", l, 5, t0 + 300), 2);
+    EXPECT_LE(ledger.held_total(), 6);
+}
+
+TEST(Ledger, RoomWithoutSlotsGivesTheLeaseBack) {
+    room_ledger ledger;
+    auto l = limits(10, 100);
+    ledger.sync("a", "dc", report(l), t0, 3000);
+    l.needs_slots = false;  // e.g. queue_all switched on
+    auto g = ledger.sync("a", "dc", report(l), t0 + 1000, 3000);
+    EXPECT_EQ(g.granted, 0);
+    EXPECT_EQ(g.release, 10);
+    EXPECT_EQ(ledger.top_up("a", "dc", l, 3, t0 + 1100), 0);
+}
+
+}  // namespace
+}  // namespace waitroom::state

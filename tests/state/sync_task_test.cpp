@@ -1,0 +1,277 @@
+// The node side: workers' deltas merge into one sync, the snapshot is published, leases and
+// top-ups feed the shared slot pool, failures keep the deltas and lapse the lease.
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/io_context.hpp>
+
+#include "waitroom/config/config.hpp"
+#include "waitroom/room/engine.hpp"
+#include "waitroom/state/error.hpp"
+#include "waitroom/state/local_store.hpp"
+#include "waitroom/state/sync_task.hpp"
+#include "waitroom/state/sync_timer.hpp"
+
+namespace waitroom::state {
+namespace {
+
+constexpr std::int64_t t0 = 1'800'000'000'000 - 1'800'000'000'000 % 60'000;
+
+std::shared_ptr<room::engine> make_engine(std::uint32_t active, std::uint32_t per_minute,
+                                          config::duration session = std::chrono::minutes{5}) {
+    auto cfg = std::make_shared<config::config>();
+    config::room r;
+    r.session_duration = session;
+    r.id = "shop";
+    r.name = "Shop";
+    r.total_active_users = active;
+    r.new_users_per_minute = per_minute;
+    cfg->rooms.push_back(r);
+    return std::make_shared<room::engine>(cfg);
+}
+
+// A store whose answers wait until the test releases them (a network store's asynchrony), and
+// which can fail on demand.
+class deferred_store final : public store {
+  public:
+    void sync(node_report report, sync_handler done) override {
+        ++sync_calls;
+        pending.push_back([this, report = std::move(report), done = std::move(done)]() mutable {
+            if (fail) {
+                sync_result r;
+                r.ec = errc::unavailable;
+                done(std::move(r));
+                return;
+            }
+            inner.sync(std::move(report), std::move(done));
+        });
+    }
+    void top_up(top_up_request req, top_up_handler done) override {
+        ++top_up_calls;
+        pending.push_back([this, req = std::move(req), done = std::move(done)]() mutable {
+            inner.top_up(std::move(req), std::move(done));
+        });
+    }
+    void release_all() {
+        auto p = std::move(pending);
+        pending.clear();
+        for (auto& f : p) {
+            f();
+        }
+    }
+    local_store inner;
+    std::vector<std::function<void()>> pending;
+    bool fail = false;
+    int sync_calls = 0;
+    int top_up_calls = 0;
+};
+
+room::decision decide(room::engine& e, room::worker_state& ws, sync_task& sync, std::int64_t now,
+                      room::rng& rng) {
+    auto d = e.decide(e.rooms()[0], ws, nullptr, now, rng);
+    if (d.what == room::action::wait_for_slots) {
+        sync.top_up("shop", now, [](bool) {});
+        d = e.decide(e.rooms()[0], ws, nullptr, now, rng, room::attempt::after_top_up);
+    }
+    return d;
+}
+
+TEST(SyncTask, TwoWorkersOnOneNodeAdmitExactlyTheLimitAndTheirDeltasMerge) {
+    auto eng = make_engine(10, 100);
+    room::node_state node;
+    local_store st;
+    sync_task sync(node, st, {});
+    sync.set_engine(eng);
+    sync.run_once(t0);
+    room::worker_state w1(node), w2(node);
+    room::rng rng(1);
+    int admitted = 0;
+    // Uneven traffic: 7 visitors on one worker for every 1 on the other (Cloudflare's case).
+    for (int i = 0; i < 16; ++i) {
+        auto& w = (i % 8 == 7) ? w2 : w1;
+        if (decide(*eng, w, sync, t0 + 100 + i, rng).what == room::action::admit) {
+            ++admitted;
+        } else {
+            EXPECT_GE(admitted, 10) << "queued below the limit at visitor " << i;
+        }
+    }
+    EXPECT_EQ(admitted, 10);
+    w1.flush();
+    w2.flush();
+    std::uint64_t before = node.version();
+    sync.run_once(t0 + 1000);
+    EXPECT_EQ(node.version(), before + 1);
+    const room::room_state* rs = node.snapshot()->find("shop");
+    ASSERT_NE(rs, nullptr);
+    EXPECT_EQ(rs->counts().active, 10);
+    EXPECT_EQ(rs->counts().admitted_last_minute, 10);
+    EXPECT_EQ(rs->waiting_total(), 6);
+    EXPECT_EQ(rs->free_capacity(), 0);
+    EXPECT_EQ(st.held_total("shop"), 0);
+}
+
+TEST(SyncTask, LeaseCoversTheFreeCapacityOfASingleNode) {
+    auto eng = make_engine(25, 100);
+    room::node_state node;
+    local_store st;
+    sync_task sync(node, st, {});
+    sync.set_engine(eng);
+    sync.run_once(t0);
+    EXPECT_EQ(node.pool("shop").available(), 25);
+    EXPECT_EQ(st.held_total("shop"), 25);
+}
+
+TEST(SyncTask, FailedSyncKeepsTheDeltasForTheNextOne) {
+    auto eng = make_engine(10, 100);
+    room::node_state node;
+    deferred_store st;
+    sync_task sync(node, st, {});
+    sync.set_engine(eng);
+    sync.run_once(t0);
+    st.release_all();
+    room::worker_state w(node);
+    room::rng rng(1);
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_EQ(decide(*eng, w, sync, t0 + 10, rng).what, room::action::admit);
+    }
+    w.flush();
+    st.fail = true;
+    std::error_code got;
+    sync.run_once(t0 + 1000, [&](std::error_code ec) { got = ec; });
+    st.release_all();
+    EXPECT_EQ(got, make_error_code(errc::unavailable));
+    st.fail = false;
+    sync.run_once(t0 + 1500, [&](std::error_code ec) { got = ec; });
+    st.release_all();
+    EXPECT_FALSE(got);
+    EXPECT_EQ(node.snapshot()->find("shop")->counts().active, 3);
+}
+
+TEST(SyncTask, ARunWhileOneIsInFlightIsSkipped) {
+    auto eng = make_engine(10, 100);
+    room::node_state node;
+    deferred_store st;
+    sync_task sync(node, st, {});
+    sync.set_engine(eng);
+    sync.run_once(t0);
+    std::error_code second;
+    sync.run_once(t0 + 1, [&](std::error_code ec) { second = ec; });
+    EXPECT_EQ(second, make_error_code(errc::busy));
+    EXPECT_EQ(st.sync_calls, 1);
+    st.release_all();
+    EXPECT_EQ(sync.syncs(), 1u);
+}
+
+TEST(SyncTask, LapsedLeaseIsNotUsedAndGoesBackWhenTheStoreReturns) {
+    auto eng = make_engine(10, 100);
+    room::node_state node;
+    deferred_store st;
+    sync_options opt;
+    opt.lease_ttl_ms = 2000;
+    sync_task sync(node, st, opt);
+    sync.set_engine(eng);
+    sync.run_once(t0);
+    st.release_all();
+    auto& pool = node.pool("shop");
+    EXPECT_TRUE(pool.try_take(t0 + 1999));  // one admission, never reported below
+    EXPECT_FALSE(pool.try_take(t0 + 2000));
+    st.fail = true;
+    sync.run_once(t0 + 2500);
+    st.release_all();
+    EXPECT_TRUE(sync.degraded(t0 + 2500));
+    EXPECT_FALSE(pool.try_take(t0 + 2600));
+    // Back within the store's node TTL: the lapsed 9 are returned, a fresh lease granted, and
+    // the store never counts more than the capacity as held.
+    st.fail = false;
+    sync.run_once(t0 + 2800);
+    st.release_all();
+    EXPECT_FALSE(sync.degraded(t0 + 2800));
+    EXPECT_TRUE(pool.try_take(t0 + 2900));
+    EXPECT_LE(st.inner.held_total("shop"), 10);
+    EXPECT_EQ(pool.available() + 2, st.inner.held_total("shop"));
+}
+
+TEST(SyncTask, ConcurrentTopUpsShareOneStoreCall) {
+    auto eng = make_engine(10, 100);
+    room::node_state node;
+    deferred_store st;
+    sync_task sync(node, st, {});
+    sync.set_engine(eng);
+    sync.run_once(t0);
+    st.release_all();
+    node.pool("shop").take_up_to(10);  // dry pool; the store still counts them held
+    int answers = 0;
+    bool any = true;
+    sync.top_up("shop", t0 + 10, [&](bool g) { ++answers, any = any && g; });
+    sync.top_up("shop", t0 + 10, [&](bool g) { ++answers, any = any && g; });
+    EXPECT_EQ(st.top_up_calls, 1);
+    EXPECT_EQ(answers, 0);  // waiting asynchronously
+    st.release_all();
+    EXPECT_EQ(answers, 2);
+    EXPECT_FALSE(any);  // nothing is free beyond the lease
+}
+
+TEST(SyncTask, TopUpAddsSlotsWhenCapacityFreedSinceTheLastSync) {
+    auto eng = make_engine(2, 100, std::chrono::minutes{1});
+    room::node_state node;
+    local_store st;
+    sync_task sync(node, st, {});
+    sync.set_engine(eng);
+    sync.run_once(t0);
+    room::worker_state w(node);
+    room::rng rng(1);
+    ASSERT_EQ(decide(*eng, w, sync, t0 + 10, rng).what, room::action::admit);
+    ASSERT_EQ(decide(*eng, w, sync, t0 + 10, rng).what, room::action::admit);
+    w.flush();
+    sync.run_once(t0 + 69'500);  // both sessions still count: nothing leased
+    EXPECT_EQ(node.pool("shop").available(), 0);
+    EXPECT_EQ(decide(*eng, w, sync, t0 + 69'600, rng).what, room::action::queue);
+    // Their window ends at 70 s; the next sync is a second away, the top-up is not.
+    bool granted = false;
+    sync.top_up("shop", t0 + 70'500, [&](bool g) { granted = g; });
+    EXPECT_TRUE(granted);
+    EXPECT_EQ(node.pool("shop").available(), 2);
+    EXPECT_EQ(st.held_total("shop"), 2);
+}
+
+TEST(SyncTask, OptionsScaleWithTheSyncInterval) {
+    config::config cfg;
+    cfg.node.id = "edge-1";
+    cfg.state.backend = config::state_backend::redis;
+    cfg.state.sync_interval = std::chrono::seconds{2};
+    auto o = make_sync_options(cfg);
+    EXPECT_EQ(o.node_id, "edge-1");
+    EXPECT_EQ(o.interval_ms, 2000);
+    EXPECT_LT(o.lease_ttl_ms, o.node_ttl_ms);
+    EXPECT_GT(o.lease_ttl_ms, o.interval_ms);
+    EXPECT_EQ(o.top_up_retry_ms, 2000);
+    cfg.state.backend = config::state_backend::local;
+    EXPECT_EQ(make_sync_options(cfg).top_up_retry_ms, 0);
+}
+
+TEST(SyncTimer, DrivesTheSyncTaskOnTheExecutor) {
+    auto eng = make_engine(10, 100);
+    room::node_state node;
+    local_store st;
+    sync_task sync(node, st, {});
+    sync.set_engine(eng);
+    util::manual_clock clock;
+    boost::asio::io_context ioc;
+    sync_timer timer(ioc.get_executor(), sync, clock, std::chrono::milliseconds{1000});
+    timer.start();
+    ioc.run_one();  // the first sync runs at once
+    EXPECT_EQ(sync.syncs(), 1u);
+    timer.stop();
+    ioc.run();  // the cancelled wait completes; nothing else is pending
+    EXPECT_EQ(sync.syncs(), 1u);
+
+    room::worker_state ws(node);
+    flush_timer flusher(ioc.get_executor(), ws, std::chrono::milliseconds{1000});
+    flusher.start();
+    flusher.stop();
+    ioc.restart();
+    ioc.run();
+}
+
+}  // namespace
+}  // namespace waitroom::state
