@@ -1,1 +1,120 @@
-// placeholder; filled by its module's issue
+#include "listener.hpp"
+
+#include <sys/socket.h>
+
+#include <stdexcept>
+
+#include "http_session.hpp"
+#include "worker_state.hpp"
+
+namespace waitroom::gateway {
+
+void worker_state::session_closed(session_base* s) {
+    sessions.erase(s);
+    open.fetch_sub(1, std::memory_order_relaxed);
+    for (auto& l : listeners) {
+        l->resume();
+    }
+}
+
+namespace {
+
+std::unique_ptr<ssl::context> make_server_tls(const config::tls_files& files) {
+    auto ctx = std::make_unique<ssl::context>(ssl::context::tls_server);
+    ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                     ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 |
+                     ssl::context::single_dh_use);
+    error_code ec;
+    ctx->use_certificate_chain_file(files.cert, ec);
+    if (ec) {
+        throw std::runtime_error("tls.cert " + files.cert + ": " + ec.message());
+    }
+    ctx->use_private_key_file(files.key, ssl::context::pem, ec);
+    if (ec) {
+        throw std::runtime_error("tls.key " + files.key + ": " + ec.message());
+    }
+    return ctx;
+}
+
+}  // namespace
+
+listener::listener(std::shared_ptr<worker_state> state, const tcp::endpoint& ep,
+                   const config::listener& cfg)
+    : state_(std::move(state)), acceptor_(state_->ioc), retry_timer_(state_->ioc) {
+    if (cfg.tls) {
+        tls_ = make_server_tls(*cfg.tls);
+    }
+    acceptor_.open(ep.protocol());
+    acceptor_.set_option(asio::socket_base::reuse_address(true));
+    int one = 1;
+    if (::setsockopt(acceptor_.native_handle(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0) {
+        throw std::system_error(errno, std::generic_category(), "SO_REUSEPORT");
+    }
+    acceptor_.bind(ep);
+    acceptor_.listen(asio::socket_base::max_listen_connections);
+}
+
+tcp::endpoint listener::local_endpoint() const {
+    error_code ec;
+    return acceptor_.local_endpoint(ec);
+}
+
+void listener::run() {
+    do_accept();
+}
+
+void listener::stop() {
+    stopped_ = true;
+    error_code ignored;
+    acceptor_.close(ignored);
+    retry_timer_.cancel();
+}
+
+void listener::resume() {
+    if (paused_ && !stopped_ &&
+        state_->open.load(std::memory_order_relaxed) <
+            state_->ctx->config()->limits.max_connections) {
+        paused_ = false;
+        do_accept();
+    }
+}
+
+void listener::do_accept() {
+    acceptor_.async_accept(state_->ioc,
+                           beast::bind_front_handler(&listener::on_accept, shared_from_this()));
+}
+
+void listener::on_accept(error_code ec, tcp::socket socket) {
+    if (stopped_) {
+        return;
+    }
+    if (ec) {
+        fail(ec, "accept");
+        // Out of descriptors and the like: try again shortly rather than spin.
+        retry_timer_.expires_after(std::chrono::milliseconds(50));
+        retry_timer_.async_wait([self = shared_from_this()](error_code e) {
+            if (!e && !self->stopped_) {
+                self->do_accept();
+            }
+        });
+        return;
+    }
+    socket.set_option(tcp::no_delay(true), ec);
+    if (tls_) {
+        std::make_shared<http_session<ssl::stream<beast::tcp_stream>>>(state_, std::move(socket),
+                                                                       tls_.get())
+            ->run();
+    } else {
+        std::make_shared<http_session<beast::tcp_stream>>(state_, std::move(socket), nullptr)
+            ->run();
+    }
+    // The config is read here only, once per accepted connection.
+    if (state_->open.load(std::memory_order_relaxed) >=
+        state_->ctx->config()->limits.max_connections) {
+        paused_ = true;
+        return;
+    }
+    do_accept();
+}
+
+}  // namespace waitroom::gateway

@@ -1,1 +1,470 @@
-// placeholder; filled by its module's issue
+#include "waitroom/server/server.hpp"
+
+#include <spdlog/spdlog.h>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <functional>
+#include <thread>
+
+#include "endpoints.hpp"
+#include "waitroom/config/load.hpp"
+#include "waitroom/cookie/key_ring.hpp"
+#include "waitroom/gateway/room_filter.hpp"
+#include "waitroom/gateway/worker.hpp"
+#include "waitroom/room/room_state.hpp"
+#include "waitroom/state/local_store.hpp"
+#include "waitroom/state/redis_store.hpp"
+#include "waitroom/state/sync_task.hpp"
+#include "waitroom/state/sync_timer.hpp"
+#include "waitroom/server/logging.hpp"
+#include "waitroom/util/clock.hpp"
+
+namespace waitroom::server {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+
+namespace {
+
+// How often the control loop looks at the workers' open connections while draining.
+constexpr auto drain_poll_interval = 20ms;
+
+const char* signal_name(int sig) {
+    switch (sig) {
+        case SIGHUP:
+            return "SIGHUP";
+        case SIGTERM:
+            return "SIGTERM";
+        case SIGINT:
+            return "SIGINT";
+        default:
+            return "signal";
+    }
+}
+
+bool same_listeners(const std::vector<config::listener>& a,
+                    const std::vector<config::listener>& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
+        return x.host == y.host && x.port == y.port && x.tls.has_value() == y.tls.has_value() &&
+               (!x.tls || (x.tls->cert == y.tls->cert && x.tls->key == y.tls->key));
+    });
+}
+
+std::string room_ids(const config::config& cfg) {
+    std::string out;
+    for (const auto& r : cfg.rooms) {
+        out += out.empty() ? "" : ", ";
+        out += r.id;
+    }
+    return out.empty() ? "none" : out;
+}
+
+std::shared_ptr<const util::clock> make_clock(const config::config& cfg) {
+    if (cfg.testing.time_scale != 1.0) {
+        spdlog::warn(
+            "testing.time_scale is {}: the product clock runs faster than real time "
+            "(test-only setting)",
+            cfg.testing.time_scale);
+        return std::make_shared<util::scaled_clock>(cfg.testing.time_scale);
+    }
+    return std::make_shared<util::system_clock>();
+}
+
+}  // namespace
+
+config::load_result load_config(const std::string& path) {
+    auto r = config::load_file(path);
+    if (!r.ok()) {
+        return r;
+    }
+    // Templates are part of the configuration: a room whose page does not compile is refused
+    // by `check`, at start and on reload, like any other bad setting.
+    auto pages = gateway::page_templates::load(*r.cfg);
+    if (!pages.ok()) {
+        r.problems = std::move(pages.problems);
+        r.cfg = nullptr;
+    }
+    return r;
+}
+
+struct server::impl {
+    using work_guard = asio::executor_work_guard<asio::io_context::executor_type>;
+
+    std::string path_;
+    std::shared_ptr<gateway::shared_context> ctx_;
+    std::shared_ptr<util::access_log> access_log_;
+
+    asio::io_context control_{1};
+    asio::signal_set signals_{control_};
+    asio::steady_timer drain_timer_{control_};
+    bool draining_ = false;
+    bool finishing_ = false;
+    std::chrono::steady_clock::time_point drain_deadline_;
+
+    // Declared before workers_ so that every worker is destroyed before its io_context.
+    std::vector<std::unique_ptr<asio::io_context>> iocs_;
+    std::vector<work_guard> guards_;
+    std::vector<std::unique_ptr<gateway::worker>> workers_;
+    std::vector<std::thread> threads_;
+
+    // The waiting room: one node state, one store and one sync task per process; the filter
+    // that applies decisions on every worker; a timer per worker that hands its counters over.
+    room::node_state node_;
+    std::shared_ptr<const cookie::key_ring> keys_;
+    std::unique_ptr<state::store> store_;
+    std::unique_ptr<state::sync_task> sync_;
+    std::unique_ptr<state::sync_timer> sync_timer_;
+    std::shared_ptr<gateway::room_filter> filter_;
+    std::vector<std::unique_ptr<state::flush_timer>> flush_timers_;
+
+    impl(std::string path, config::snapshot cfg) : path_(std::move(path)) {
+        ctx_ = std::make_shared<gateway::shared_context>(cfg, make_clock(*cfg));
+    }
+
+    ~impl() {
+        stop_threads();
+        flush_timers_.clear();
+        sync_timer_.reset();
+        // The shared context outlives this object in no one else, but make the order explicit:
+        // the filter holds the workers' executors, so it goes before their io_contexts.
+        ctx_->set_request_filter(std::make_shared<gateway::request_filter>());
+        filter_.reset();
+        workers_.clear();
+    }
+
+    bool start_rooms(const config::snapshot& cfg);
+
+    int run();
+    void wait_signal();
+    void on_signal(int sig);
+    void reload();
+    void begin_shutdown(const char* why);
+    void poll_drain();
+    void finish_shutdown();
+
+    // Runs `fn(worker)` on every worker's own thread, then `done()` on the control thread.
+    void on_every_worker(std::function<void(gateway::worker&)> fn, std::function<void()> done);
+    void stop_threads();
+};
+
+int server::impl::run() {
+    // Register the signals before anything is announced, so that a script that reacts to the
+    // "listening on" line can already signal us.
+    signals_.add(RELOAD_SIGNAL);
+    for (int sig : GRACEFUL_SHUTDOWN_SIGNALS) {
+        signals_.add(sig);
+    }
+    std::signal(SIGPIPE, SIG_IGN);
+
+    auto cfg = ctx_->config();
+    apply_level(cfg->logging.level);
+    try {
+        access_log_ = open_access_log(cfg->logging.access_log);
+    } catch (const std::exception& e) {
+        spdlog::error("logging.access_log: cannot open '{}': {}", cfg->logging.access_log,
+                      e.what());
+        return 1;
+    }
+    ctx_->set_access_log(access_log_);
+
+    unsigned n = cfg->threads != 0 ? cfg->threads : std::thread::hardware_concurrency();
+    n = std::max(1u, n);
+
+    for (unsigned i = 0; i < n; ++i) {
+        iocs_.push_back(std::make_unique<asio::io_context>(1));
+    }
+    if (!start_rooms(cfg)) {
+        return 1;
+    }
+
+    resolved_listeners resolved;
+    try {
+        resolved = resolve_listeners(control_, cfg->listen);
+        for (unsigned i = 0; i < n; ++i) {
+            workers_.push_back(std::make_unique<gateway::worker>(*iocs_.back(), ctx_, i));
+            workers_.back()->start(resolved.endpoints, cfg->listen);
+        }
+    } catch (const std::exception& e) {
+        spdlog::error("cannot start: {}", e.what());
+        return 1;
+    }
+    resolved.reservations.clear();
+
+    for (std::size_t i = 0; i < resolved.endpoints.size(); ++i) {
+        spdlog::info("listening on {}",
+                     listener_url(resolved.endpoints[i], cfg->listen[i].tls.has_value()));
+    }
+    spdlog::info("waitroomd started: {} worker thread(s), origin {}, rooms: {}", n, cfg->origin.url,
+                 room_ids(*cfg));
+
+    for (unsigned i = 0; i < n; ++i) {
+        guards_.push_back(asio::make_work_guard(*iocs_[i]));
+        threads_.emplace_back([this, i] {
+            // A handler that throws is a bug; log it and keep the worker serving.
+            for (;;) {
+                try {
+                    iocs_[i]->run();
+                    return;
+                } catch (const std::exception& e) {
+                    spdlog::error("worker {}: unhandled exception: {}", i, e.what());
+                }
+            }
+        });
+    }
+
+    wait_signal();
+    control_.run();
+    stop_threads();
+    spdlog::info("waitroomd stopped");
+    return 0;
+}
+
+bool server::impl::start_rooms(const config::snapshot& cfg) {
+    auto ring = cookie::load_key_ring(cfg->cookie);
+    if (!ring.ok()) {
+        spdlog::error("cannot start: {}", ring.error);
+        return false;
+    }
+    keys_ = ring.ring;
+    auto built = gateway::room_runtime::build(cfg, keys_);
+    if (!built.runtime) {
+        for (const auto& p : built.problems) {
+            spdlog::error("{}", p.to_string());
+        }
+        return false;
+    }
+
+    auto opt = state::make_sync_options(*cfg);
+    if (cfg->state.backend == config::state_backend::redis) {
+        auto redis = std::make_unique<state::redis_store>(control_.get_executor(),
+                                                          state::redis_options_from(cfg->state));
+        redis->start();
+        store_ = std::move(redis);
+        spdlog::info("state store: redis {} (sync every {} ms)", cfg->state.url,
+                     cfg->state.sync_interval.count());
+    } else {
+        store_ = std::make_unique<state::local_store>();
+        spdlog::info("state store: local (embedded, one node)");
+    }
+    sync_ = std::make_unique<state::sync_task>(node_, *store_, opt);
+    sync_->set_engine(built.runtime->engine);
+
+    std::vector<asio::any_io_executor> executors;
+    for (auto& ioc : iocs_) {
+        executors.push_back(ioc->get_executor());
+    }
+    filter_ = std::make_shared<gateway::room_filter>(built.runtime, node_, *sync_, ctx_->clock(),
+                                                     executors);
+    ctx_->set_request_filter(filter_);
+
+    sync_timer_ = std::make_unique<state::sync_timer>(control_.get_executor(), *sync_,
+                                                      ctx_->clock(), cfg->state.sync_interval);
+    sync_timer_->start();
+    for (unsigned i = 0; i < iocs_.size(); ++i) {
+        flush_timers_.push_back(std::make_unique<state::flush_timer>(
+            iocs_[i]->get_executor(), filter_->worker_state(i), cfg->state.sync_interval));
+        flush_timers_.back()->start();
+    }
+    return true;
+}
+
+void server::impl::wait_signal() {
+    signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
+        if (ec) {
+            return;
+        }
+        on_signal(sig);
+        if (!finishing_) {
+            wait_signal();
+        }
+    });
+}
+
+void server::impl::on_signal(int sig) {
+    if (sig == RELOAD_SIGNAL) {
+        spdlog::info("{} received: reloading {}", signal_name(sig), path_);
+        reload();
+        return;
+    }
+    begin_shutdown(signal_name(sig));
+}
+
+void server::impl::reload() {
+    config::load_result result;
+    try {
+        result = load_config(path_);
+    } catch (const std::exception& e) {
+        spdlog::error("reload failed: {}; keeping the previous configuration", e.what());
+        return;
+    }
+    if (!result.ok()) {
+        for (const auto& p : result.problems) {
+            spdlog::error("reload: {}", p.to_string());
+        }
+        spdlog::error("reload failed: {} problem(s) in {}; keeping the previous configuration",
+                      result.problems.size(), path_);
+        return;
+    }
+    auto old = ctx_->config();
+    const auto& now = *result.cfg;
+    // These are read once at startup; say so rather than pretend they changed.
+    if (!same_listeners(old->listen, now.listen)) {
+        spdlog::warn("reload: 'listen' changed; listeners change only on restart");
+    }
+    if (old->threads != now.threads) {
+        spdlog::warn("reload: 'threads' changed; takes effect only on restart");
+    }
+    if (old->logging.access_log != now.logging.access_log) {
+        spdlog::warn("reload: 'logging.access_log' changed; takes effect only on restart");
+    }
+    if (old->testing.time_scale != now.testing.time_scale) {
+        spdlog::warn("reload: 'testing.time_scale' changed; takes effect only on restart");
+    }
+    if (old->origin.url != now.origin.url) {
+        spdlog::info("reload: origin {} -> {}", old->origin.url, now.origin.url);
+    }
+    if (old->logging.level != now.logging.level) {
+        spdlog::info("reload: logging.level {} -> {}", old->logging.level, now.logging.level);
+    }
+    if (old->state.backend != now.state.backend || old->state.url != now.state.url) {
+        spdlog::warn("reload: 'state' changed; the state store changes only on restart");
+    }
+    auto keys = keys_;
+    if (old->cookie.keys.size() != now.cookie.keys.size() ||
+        !std::equal(old->cookie.keys.begin(), old->cookie.keys.end(), now.cookie.keys.begin(),
+                    [](const auto& a, const auto& b) {
+                        return a.id == b.id && a.secret_file == b.secret_file &&
+                               a.secret_env == b.secret_env;
+                    })) {
+        auto ring = cookie::load_key_ring(now.cookie);
+        if (!ring.ok()) {
+            spdlog::error("reload failed: {}; keeping the previous configuration", ring.error);
+            return;
+        }
+        keys = ring.ring;
+        spdlog::info("reload: cookie key ring changed ({} key(s))", keys->keys().size());
+    }
+    auto built = gateway::room_runtime::build(result.cfg, keys);
+    if (!built.runtime) {
+        for (const auto& p : built.problems) {
+            spdlog::error("reload: {}", p.to_string());
+        }
+        spdlog::error("reload failed; keeping the previous configuration");
+        return;
+    }
+    keys_ = std::move(keys);
+    ctx_->set_config(result.cfg);
+    sync_->set_engine(built.runtime->engine);
+    filter_->set_runtime(built.runtime);
+    apply_level(now.logging.level);
+    spdlog::info("configuration reloaded from {}: rooms: {} (were: {})", path_, room_ids(now),
+                 room_ids(*old));
+}
+
+void server::impl::begin_shutdown(const char* why) {
+    if (finishing_) {
+        return;
+    }
+    if (draining_) {
+        spdlog::warn("{} received again: closing every connection now", why);
+        finish_shutdown();
+        return;
+    }
+    draining_ = true;
+    auto timeout = ctx_->config()->limits.drain_timeout;
+    drain_deadline_ = std::chrono::steady_clock::now() + timeout;
+    spdlog::info("{} received: draining (up to {} ms for in-flight requests)", why,
+                 timeout.count());
+    on_every_worker([](gateway::worker& w) { w.drain(); }, [this] { poll_drain(); });
+}
+
+void server::impl::poll_drain() {
+    if (finishing_) {
+        return;
+    }
+    std::size_t open = 0;
+    for (const auto& w : workers_) {
+        open += w->open_connections();
+    }
+    if (open == 0) {
+        spdlog::info("drained: no connection left open");
+        finish_shutdown();
+        return;
+    }
+    if (std::chrono::steady_clock::now() >= drain_deadline_) {
+        spdlog::warn("drain timeout: closing {} connection(s) still open", open);
+        finish_shutdown();
+        return;
+    }
+    drain_timer_.expires_after(drain_poll_interval);
+    drain_timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec) {
+            poll_drain();
+        }
+    });
+}
+
+void server::impl::finish_shutdown() {
+    finishing_ = true;
+    drain_timer_.cancel();
+    on_every_worker([](gateway::worker& w) { w.close_all(); },
+                    [this] {
+                        signals_.cancel();
+                        control_.stop();
+                    });
+}
+
+void server::impl::on_every_worker(std::function<void(gateway::worker&)> fn,
+                                   std::function<void()> done) {
+    auto remaining = std::make_shared<std::size_t>(workers_.size());
+    auto shared_done = std::make_shared<std::function<void()>>(std::move(done));
+    for (std::size_t i = 0; i < workers_.size(); ++i) {
+        asio::post(*iocs_[i], [this, i, fn, remaining, shared_done] {
+            fn(*workers_[i]);
+            // The count is touched only on the control thread.
+            asio::post(control_, [remaining, shared_done] {
+                if (--*remaining == 0) {
+                    (*shared_done)();
+                }
+            });
+        });
+    }
+    if (workers_.empty()) {
+        asio::post(control_, [shared_done] { (*shared_done)(); });
+    }
+}
+
+void server::impl::stop_threads() {
+    guards_.clear();
+    for (auto& ioc : iocs_) {
+        ioc->stop();
+    }
+    for (auto& t : threads_) {
+        if (t.joinable()) {
+            t.join();
+        }
+    }
+    threads_.clear();
+}
+
+server::server(std::string config_path, config::snapshot cfg)
+    : impl_(std::make_unique<impl>(std::move(config_path), std::move(cfg))) {}
+
+server::~server() = default;
+
+int server::run() {
+    return impl_->run();
+}
+
+void server::stop() {
+    asio::post(impl_->control_, [this] { impl_->begin_shutdown("stop requested"); });
+}
+
+}  // namespace waitroom::server

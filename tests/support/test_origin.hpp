@@ -34,9 +34,9 @@ namespace waitroom::test {
 struct recorded_request {
     std::string method;
     std::string target;
-    unsigned version = 11;  // 10 or 11
+    unsigned version = 11;                                     // 10 or 11
     std::vector<std::pair<std::string, std::string>> headers;  // in arrival order
-    std::uint64_t body_bytes = 0;                               // body bytes read (when read)
+    std::uint64_t body_bytes = 0;                              // body bytes read (when read)
 
     // First value of a header (case-insensitive name), or nullopt.
     std::optional<std::string> header(std::string_view name) const;
@@ -45,7 +45,7 @@ struct recorded_request {
 };
 
 class test_origin {
-public:
+  public:
     // Binds 127.0.0.1:0 and starts serving on its own thread.
     test_origin();
     // Stops the thread and closes every connection.
@@ -62,13 +62,14 @@ public:
     recorded_request last_request() const;  // empty when none yet
 
     // Closes the connections that sit idle between requests (as an origin's keep-alive timeout
-    // would), so a proxy's pooled connection goes stale.
+    // would), so a proxy's pooled connection goes stale. A connection still busy with a request
+    // closes as soon as its response is out.
     void close_idle_connections();
 
     // Stops early (the destructor calls it too).
     void stop();
 
-private:
+  private:
     struct impl;
     std::unique_ptr<impl> impl_;
 };

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "waitroom/config/config.hpp"
+#include "waitroom/gateway/request_filter.hpp"
+#include "waitroom/util/access_log.hpp"
 #include "waitroom/util/clock.hpp"
 
 namespace waitroom::gateway {
@@ -26,9 +28,23 @@ public:
     void set_config(config::snapshot cfg) { cfg_.store(std::move(cfg), std::memory_order_release); }
     const util::clock& clock() const { return *clock_; }
 
+    // The waiting-room hook (default: pass everything). Set it before any worker starts: the
+    // request path reads it without a lock.
+    void set_request_filter(std::shared_ptr<request_filter> f) { filter_ = std::move(f); }
+    request_filter& filter() const { return *filter_; }
+
+    // The access log (null = off; `logging.access_log`), set by server/ before any worker
+    // starts. Call `access_log()->write(record)` once per finished request.
+    void set_access_log(std::shared_ptr<const util::access_log> log) {
+        access_log_ = std::move(log);
+    }
+    const util::access_log* access_log() const { return access_log_.get(); }
+
 private:
     std::atomic<config::snapshot> cfg_;
     std::shared_ptr<const util::clock> clock_;
+    std::shared_ptr<request_filter> filter_ = std::make_shared<request_filter>();
+    std::shared_ptr<const util::access_log> access_log_;
 };
 
 class worker {
@@ -53,6 +69,9 @@ public:
 
     // Connections open on this worker (any thread may read).
     std::size_t open_connections() const;
+
+    // The local endpoints actually bound, in the order given to start().
+    std::vector<boost::asio::ip::tcp::endpoint> local_endpoints() const;
 
 private:
     struct impl;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "waitroom/config/config.hpp"
+#include "waitroom/config/load.hpp"
 
 namespace waitroom::server {
 
@@ -17,8 +18,12 @@ inline constexpr int RELOAD_SIGNAL = SIGHUP;
 // Stops accepting, lets in-flight requests finish (up to limits.drain_timeout), then exits.
 inline constexpr int GRACEFUL_SHUTDOWN_SIGNALS[] = {SIGTERM, SIGINT};
 
+// Loads and validates a configuration file completely: the YAML and every page template it
+// names. What `check`, the start and a reload all use.
+config::load_result load_config(const std::string& path);
+
 class server {
-public:
+  public:
     // `config_path` is the file `cfg` came from; a reload reads it again.
     server(std::string config_path, config::snapshot cfg);
     ~server();
@@ -32,7 +37,7 @@ public:
     // Starts a graceful shutdown as a signal would; any thread.
     void stop();
 
-private:
+  private:
     struct impl;
     std::unique_ptr<impl> impl_;
 };

@@ -17,20 +17,20 @@ namespace waitroom::util {
 
 // What one finished request contributes to the access log.
 struct access_record {
-    std::string_view remote;    // client address
-    std::string_view method;    // request method
-    std::string_view target;    // request target as received
-    std::string_view host;      // Host header
-    unsigned status = 0;        // response status sent
-    std::uint64_t bytes_sent = 0;  // response body bytes sent to the client
+    std::string_view remote;                // client address
+    std::string_view method;                // request method
+    std::string_view target;                // request target as received
+    std::string_view host;                  // Host header
+    unsigned status = 0;                    // response status sent
+    std::uint64_t bytes_sent = 0;           // response body bytes sent to the client
     std::chrono::microseconds duration{0};  // first request byte to last response byte
-    std::string_view room;      // room id, "" when no room matched
-    std::string_view decision;  // admit | queue | reject | pass | bypass | ""
-    std::int64_t unix_ms = 0;   // when the request finished (product clock)
+    std::string_view room;                  // room id, "" when no room matched
+    std::string_view decision;              // admit | queue | reject | pass | bypass | ""
+    std::int64_t unix_ms = 0;               // when the request finished (product clock)
 };
 
 class access_log {
-public:
+  public:
     explicit access_log(std::shared_ptr<spdlog::logger> logger) : logger_(std::move(logger)) {}
 
     // Formats one JSON line and queues it; never blocks on I/O (the logger drops the oldest
@@ -58,7 +58,7 @@ public:
 
     spdlog::logger& logger() const { return *logger_; }
 
-private:
+  private:
     static void append_field(std::string& out, std::string_view key, std::string_view value) {
         out += ",\"";
         out += key;

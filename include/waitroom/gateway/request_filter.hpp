@@ -1,0 +1,76 @@
+#pragma once
+// The hook where the waiting-room decision plugs into the data plane: called once per request
+// after its header is read and validated, before anything reaches the origin. The default lets
+// everything pass untouched.
+
+#include <boost/beast/http/fields.hpp>
+#include <boost/beast/http/message.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace waitroom::gateway {
+
+using header_list = std::vector<std::pair<std::string, std::string>>;
+
+// What the session knows about the request besides its header.
+struct request_info {
+    std::string client_ip;  // peer address, as text
+    bool tls = false;       // arrived on a TLS listener
+    unsigned worker = 0;    // index of the worker the connection lives on
+};
+
+// The filter's answer.
+struct filter_result {
+    enum class action {
+        pass,     // forward to the origin; `headers` are added to the origin's response
+        respond,  // answer from memory with status/headers/body; the origin is never touched
+    };
+    action what = action::pass;
+    unsigned status = 200;  // respond only
+    header_list headers;    // pass: added to the origin response (Set-Cookie…); respond: sent
+    std::string body;       // respond only
+    // Handed back to on_response for this request (e.g. the room and visitor of the decision).
+    std::shared_ptr<void> context;
+
+    static filter_result pass() { return {}; }
+    static filter_result respond(unsigned status, header_list headers, std::string body) {
+        filter_result r;
+        r.what = action::respond;
+        r.status = status;
+        r.headers = std::move(headers);
+        r.body = std::move(body);
+        return r;
+    }
+};
+
+// Called on the worker's thread. Implementations must not block and must not throw.
+class request_filter {
+  public:
+    using completion = std::function<void(filter_result)>;
+
+    virtual ~request_filter() = default;
+
+    // Decides on a request. `done` must be called exactly once, on the worker's thread (it may
+    // be called before on_request returns, or later after an asynchronous step such as a store
+    // call — then post it to the connection's executor).
+    virtual void on_request(const boost::beast::http::request_header<>& req,
+                            const request_info& info, completion done) {
+        (void)req;
+        (void)info;
+        done(filter_result::pass());
+    }
+
+    // Sees (and may change) the origin's response header before it goes to the client, e.g. to
+    // act on and remove `Cf-Waiting-Room-Command`. `context` is the one on_request returned.
+    virtual void on_response(boost::beast::http::response_header<>& res,
+                             const std::shared_ptr<void>& context) {
+        (void)res;
+        (void)context;
+    }
+};
+
+}  // namespace waitroom::gateway

@@ -1,0 +1,77 @@
+#pragma once
+// The waiting room applied to the data plane: the request_filter that routes each request to its
+// room, reads the `_cfwaitingroom` cookie, asks the room engine for a decision and turns it into
+// "proxy (with a Set-Cookie)" or "answer from memory" (queue page, JSON, reject page). It also
+// acts on the origin command `Cf-Waiting-Room-Command: revoke`.
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "waitroom/config/config.hpp"
+#include "waitroom/config/load.hpp"
+#include "waitroom/cookie/key_ring.hpp"
+#include "waitroom/gateway/page_renderer.hpp"
+#include "waitroom/gateway/request_filter.hpp"
+#include "waitroom/room/engine.hpp"
+#include "waitroom/state/sync_task.hpp"
+#include "waitroom/util/clock.hpp"
+
+namespace waitroom::gateway {
+
+// Everything the decision reads that is built from one config snapshot; swapped whole on reload.
+struct room_runtime {
+    config::snapshot cfg;
+    std::shared_ptr<const room::engine> engine;
+    std::shared_ptr<const cookie::key_ring> keys;
+    std::shared_ptr<const page_templates> templates;
+    std::vector<std::string> cookie_names;  // by room index: _cfwaitingroom[_suffix]
+
+    struct build_result {
+        std::shared_ptr<const room_runtime> runtime;  // null on problems
+        std::vector<config::problem> problems;
+    };
+    // Compiles the engine and the templates of `cfg` with the given key ring.
+    static build_result build(config::snapshot cfg, std::shared_ptr<const cookie::key_ring> keys);
+};
+
+class room_filter final : public request_filter {
+public:
+    // `executors[i]` is worker i's executor: decisions that wait on a store top-up resume there.
+    room_filter(std::shared_ptr<const room_runtime> runtime, room::node_state& node,
+                state::sync_task& sync, const util::clock& clock,
+                std::vector<boost::asio::any_io_executor> executors);
+    ~room_filter() override;
+
+    // Reload: workers pick the new runtime up at their next request.
+    void set_runtime(std::shared_ptr<const room_runtime> runtime);
+    std::shared_ptr<const room_runtime> runtime() const;
+
+    // Worker i's counters, for its flush timer. Only on worker i's thread.
+    room::worker_state& worker_state(unsigned worker);
+
+    void on_request(const boost::beast::http::request_header<>& req, const request_info& info,
+                    completion done) override;
+    void on_response(boost::beast::http::response_header<>& res,
+                     const std::shared_ptr<void>& context) override;
+
+private:
+    struct per_worker;
+    struct admitted_context;
+    per_worker& worker(unsigned index);
+    void apply(per_worker& w, const std::shared_ptr<const room_runtime>& rt,
+               const room::decision& d, bool visitor_tls, bool wants_json, completion& done);
+
+    room::node_state& node_;
+    state::sync_task& sync_;
+    const util::clock& clock_;
+    std::atomic<std::shared_ptr<const room_runtime>> runtime_;
+    std::atomic<std::uint64_t> generation_{1};
+    std::vector<std::unique_ptr<per_worker>> workers_;
+};
+
+}  // namespace waitroom::gateway

@@ -1,0 +1,38 @@
+#pragma once
+// Names and helpers every gateway unit uses: namespace aliases and the `fail` reporter that
+// stays quiet about the expected noise of a proxy (peers closing, timeouts, cancellations).
+
+#include <boost/asio/error.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/http/error.hpp>
+
+#include <spdlog/spdlog.h>
+
+namespace waitroom::gateway {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace ssl = asio::ssl;
+using tcp = asio::ip::tcp;
+using beast::error_code;
+
+// True for the errors that are a normal end of a connection, not worth a log line.
+inline bool is_expected_noise(const error_code& ec) {
+    return ec == asio::error::operation_aborted || ec == asio::error::eof ||
+           ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
+           ec == asio::error::not_connected || ec == beast::error::timeout ||
+           ec == http::error::end_of_stream || ec == ssl::error::stream_truncated;
+}
+
+inline void fail(const error_code& ec, const char* what) {
+    if (is_expected_noise(ec)) {
+        spdlog::trace("gateway: {}: {}", what, ec.message());
+        return;
+    }
+    spdlog::debug("gateway: {}: {}", what, ec.message());
+}
+
+}  // namespace waitroom::gateway

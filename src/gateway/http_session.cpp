@@ -1,0 +1,712 @@
+#include "http_session.hpp"
+
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/bind_handler.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+
+#include "forward_headers.hpp"
+#include "origin_connection.hpp"
+#include "origin_pool.hpp"
+#include "tunnel.hpp"
+
+namespace waitroom::gateway {
+
+namespace {
+
+constexpr std::size_t piece_size = 16 * 1024;
+constexpr std::size_t origin_header_limit = 64 * 1024;
+constexpr auto linger_time = std::chrono::seconds(2);
+
+template <class Stream>
+Stream make_stream(tcp::socket&& socket, ssl::context* tls) {
+    if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
+        (void)tls;
+        return Stream(std::move(socket));
+    } else {
+        return Stream(std::move(socket), *tls);
+    }
+}
+
+bool is_idempotent(http::verb v) {
+    switch (v) {
+        case http::verb::get:
+        case http::verb::head:
+        case http::verb::options:
+        case http::verb::put:
+        case http::verb::delete_:
+        case http::verb::trace:
+            return true;
+        default:
+            return false;
+    }
+}
+
+// Beast's parser errors (as opposed to network errors): the request is malformed.
+bool is_parse_error(const error_code& ec) {
+    return ec.category() == http::make_error_code(http::error::bad_target).category() &&
+           ec != http::error::end_of_stream && ec != http::error::partial_message &&
+           ec != http::error::need_buffer;
+}
+
+const char* reason_text(unsigned status) {
+    switch (status) {
+        case 400:
+            return "Bad Request";
+        case 408:
+            return "Request Timeout";
+        case 413:
+            return "Content Too Large";
+        case 431:
+            return "Request Header Fields Too Large";
+        case 502:
+            return "Bad Gateway";
+        case 503:
+            return "Service Unavailable";
+        case 504:
+            return "Gateway Timeout";
+        default:
+            return "Error";
+    }
+}
+
+}  // namespace
+
+template <class Stream>
+http_session<Stream>::http_session(std::shared_ptr<worker_state> state, tcp::socket&& socket,
+                                   ssl::context* tls)
+    : state_(std::move(state)),
+      cfg_(state_->ctx->config()),
+      stream_(make_stream<Stream>(std::move(socket), tls)),
+      header_timer_(state_->ioc) {
+    error_code ec;
+    auto remote = lowest().socket().remote_endpoint(ec);
+    if (!ec) {
+        auto addr = remote.address();
+        if (addr.is_v6() && addr.to_v6().is_v4_mapped()) {
+            addr = asio::ip::make_address_v4(asio::ip::v4_mapped, addr.to_v6());
+        }
+        info_.client_ip = addr.to_string();
+    }
+    info_.tls = is_tls;
+    info_.worker = state_->index;
+    state_->session_opened(this);
+}
+
+template <class Stream>
+http_session<Stream>::~http_session() {
+    if (origin_) {
+        state_->pool->release(std::move(origin_), false);
+    }
+    state_->session_closed(this);
+}
+
+template <class Stream>
+char* http_session<Stream>::piece() {
+    if (!piece_) {
+        piece_ = std::make_unique<char[]>(piece_size);
+    }
+    return piece_.get();
+}
+
+template <class Stream>
+void http_session<Stream>::run() {
+    if constexpr (is_tls) {
+        lowest().expires_after(cfg_->limits.header_timeout);
+        stream_.async_handshake(ssl::stream_base::server,
+                                beast::bind_front_handler(&http_session::on_handshake, self()));
+    } else {
+        do_read_header();
+    }
+}
+
+template <class Stream>
+void http_session<Stream>::on_handshake(error_code ec) {
+    if (ec) {
+        return fail(ec, "tls handshake");
+    }
+    do_read_header();
+}
+
+template <class Stream>
+void http_session<Stream>::drain() {
+    draining_ = true;
+    if (!busy_) {
+        // Waiting for a request: cancel the read; on_read_header closes.
+        ++header_generation_;
+        header_timer_.cancel();
+        error_code ignored;
+        lowest().socket().cancel(ignored);
+    }
+}
+
+template <class Stream>
+void http_session<Stream>::close() {
+    closed_ = true;
+    error_code ignored;
+    header_timer_.cancel();
+    lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    lowest().socket().close(ignored);
+    if (origin_) {
+        origin_->close();
+    }
+}
+
+// ---- client request header --------------------------------------------------------------
+
+template <class Stream>
+void http_session<Stream>::do_read_header() {
+    busy_ = false;
+    if (draining_ || closed_) {
+        return do_close();
+    }
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(cfg_->limits.max_header_bytes));
+    if (cfg_->limits.max_body_bytes > 0) {
+        parser_->body_limit(cfg_->limits.max_body_bytes);
+    } else {
+        parser_->body_limit(boost::none);
+    }
+    // A first request or a started one must arrive within header_timeout (else 408); an idle
+    // keep-alive connection is simply closed after keepalive_timeout.
+    const bool started = first_request_ || buffer_.size() > 0;
+    header_timed_out_ = false;
+    header_timer_.expires_after(started ? cfg_->limits.header_timeout
+                                        : cfg_->limits.keepalive_timeout);
+    header_timer_.async_wait(
+        beast::bind_front_handler(&http_session::on_header_timeout, self(), ++header_generation_));
+    lowest().expires_never();
+    http::async_read_header(stream_, buffer_, *parser_,
+                            beast::bind_front_handler(&http_session::on_read_header, self()));
+}
+
+template <class Stream>
+void http_session<Stream>::on_header_timeout(std::uint64_t generation, error_code ec) {
+    if (ec || generation != header_generation_) {
+        return;
+    }
+    header_timed_out_ = true;
+    error_code ignored;
+    lowest().socket().cancel(ignored);
+}
+
+template <class Stream>
+void http_session<Stream>::on_read_header(error_code ec, std::size_t) {
+    ++header_generation_;
+    header_timer_.cancel();
+    if (ec == asio::error::operation_aborted && header_timed_out_) {
+        if (first_request_ || buffer_.size() > 0) {
+            return send_error(408, "request header timed out", true);
+        }
+        return do_close();
+    }
+    if (ec == http::error::header_limit) {
+        return send_error(431, "request header too large", true);
+    }
+    if (ec == http::error::body_limit) {
+        return send_error(413, "request body too large", true);
+    }
+    if (ec == http::error::end_of_stream || ec == asio::error::operation_aborted || closed_) {
+        return do_close();
+    }
+    if (is_parse_error(ec)) {
+        // Any other parse error: malformed request line, bad field, bad Content-Length…
+        fail(ec, "request header");
+        return send_error(400, "malformed request", true);
+    }
+    if (ec) {
+        fail(ec, "read header");
+        return do_close();
+    }
+    first_request_ = false;
+    busy_ = true;
+    started_ = std::chrono::steady_clock::now();
+    bytes_sent_ = 0;
+    const auto& req = parser_->get();
+    if (auto problem = request_problem(req.base()); !problem.empty()) {
+        spdlog::debug("gateway: 400 from {}: {}", info_.client_ip, problem);
+        return send_error(400, "ambiguous or malformed request framing", true);
+    }
+    head_ = req.method() == http::verb::head;
+    websocket_ = is_websocket_upgrade(req.base());
+    request_has_body_ = !parser_->is_done();
+    expect_continue_ =
+        request_has_body_ && beast::iequals(req[http::field::expect], "100-continue");
+    client_keep_alive_ = req.keep_alive();
+    retried_ = false;
+    state_->ctx->filter().on_request(
+        req.base(), info_, [self = self()](filter_result r) { self->on_filter(std::move(r)); });
+}
+
+template <class Stream>
+void http_session<Stream>::on_filter(filter_result r) {
+    filter_ = std::move(r);
+    if (filter_.what == filter_result::action::respond) {
+        // The origin never sees this request; an unread body forces a close.
+        return send_response(filter_.status, filter_.headers, std::move(filter_.body),
+                             request_has_body_);
+    }
+    // Build the origin's request header once; a retry reuses it.
+    out_req_ = {};
+    state_->pool->configure(cfg_->origin);
+    forward_info fi;
+    fi.client_ip = info_.client_ip;
+    fi.tls = is_tls;
+    fi.origin_host = state_->pool->host_header();
+    fi.base_path = cfg_->origin.base_path;
+    build_origin_request(parser_->get().base(), out_req_.base(), fi);
+    if (!request_has_body_) {
+        return do_forward(false);
+    }
+    // Read the first piece of the body before touching the origin: a malformed first chunk is
+    // then refused without the origin seeing anything, and the header and first piece go out
+    // together.
+    if (expect_continue_) {
+        // The client waits for this before sending the body; the origin never sees Expect.
+        expect_continue_ = false;
+        interim_ = {};
+        interim_.result(http::status::continue_);
+        interim_.version(11);
+        lowest().expires_after(cfg_->limits.body_timeout);
+        return http::async_write(
+            stream_, interim_, beast::bind_front_handler(&http_session::on_write_continue, self()));
+    }
+    do_read_body();
+}
+
+// ---- forwarding the request ---------------------------------------------------------------
+
+template <class Stream>
+void http_session<Stream>::do_forward(bool fresh) {
+    state_->pool->acquire(beast::bind_front_handler(&http_session::on_origin, self()), fresh);
+}
+
+template <class Stream>
+void http_session<Stream>::on_origin(error_code ec, std::shared_ptr<origin_connection> c) {
+    if (closed_) {
+        if (c) {
+            state_->pool->release(std::move(c), false);
+        }
+        return;
+    }
+    if (ec) {
+        return send_error(502, "origin unreachable", request_has_body_);
+    }
+    origin_ = std::move(c);
+    out_req_.body().data = nullptr;
+    out_req_.body().size = 0;
+    out_req_.body().more = request_has_body_;
+    out_sr_.emplace(out_req_);
+    origin_->lowest().expires_after(cfg_->origin.timeout);
+    origin_->visit([&](auto& s) {
+        http::async_write_header(
+            s, *out_sr_, beast::bind_front_handler(&http_session::on_origin_write_header, self()));
+    });
+}
+
+template <class Stream>
+void http_session<Stream>::on_origin_write_header(error_code ec, std::size_t) {
+    if (ec) {
+        return origin_failed(ec, true);
+    }
+    if (!request_has_body_) {
+        return do_read_response_header();
+    }
+    send_piece();
+}
+
+template <class Stream>
+void http_session<Stream>::on_write_continue(error_code ec, std::size_t) {
+    if (ec) {
+        fail(ec, "write 100");
+        return do_close();
+    }
+    do_read_body();
+}
+
+template <class Stream>
+void http_session<Stream>::do_read_body() {
+    auto& body = parser_->get().body();
+    body.data = piece();
+    body.size = piece_size;
+    lowest().expires_after(cfg_->limits.body_timeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     beast::bind_front_handler(&http_session::on_read_body, self()));
+}
+
+template <class Stream>
+void http_session<Stream>::on_read_body(error_code ec, std::size_t) {
+    if (ec == http::error::need_buffer) {
+        ec = {};
+    }
+    if (ec == http::error::body_limit || is_parse_error(ec)) {
+        if (origin_) {
+            state_->pool->release(std::move(origin_), false);
+        }
+        if (ec == http::error::body_limit) {
+            return send_error(413, "request body too large", true);
+        }
+        return send_error(400, "malformed request body", true);
+    }
+    if (ec) {
+        fail(ec, "read body");
+        return do_close();
+    }
+    pending_ = piece_size - parser_->get().body().size;
+    if (pending_ == 0 && !parser_->is_done()) {
+        return do_read_body();
+    }
+    if (!origin_) {
+        return do_forward(false);  // first piece in hand: now the origin
+    }
+    send_piece();
+}
+
+template <class Stream>
+void http_session<Stream>::send_piece() {
+    out_req_.body().data = pending_ > 0 ? piece() : nullptr;
+    out_req_.body().size = pending_;
+    out_req_.body().more = !parser_->is_done();
+    origin_->lowest().expires_after(cfg_->limits.body_timeout);
+    origin_->visit([&](auto& s) {
+        http::async_write(s, *out_sr_,
+                          beast::bind_front_handler(&http_session::on_origin_write_body, self()));
+    });
+}
+
+template <class Stream>
+void http_session<Stream>::on_origin_write_body(error_code ec, std::size_t) {
+    if (ec == http::error::need_buffer) {
+        ec = {};
+    }
+    if (ec) {
+        return origin_failed(ec, false);
+    }
+    if (parser_->is_done()) {
+        return do_read_response_header();
+    }
+    do_read_body();
+}
+
+// ---- the origin's response ----------------------------------------------------------------
+
+template <class Stream>
+void http_session<Stream>::do_read_response_header() {
+    res_parser_.emplace();
+    res_parser_->body_limit(boost::none);
+    res_parser_->header_limit(origin_header_limit);
+    if (head_) {
+        res_parser_->skip(true);
+    }
+    origin_->lowest().expires_after(cfg_->origin.timeout);
+    origin_->visit([&](auto& s) {
+        http::async_read_header(
+            s, origin_->buffer(), *res_parser_,
+            beast::bind_front_handler(&http_session::on_read_response_header, self()));
+    });
+}
+
+template <class Stream>
+void http_session<Stream>::on_read_response_header(error_code ec, std::size_t) {
+    if (ec) {
+        return origin_failed(ec, true);
+    }
+    auto& res = res_parser_->get();
+    const unsigned status = res.result_int();
+    if (status == 101) {
+        if (!websocket_) {
+            spdlog::warn("gateway: origin answered 101 to a request that asked no upgrade");
+            state_->pool->release(std::move(origin_), false);
+            return send_error(502, "origin switched protocols unasked", true);
+        }
+        return start_tunnel();
+    }
+    if (status >= 100 && status < 200) {
+        return do_read_response_header();  // interim (103 Early Hints…): not relayed
+    }
+    out_res_ = {};
+    build_client_response(res.base(), out_res_.base(), false);
+    state_->ctx->filter().on_response(out_res_.base(), filter_.context);
+    for (const auto& [name, value] : filter_.headers) {
+        out_res_.insert(name, value);
+    }
+    out_res_.version(parser_->get().version());
+
+    const bool bodyless = head_ || status == 204 || status == 304;
+    bool keep = client_keep_alive_ && !draining_;
+    if (bodyless) {
+        if (auto cl = res.find(http::field::content_length); cl != res.end()) {
+            out_res_.set(http::field::content_length, cl->value());
+        }
+    } else if (auto len = res_parser_->content_length()) {
+        out_res_.content_length(*len);
+    } else if (parser_->get().version() >= 11) {
+        out_res_.chunked(true);
+    } else {
+        keep = false;  // HTTP/1.0 client, unknown length: the close ends the body
+    }
+    client_keep_alive_ = keep;
+    out_res_.keep_alive(keep);
+
+    lowest().expires_after(cfg_->limits.body_timeout);
+    if (bodyless) {
+        interim_ = http::response<http::empty_body>{out_res_.base()};
+        return http::async_write(stream_, interim_, [self = self()](error_code e, std::size_t n) {
+            self->on_write_response_body(e, n);
+        });
+    }
+    out_res_.body().data = nullptr;
+    out_res_.body().size = 0;
+    out_res_.body().more = true;
+    res_sr_.emplace(out_res_);
+    http::async_write_header(
+        stream_, *res_sr_,
+        beast::bind_front_handler(&http_session::on_write_response_header, self()));
+}
+
+template <class Stream>
+void http_session<Stream>::on_write_response_header(error_code ec, std::size_t) {
+    if (ec) {
+        fail(ec, "write response header");
+        return close();
+    }
+    if (res_sr_->is_done()) {
+        return finish_exchange();
+    }
+    do_read_response_body();
+}
+
+template <class Stream>
+void http_session<Stream>::do_read_response_body() {
+    if (res_parser_->is_done()) {
+        // Finish the framing (the last chunk) with an empty final piece.
+        out_res_.body().data = nullptr;
+        out_res_.body().size = 0;
+        out_res_.body().more = false;
+        lowest().expires_after(cfg_->limits.body_timeout);
+        return http::async_write(
+            stream_, *res_sr_,
+            beast::bind_front_handler(&http_session::on_write_response_body, self()));
+    }
+    auto& body = res_parser_->get().body();
+    body.data = piece();
+    body.size = piece_size;
+    origin_->lowest().expires_after(cfg_->limits.body_timeout);
+    origin_->visit([&](auto& s) {
+        http::async_read(s, origin_->buffer(), *res_parser_,
+                         beast::bind_front_handler(&http_session::on_read_response_body, self()));
+    });
+}
+
+template <class Stream>
+void http_session<Stream>::on_read_response_body(error_code ec, std::size_t) {
+    if (ec == http::error::need_buffer) {
+        ec = {};
+    }
+    if (ec) {
+        // The response has started: the only honest signal left is to cut the connection.
+        fail(ec, "read response body");
+        return close();
+    }
+    const std::size_t n = piece_size - res_parser_->get().body().size;
+    const bool more = !res_parser_->is_done();
+    if (n == 0 && more) {
+        return do_read_response_body();
+    }
+    out_res_.body().data = n > 0 ? piece() : nullptr;
+    out_res_.body().size = n;
+    bytes_sent_ += n;
+    out_res_.body().more = more;
+    lowest().expires_after(cfg_->limits.body_timeout);
+    http::async_write(stream_, *res_sr_,
+                      beast::bind_front_handler(&http_session::on_write_response_body, self()));
+}
+
+template <class Stream>
+void http_session<Stream>::on_write_response_body(error_code ec, std::size_t) {
+    if (ec == http::error::need_buffer) {
+        ec = {};
+    }
+    if (ec) {
+        fail(ec, "write response body");
+        return close();
+    }
+    if (res_sr_ && !res_sr_->is_done()) {
+        return do_read_response_body();
+    }
+    finish_exchange();
+}
+
+template <class Stream>
+void http_session<Stream>::finish_exchange() {
+    log_request(out_res_.result_int());
+    const bool reusable = res_parser_->is_done() && res_parser_->keep_alive();
+    state_->pool->release(std::move(origin_), reusable);
+    res_sr_.reset();
+    out_sr_.reset();
+    if (!client_keep_alive_) {
+        return do_close();
+    }
+    do_read_header();
+}
+
+template <class Stream>
+void http_session<Stream>::start_tunnel() {
+    auto res = http::response<http::empty_body>{};
+    build_client_response(res_parser_->get().base(), res.base(), true);
+    state_->ctx->filter().on_response(res.base(), filter_.context);
+    for (const auto& [name, value] : filter_.headers) {
+        res.insert(name, value);
+    }
+    interim_ = std::move(res);
+    lowest().expires_after(cfg_->limits.body_timeout);
+    http::async_write(stream_, interim_, [self = self()](error_code ec, std::size_t) {
+        if (ec) {
+            fail(ec, "write 101");
+            return self->close();
+        }
+        auto conn = std::move(self->origin_);
+        conn->visit([&](auto& os) {
+            using origin_stream = std::decay_t<decltype(os)>;
+            std::make_shared<tunnel<Stream, origin_stream>>(self, self->stream_, self->buffer_,
+                                                            conn, os, self->state_->pool)
+                ->run();
+        });
+    });
+}
+
+template <class Stream>
+void http_session<Stream>::origin_failed(error_code ec, bool before_response) {
+    fail(ec, "origin");
+    const bool from_pool = origin_ && origin_->requests_served > 0;
+    state_->pool->release(std::move(origin_), false);
+    // A pooled connection the origin had already closed fails before any response byte; an
+    // idempotent request without a body is safe to send again, once, on a new connection.
+    if (before_response && from_pool && !retried_ && !request_has_body_ &&
+        is_idempotent(parser_->get().method()) && ec != beast::error::timeout) {
+        retried_ = true;
+        return do_forward(true);
+    }
+    if (ec == beast::error::timeout && before_response) {
+        return send_error(504, "origin timed out", request_has_body_ && !parser_->is_done());
+    }
+    send_error(502, "origin connection failed", request_has_body_ && !parser_->is_done());
+}
+
+// ---- responses from memory and closing ------------------------------------------------------
+
+template <class Stream>
+void http_session<Stream>::send_response(unsigned status, const header_list& headers,
+                                         std::string body, bool close) {
+    memory_res_ = {};
+    memory_res_.result(status);
+    memory_res_.version(parser_ ? parser_->get().version() : 11);
+    for (const auto& [name, value] : headers) {
+        memory_res_.insert(name, value);
+    }
+    const bool head = parser_ && parser_->get().method() == http::verb::head;
+    const std::size_t length = body.size();
+    memory_res_.body() = head ? std::string{} : std::move(body);
+    memory_res_.prepare_payload();
+    if (head) {
+        memory_res_.content_length(length);
+    }
+    close = close || draining_ || !parser_ || !parser_->get().keep_alive();
+    memory_res_.keep_alive(!close);
+    lowest().expires_after(cfg_->limits.body_timeout);
+    http::async_write(
+        stream_, memory_res_,
+        beast::bind_front_handler(&http_session::on_write_memory_response, self(), close));
+}
+
+template <class Stream>
+void http_session<Stream>::send_error(unsigned status, std::string_view text, bool close) {
+    std::string body =
+        std::to_string(status) + " " + reason_text(status) + "\n" + std::string(text) + "\n";
+    send_response(status,
+                  {{"Content-Type", "text/plain; charset=utf-8"}, {"Cache-Control", "no-store"}},
+                  std::move(body), close);
+}
+
+template <class Stream>
+void http_session<Stream>::on_write_memory_response(bool close, error_code ec, std::size_t) {
+    if (ec) {
+        fail(ec, "write");
+        return do_close();
+    }
+    bytes_sent_ = memory_res_.body().size();
+    log_request(memory_res_.result_int());
+    if (close) {
+        return do_close();
+    }
+    do_read_header();
+}
+
+template <class Stream>
+void http_session<Stream>::log_request(unsigned status) {
+    const auto* log = state_->ctx->access_log();
+    if (log == nullptr || !parser_) {
+        return;
+    }
+    const auto& req = parser_->get();
+    util::access_record r;
+    r.remote = info_.client_ip;
+    r.method = req.method_string();
+    r.target = req.target();
+    r.host = req[http::field::host];
+    r.status = status;
+    r.bytes_sent = bytes_sent_;
+    r.duration = std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::steady_clock::now() - started_);
+    r.unix_ms = util::unix_ms(state_->ctx->clock().now());
+    log->write(r);
+}
+
+template <class Stream>
+void http_session<Stream>::do_close() {
+    if (closed_) {
+        return;
+    }
+    closed_ = true;
+    header_timer_.cancel();
+    if constexpr (is_tls) {
+        lowest().expires_after(std::chrono::seconds(2));
+        stream_.async_shutdown(beast::bind_front_handler(&http_session::on_shutdown, self()));
+    } else {
+        error_code ignored;
+        lowest().socket().shutdown(tcp::socket::shutdown_send, ignored);
+        do_linger();
+    }
+}
+
+// After our FIN, read and drop what the client still sends for a moment, so that a response
+// such as 413 is not destroyed by a reset when we close with unread bytes pending.
+template <class Stream>
+void http_session<Stream>::do_linger() {
+    lowest().expires_after(linger_time);
+    lowest().async_read_some(asio::buffer(piece(), piece_size),
+                             beast::bind_front_handler(&http_session::on_linger, self()));
+}
+
+template <class Stream>
+void http_session<Stream>::on_linger(error_code ec, std::size_t) {
+    if (ec) {
+        error_code ignored;
+        lowest().socket().close(ignored);
+        return;
+    }
+    do_linger();
+}
+
+template <class Stream>
+void http_session<Stream>::on_shutdown(error_code ec) {
+    fail(ec, "tls shutdown");
+    error_code ignored;
+    lowest().socket().close(ignored);
+}
+
+template class http_session<beast::tcp_stream>;
+template class http_session<ssl::stream<beast::tcp_stream>>;
+
+}  // namespace waitroom::gateway

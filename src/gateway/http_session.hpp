@@ -1,0 +1,123 @@
+#pragma once
+// One client connection: reads HTTP/1.1 requests one at a time (pipelined bytes wait in the
+// buffer), validates each, asks the request_filter, then forwards it through a pooled origin
+// connection with both bodies streamed piece by piece, or answers it from memory. Upgrades
+// to a byte tunnel after an origin 101 to a WebSocket request. Stream is beast::tcp_stream or
+// ssl::stream<beast::tcp_stream>.
+
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/serializer.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "common.hpp"
+#include "waitroom/config/config.hpp"
+#include "waitroom/gateway/request_filter.hpp"
+#include "worker_state.hpp"
+
+namespace waitroom::gateway {
+
+class origin_connection;
+
+template <class Stream>
+class http_session : public session_base,
+                     public std::enable_shared_from_this<http_session<Stream>> {
+  public:
+    static constexpr bool is_tls = !std::is_same_v<Stream, beast::tcp_stream>;
+
+    // `tls` is the listener's context when Stream is a TLS stream, else nullptr.
+    http_session(std::shared_ptr<worker_state> state, tcp::socket&& socket, ssl::context* tls);
+    ~http_session() override;
+
+    void run();
+    void drain() override;
+    void close() override;
+
+    Stream& stream() { return stream_; }
+    beast::flat_buffer& buffer() { return buffer_; }
+
+  private:
+    using self_ptr = std::shared_ptr<http_session>;
+    self_ptr self() { return this->shared_from_this(); }
+    beast::tcp_stream& lowest() { return beast::get_lowest_layer(stream_); }
+    char* piece();
+
+    void on_handshake(error_code ec);
+    void do_read_header();
+    void on_header_timeout(std::uint64_t generation, error_code ec);
+    void on_read_header(error_code ec, std::size_t);
+    void on_filter(filter_result r);
+    void do_forward(bool fresh);
+    void on_origin(error_code ec, std::shared_ptr<origin_connection> c);
+    void on_origin_write_header(error_code ec, std::size_t);
+    void on_write_continue(error_code ec, std::size_t);
+    void do_read_body();
+    void on_read_body(error_code ec, std::size_t);
+    void send_piece();
+    void on_origin_write_body(error_code ec, std::size_t);
+    void do_read_response_header();
+    void on_read_response_header(error_code ec, std::size_t);
+    void on_write_response_header(error_code ec, std::size_t);
+    void do_read_response_body();
+    void on_read_response_body(error_code ec, std::size_t);
+    void on_write_response_body(error_code ec, std::size_t);
+    void finish_exchange();
+    void start_tunnel();
+    void origin_failed(error_code ec, bool before_response);
+    void send_response(unsigned status, const header_list& headers, std::string body, bool close);
+    void send_error(unsigned status, std::string_view text, bool close);
+    void on_write_memory_response(bool close, error_code ec, std::size_t);
+    void log_request(unsigned status);
+    void do_close();
+    void do_linger();
+    void on_linger(error_code ec, std::size_t);
+    void on_shutdown(error_code ec);
+
+    std::shared_ptr<worker_state> state_;
+    config::snapshot cfg_;
+    Stream stream_;
+    beast::flat_buffer buffer_;
+    asio::steady_timer header_timer_;
+    std::uint64_t header_generation_ = 0;
+    bool header_timed_out_ = false;
+    bool first_request_ = true;
+    bool busy_ = false;  // a request is being handled
+    bool draining_ = false;
+    bool closed_ = false;
+    request_info info_;
+
+    // The exchange in flight.
+    std::optional<http::request_parser<http::buffer_body>> parser_;
+    filter_result filter_;
+    bool head_ = false;
+    bool websocket_ = false;
+    bool expect_continue_ = false;
+    bool request_has_body_ = false;
+    bool retried_ = false;
+    std::chrono::steady_clock::time_point started_;  // for the access log
+    std::uint64_t bytes_sent_ = 0;                   // response body bytes, access log
+    std::size_t pending_ = 0;  // body bytes read from the client, not yet sent on
+    bool client_keep_alive_ = false;
+    std::shared_ptr<origin_connection> origin_;
+    http::request<http::buffer_body> out_req_;
+    std::optional<http::request_serializer<http::buffer_body>> out_sr_;
+    std::optional<http::response_parser<http::buffer_body>> res_parser_;
+    http::response<http::buffer_body> out_res_;
+    std::optional<http::response_serializer<http::buffer_body>> res_sr_;
+    http::response<http::empty_body> interim_;  // 100 Continue, bodyless responses
+    http::response<http::string_body> memory_res_;
+    std::unique_ptr<char[]> piece_;  // body relay buffer, made on first use
+};
+
+}  // namespace waitroom::gateway

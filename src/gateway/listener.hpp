@@ -1,0 +1,44 @@
+#pragma once
+// Accepts client connections on one endpoint (SO_REUSEPORT, so every worker has its own
+// acceptor on the same port) and starts a session for each, with TLS when configured. Stops
+// accepting while the worker holds limits.max_connections connections.
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <memory>
+
+#include "common.hpp"
+#include "waitroom/config/config.hpp"
+
+namespace waitroom::gateway {
+
+struct worker_state;
+
+class listener : public std::enable_shared_from_this<listener> {
+  public:
+    // Opens, binds and listens; throws std::system_error on failure (startup, not request path),
+    // and std::runtime_error when the TLS files cannot be loaded.
+    listener(std::shared_ptr<worker_state> state, const tcp::endpoint& ep,
+             const config::listener& cfg);
+
+    void run();
+    void stop();
+    // Accepts again after a pause for max_connections.
+    void resume();
+    tcp::endpoint local_endpoint() const;
+
+  private:
+    void do_accept();
+    void on_accept(error_code ec, tcp::socket socket);
+
+    std::shared_ptr<worker_state> state_;
+    tcp::acceptor acceptor_;
+    asio::steady_timer retry_timer_;
+    std::unique_ptr<ssl::context> tls_;
+    bool paused_ = false;
+    bool stopped_ = false;
+};
+
+}  // namespace waitroom::gateway

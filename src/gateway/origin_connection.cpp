@@ -1,0 +1,43 @@
+#include "origin_connection.hpp"
+
+#include <sys/socket.h>
+
+#include <cerrno>
+
+namespace waitroom::gateway {
+
+origin_connection::origin_connection(asio::any_io_executor ex, ssl::context* tls) : idle_timer(ex) {
+    if (tls != nullptr) {
+        tls_.emplace(ex, *tls);
+    } else {
+        tcp_.emplace(ex);
+    }
+}
+
+bool origin_connection::looks_dead() {
+    auto& sock = lowest().socket();
+    if (!sock.is_open()) {
+        return true;
+    }
+    if (buffer_.size() > 0) {
+        return true;  // the origin sent bytes nobody asked for
+    }
+    char byte = 0;
+    ssize_t n = ::recv(sock.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0) {
+        return true;  // orderly close
+    }
+    if (n > 0) {
+        return true;  // unsolicited bytes (or a TLS close_notify)
+    }
+    return errno != EAGAIN && errno != EWOULDBLOCK;
+}
+
+void origin_connection::close() {
+    error_code ignored;
+    idle_timer.cancel();
+    lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    lowest().socket().close(ignored);
+}
+
+}  // namespace waitroom::gateway

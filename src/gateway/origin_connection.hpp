@@ -1,0 +1,57 @@
+#pragma once
+// One keep-alive connection to the origin, plain TCP or TLS. Owned by the origin_pool while
+// idle and by one http_session while it carries a request; `visit` hands the concrete stream
+// to generic code so the forwarding logic is written once for both kinds.
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
+
+#include <cstdint>
+#include <optional>
+
+#include "common.hpp"
+
+namespace waitroom::gateway {
+
+class origin_connection {
+  public:
+    // A TLS connection when `tls` is given (the pool's context, which outlives it).
+    origin_connection(asio::any_io_executor ex, ssl::context* tls);
+
+    template <class F>
+    decltype(auto) visit(F&& f) {
+        if (tls_) {
+            return f(*tls_);
+        }
+        return f(*tcp_);
+    }
+
+    beast::tcp_stream& lowest() { return tls_ ? tls_->next_layer() : *tcp_; }
+    bool is_tls() const { return tls_.has_value(); }
+    ssl::stream<beast::tcp_stream>* tls_stream() { return tls_ ? &*tls_ : nullptr; }
+
+    // Bytes read from the origin past the last message (kept with the connection).
+    beast::flat_buffer& buffer() { return buffer_; }
+
+    // True when the peer has closed or sent something unasked while the connection sat idle:
+    // a cheap non-blocking peek, so a stale pooled connection is dropped before use.
+    bool looks_dead();
+
+    void close();
+
+    std::uint64_t requests_served = 0;  // > 0: came from the pool (retry a stale failure once)
+    std::uint64_t idle_generation = 0;  // bumped on every pool exit; guards the idle timer
+    asio::steady_timer idle_timer;
+    std::uint64_t pool_generation = 0;  // pool configuration it was made under
+
+  private:
+    std::optional<beast::tcp_stream> tcp_;
+    std::optional<ssl::stream<beast::tcp_stream>> tls_;
+    beast::flat_buffer buffer_;
+};
+
+}  // namespace waitroom::gateway

@@ -1,0 +1,71 @@
+#pragma once
+// The per-worker pool of keep-alive connections to the origin: bounded by
+// origin.max_connections, reused across requests and client sessions, LIFO so the warmest
+// connection goes first, idle ones closed after origin.idle_timeout. Single-threaded (one per
+// worker), so it takes no lock.
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common.hpp"
+#include "origin_connection.hpp"
+#include "waitroom/config/config.hpp"
+
+namespace waitroom::gateway {
+
+class origin_pool : public std::enable_shared_from_this<origin_pool> {
+  public:
+    using handler = std::function<void(error_code, std::shared_ptr<origin_connection>)>;
+
+    explicit origin_pool(asio::any_io_executor ex);
+
+    // Adopts the origin settings; when they differ from the current ones the idle connections
+    // are closed and connections in use are not taken back. Cheap when nothing changed.
+    void configure(const config::origin& o);
+
+    // Hands a connected connection to `h` (always posted, never inline): an idle one unless
+    // `fresh`, else a new one while below max_connections, else the next one released.
+    void acquire(handler h, bool fresh = false);
+
+    // Gives a connection back; `reusable` only when its last response was read completely and
+    // both sides allow keep-alive.
+    void release(std::shared_ptr<origin_connection> c, bool reusable);
+
+    // Closes every idle connection (drain).
+    void close_idle();
+
+    const config::origin& settings() const { return origin_; }
+    // "host" or "host:port" as the origin expects it in Host.
+    const std::string& host_header() const { return host_header_; }
+    std::size_t idle_count() const { return idle_.size(); }
+    std::size_t total_count() const { return total_; }
+
+  private:
+    class connector;
+
+    void connect(handler h);
+    void on_connected(error_code ec, std::shared_ptr<origin_connection> c, handler h);
+    void watch_idle(const std::shared_ptr<origin_connection>& c);
+    void serve_waiter();
+
+    asio::any_io_executor ex_;
+    config::origin origin_;
+    bool configured_ = false;
+    std::string host_header_;
+    std::unique_ptr<ssl::context> tls_;
+    std::uint64_t generation_ = 0;
+    std::vector<std::shared_ptr<origin_connection>> idle_;
+    std::deque<handler> waiters_;
+    std::size_t total_ = 0;  // idle + in use + connecting
+};
+
+}  // namespace waitroom::gateway

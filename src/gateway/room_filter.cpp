@@ -1,0 +1,284 @@
+#include "waitroom/gateway/room_filter.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/field.hpp>
+
+#include <optional>
+#include <random>
+#include <string_view>
+
+#include "waitroom/cookie/codec.hpp"
+#include "waitroom/cookie/http_cookie.hpp"
+
+namespace waitroom::gateway {
+
+namespace http = boost::beast::http;
+
+namespace {
+
+constexpr std::string_view command_header = "Cf-Waiting-Room-Command";
+
+// Bypass rules read request headers through this view of Beast's parsed header.
+class beast_headers final : public room::header_lookup {
+public:
+    explicit beast_headers(const http::request_header<>& req) : req_(req) {}
+    std::optional<std::string_view> find(std::string_view name) const override {
+        auto it = req_.find(name);
+        if (it == req_.end()) {
+            return std::nullopt;
+        }
+        return std::string_view{it->value().data(), it->value().size()};
+    }
+
+private:
+    const http::request_header<>& req_;
+};
+
+std::string_view view_of(boost::beast::string_view s) { return {s.data(), s.size()}; }
+
+}  // namespace
+
+room_runtime::build_result room_runtime::build(config::snapshot cfg,
+                                               std::shared_ptr<const cookie::key_ring> keys) {
+    build_result out;
+    auto pages = page_templates::load(*cfg);
+    if (!pages.ok()) {
+        out.problems = std::move(pages.problems);
+        return out;
+    }
+    auto rt = std::make_shared<room_runtime>();
+    rt->engine = std::make_shared<const room::engine>(cfg);
+    rt->keys = std::move(keys);
+    rt->templates = std::move(pages.templates);
+    for (const auto& r : cfg->rooms) {
+        rt->cookie_names.push_back(cookie::cookie_name(r.cookie_suffix));
+    }
+    rt->cfg = std::move(cfg);
+    out.runtime = std::move(rt);
+    return out;
+}
+
+// One worker's private part: its counters, its page cache and its randomness. Touched only on
+// that worker's thread, so the request path takes no lock.
+struct room_filter::per_worker {
+    per_worker(room::node_state& node, std::shared_ptr<const room_runtime> rt,
+               boost::asio::any_io_executor ex)
+        : ws(node),
+          runtime(std::move(rt)),
+          renderer(runtime->templates),
+          random(std::random_device{}()),
+          executor(std::move(ex)) {}
+
+    room::worker_state ws;
+    std::shared_ptr<const room_runtime> runtime;
+    std::uint64_t generation = 1;
+    page_renderer renderer;
+    room::rng random;
+    boost::asio::any_io_executor executor;
+    unsigned index = 0;
+};
+
+// What on_response needs to know about an admitted request.
+struct room_filter::admitted_context {
+    std::shared_ptr<const room_runtime> runtime;
+    const room::compiled_room* room = nullptr;
+    cookie::payload cookie;
+    std::string set_cookie;  // Set-Cookie value to add, "" when the cookie did not change
+    bool visitor_tls = false;
+    unsigned worker = 0;
+};
+
+room_filter::room_filter(std::shared_ptr<const room_runtime> runtime, room::node_state& node,
+                         state::sync_task& sync, const util::clock& clock,
+                         std::vector<boost::asio::any_io_executor> executors)
+    : node_(node), sync_(sync), clock_(clock), runtime_(runtime) {
+    for (unsigned i = 0; i < executors.size(); ++i) {
+        workers_.push_back(std::make_unique<per_worker>(node_, runtime, executors[i]));
+        workers_.back()->index = i;
+    }
+}
+
+room_filter::~room_filter() = default;
+
+void room_filter::set_runtime(std::shared_ptr<const room_runtime> runtime) {
+    runtime_.store(std::move(runtime), std::memory_order_release);
+    generation_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+std::shared_ptr<const room_runtime> room_filter::runtime() const {
+    return runtime_.load(std::memory_order_acquire);
+}
+
+room::worker_state& room_filter::worker_state(unsigned w) { return worker(w).ws; }
+
+room_filter::per_worker& room_filter::worker(unsigned index) {
+    per_worker& w = *workers_[index % workers_.size()];
+    // A reload is noticed with one relaxed load per request; the shared_ptr is copied only then.
+    auto gen = generation_.load(std::memory_order_acquire);
+    if (gen != w.generation) {
+        w.runtime = runtime_.load(std::memory_order_acquire);
+        w.renderer.set_templates(w.runtime->templates);
+        w.generation = gen;
+    }
+    return w;
+}
+
+void room_filter::on_request(const http::request_header<>& req, const request_info& info,
+                             completion done) {
+    per_worker& w = worker(info.worker);
+    auto rt = w.runtime;  // keeps the rooms alive across an asynchronous top-up
+    const room::engine& eng = *rt->engine;
+
+    beast_headers headers{req};
+    room::request_view view;
+    view.method = view_of(req.method_string());
+    view.host = view_of(req[http::field::host]);
+    view.target = view_of(req.target());
+    if (auto ip = room::parse_ip(info.client_ip)) {
+        view.client_ip = *ip;
+        view.has_client_ip = true;
+    }
+    view.headers = &headers;
+
+    auto routed = eng.route(view);
+    if (routed.what == room::action::pass || routed.room == nullptr) {
+        done(filter_result::pass());
+        return;
+    }
+    const room::compiled_room& room = *routed.room;
+
+    std::optional<cookie::payload> visitor;
+    auto raw = cookie::find_cookie(view_of(req[http::field::cookie]),
+                                   rt->cookie_names[room.index()]);
+    if (raw) {
+        // Any failure (forged, truncated, other room, unknown key) makes a new visitor; the
+        // engine applies the session and queue expiry rules itself.
+        auto opened = cookie::open(*rt->keys, *raw, room.id());
+        if (opened) {
+            visitor = std::move(opened.value());
+        }
+    }
+
+    const bool visitor_tls = info.tls;
+    const bool wants_json = room.config().json_response_enabled &&
+                            view_of(req[http::field::accept]) == "application/json";
+    const std::int64_t now_ms = util::unix_ms(clock_.now());
+    auto d = eng.decide(room, w.ws, visitor ? &*visitor : nullptr, now_ms, w.random);
+    if (d.what != room::action::wait_for_slots) {
+        apply(w, rt, d, visitor_tls, wants_json, done);
+        return;
+    }
+
+    // The node's slots ran out while the store may have more: one asynchronous top-up, which
+    // only this new or queued visitor waits for. The decision resumes on the worker's thread.
+    sync_.top_up(
+        room.id(), now_ms,
+        [this, rt, &room, visitor, visitor_tls, wants_json, index = w.index,
+         ex = w.executor, done = std::move(done)](bool) mutable {
+            boost::asio::post(ex, [this, rt = std::move(rt), &room, visitor = std::move(visitor),
+                                   visitor_tls, wants_json, index,
+                                   done = std::move(done)]() mutable {
+                per_worker& w = worker(index);
+                auto again = rt->engine->decide(room, w.ws, visitor ? &*visitor : nullptr,
+                                                util::unix_ms(clock_.now()), w.random,
+                                                room::attempt::after_top_up);
+                apply(w, rt, again, visitor_tls, wants_json, done);
+            });
+        });
+}
+
+void room_filter::apply(per_worker& w, const std::shared_ptr<const room_runtime>& rt,
+                        const room::decision& d, bool visitor_tls, bool wants_json,
+                        completion& done) {
+    if (d.what == room::action::pass || d.room == nullptr) {
+        done(filter_result::pass());
+        return;
+    }
+    const room::compiled_room& room = *d.room;
+    const config::room& rc = room.config();
+
+    std::string set_cookie;
+    if (d.cookie_changed && (d.what == room::action::admit || d.what == room::action::queue)) {
+        auto sealed = cookie::encode(*rt->keys, d.cookie);
+        if (sealed) {
+            set_cookie = cookie::set_cookie_value(rt->cookie_names[room.index()], *sealed,
+                                                  std::chrono::seconds{d.cookie_max_age_seconds},
+                                                  rc.cookie_attrs, visitor_tls);
+        }
+    }
+
+    if (d.what == room::action::admit) {
+        auto r = filter_result::pass();
+        // The cookie is added in on_response (after any revoke command of the origin).
+        auto ctx = std::make_shared<admitted_context>();
+        ctx->runtime = rt;
+        ctx->room = &room;
+        ctx->cookie = d.cookie;
+        ctx->set_cookie = std::move(set_cookie);
+        ctx->visitor_tls = visitor_tls;
+        ctx->worker = w.index;
+        r.context = std::move(ctx);
+        done(std::move(r));
+        return;
+    }
+
+    page_key key{node_.version(), static_cast<std::uint64_t>(d.cookie.bucket)};
+    header_list headers;
+    headers.emplace_back("Cache-Control", "no-store");
+    page_body body;
+    if (d.what == room::action::reject) {
+        body = wants_json ? w.renderer.json(room.id(), key, d.page)
+                          : w.renderer.reject_page(room.id(), key, d.page);
+    } else {
+        headers.emplace_back("Refresh", std::to_string(d.refresh_seconds));
+        if (wants_json) {
+            body = w.renderer.json(room.id(), key, d.page);
+        } else {
+            auto phase = room.phase_at(util::unix_ms(clock_.now()));
+            std::string_view event_name =
+                phase.event != nullptr && (phase.active || phase.prequeueing)
+                    ? std::string_view{phase.event->name}
+                    : std::string_view{};
+            body = w.renderer.queue_page(room.id(), event_name, key, d.page);
+        }
+    }
+    headers.emplace_back("Content-Type", wants_json ? "application/json"
+                                                    : "text/html; charset=utf-8");
+    if (!set_cookie.empty()) {
+        headers.emplace_back("Set-Cookie", std::move(set_cookie));
+    }
+    done(filter_result::respond(rc.queueing_status_code, std::move(headers), *body));
+}
+
+void room_filter::on_response(http::response_header<>& res, const std::shared_ptr<void>& context) {
+    // The origin command never reaches the client, whether or not the room acts on it.
+    bool revoke = false;
+    for (auto it = res.find(command_header); it != res.end(); it = res.find(command_header)) {
+        revoke = revoke || boost::beast::iequals(it->value(), "revoke");
+        res.erase(it);
+    }
+    if (!context) {
+        return;
+    }
+    auto& c = *static_cast<admitted_context*>(context.get());
+    if (revoke && c.room->config().revoke_enabled) {
+        per_worker& w = worker(c.worker);
+        auto now_ms = util::unix_ms(clock_.now());
+        auto p = c.runtime->engine->revoke(*c.room, w.ws, c.cookie, now_ms);
+        auto sealed = cookie::encode(*c.runtime->keys, p);
+        if (sealed) {
+            res.insert(http::field::set_cookie,
+                       cookie::set_cookie_value(c.runtime->cookie_names[c.room->index()], *sealed,
+                                                std::chrono::duration_cast<std::chrono::seconds>(
+                                                    c.room->config().session_duration),
+                                                c.room->config().cookie_attrs, c.visitor_tls));
+        }
+        return;
+    }
+    if (!c.set_cookie.empty()) {
+        res.insert(http::field::set_cookie, c.set_cookie);
+    }
+}
+
+}  // namespace waitroom::gateway

@@ -1,0 +1,103 @@
+#pragma once
+// The byte tunnel after a WebSocket upgrade: copies bytes both ways between the client stream
+// and the origin connection until either side ends, then closes both. Header-only because it
+// is a template over the two stream types (plain or TLS on each side).
+
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/stream_traits.hpp>
+
+#include <array>
+#include <memory>
+
+#include "common.hpp"
+#include "origin_connection.hpp"
+#include "origin_pool.hpp"
+
+namespace waitroom::gateway {
+
+template <class Client, class Origin>
+class tunnel : public std::enable_shared_from_this<tunnel<Client, Origin>> {
+  public:
+    // `owner` keeps the client stream (and its buffer) alive; `c` owns the origin stream.
+    tunnel(std::shared_ptr<void> owner, Client& client, beast::flat_buffer& client_left,
+           std::shared_ptr<origin_connection> c, Origin& origin, std::shared_ptr<origin_pool> pool)
+        : owner_(std::move(owner)),
+          client_(client),
+          client_left_(client_left),
+          conn_(std::move(c)),
+          origin_(origin),
+          pool_(std::move(pool)) {}
+
+    ~tunnel() { pool_->release(std::move(conn_), false); }
+
+    void run() {
+        beast::get_lowest_layer(client_).expires_never();
+        beast::get_lowest_layer(origin_).expires_never();
+        start(client_, origin_, client_left_, up_.data());
+        start(origin_, client_, conn_->buffer(), down_.data());
+    }
+
+  private:
+    static constexpr std::size_t piece_size = 16 * 1024;
+
+    // Sends what was already read past the HTTP message, then copies.
+    template <class From, class To>
+    void start(From& from, To& to, beast::flat_buffer& left, char* buf) {
+        if (left.size() == 0) {
+            return pump(from, to, buf);
+        }
+        asio::async_write(
+            to, left.data(),
+            [self = this->shared_from_this(), &from, &to, &left, buf](error_code ec, std::size_t) {
+                left.consume(left.size());
+                if (ec) {
+                    return self->stop(ec);
+                }
+                self->pump(from, to, buf);
+            });
+    }
+
+    template <class From, class To>
+    void pump(From& from, To& to, char* buf) {
+        from.async_read_some(
+            asio::buffer(buf, piece_size),
+            [self = this->shared_from_this(), &from, &to, buf](error_code ec, std::size_t n) {
+                if (ec) {
+                    return self->stop(ec);
+                }
+                asio::async_write(to, asio::buffer(buf, n),
+                                  [self, &from, &to, buf](error_code wec, std::size_t) {
+                                      if (wec) {
+                                          return self->stop(wec);
+                                      }
+                                      self->pump(from, to, buf);
+                                  });
+            });
+    }
+
+    void stop(error_code ec) {
+        if (stopped_) {
+            return;
+        }
+        stopped_ = true;
+        fail(ec, "tunnel");
+        error_code ignored;
+        beast::get_lowest_layer(client_).socket().shutdown(tcp::socket::shutdown_both, ignored);
+        beast::get_lowest_layer(client_).socket().close(ignored);
+        conn_->close();
+    }
+
+    std::shared_ptr<void> owner_;
+    Client& client_;
+    beast::flat_buffer& client_left_;
+    std::shared_ptr<origin_connection> conn_;
+    Origin& origin_;
+    std::shared_ptr<origin_pool> pool_;
+    std::array<char, piece_size> up_{};
+    std::array<char, piece_size> down_{};
+    bool stopped_ = false;
+};
+
+}  // namespace waitroom::gateway

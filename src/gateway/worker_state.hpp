@@ -1,0 +1,55 @@
+#pragma once
+// What the listeners and sessions of one worker share: the context, the origin pool, the
+// registry of open sessions (for drain and close_all) and the open-connection count. Lives on
+// the worker's thread; only `open` is read from other threads.
+
+#include <boost/asio/io_context.hpp>
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <unordered_set>
+#include <vector>
+
+#include "origin_pool.hpp"
+#include "waitroom/gateway/worker.hpp"
+
+namespace waitroom::gateway {
+
+class listener;
+
+// The part of a client session the worker drives from outside.
+class session_base {
+  public:
+    virtual ~session_base() = default;
+    // Idle → close now; busy → close once the exchange in flight has finished.
+    virtual void drain() = 0;
+    // Close now, whatever is in flight.
+    virtual void close() = 0;
+};
+
+struct worker_state {
+    worker_state(asio::io_context& io, std::shared_ptr<shared_context> c, unsigned i)
+        : ioc(io),
+          ctx(std::move(c)),
+          index(i),
+          pool(std::make_shared<origin_pool>(io.get_executor())) {}
+
+    asio::io_context& ioc;
+    std::shared_ptr<shared_context> ctx;
+    unsigned index;
+    std::shared_ptr<origin_pool> pool;
+    std::atomic<std::size_t> open{0};
+    bool draining = false;
+    std::unordered_set<session_base*> sessions;
+    std::vector<std::shared_ptr<listener>> listeners;
+
+    void session_opened(session_base* s) {
+        sessions.insert(s);
+        open.fetch_add(1, std::memory_order_relaxed);
+    }
+    // Defined in listener.cpp: also lets a paused listener accept again.
+    void session_closed(session_base* s);
+};
+
+}  // namespace waitroom::gateway

@@ -1,0 +1,159 @@
+// Browser test of the admin dashboard (CTest label `browser`): drives Debian's chromium with
+// playwright-core against the admin listener started by admin_dashboard_server (fake backend).
+//   node tests/browser/dashboard.test.mjs SERVER_BINARY OUT_DIR
+// Checks that the page loads, asks for the token, shows every room with its status and charts,
+// and that the queue_all and suspended toggles PATCH the room and change the table. Saves
+// OUT_DIR/dashboard.png.
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import { chromium } from "playwright-core";
+
+const [serverBinary, outDir] = process.argv.slice(2);
+if (!serverBinary || !outDir) {
+  console.error("usage: node dashboard.test.mjs SERVER_BINARY OUT_DIR");
+  process.exit(2);
+}
+mkdirSync(outDir, { recursive: true });
+const TOKEN = "dashboard-test-token";
+
+function startServer() {
+  const child = spawn(serverBinary, ["--token", TOKEN], { stdio: ["pipe", "pipe", "inherit"] });
+  return new Promise((resolve, reject) => {
+    let out = "";
+    const timer = setTimeout(() => reject(new Error("server did not start")), 10000);
+    child.on("exit", (code) => reject(new Error("server exited with " + code)));
+    child.stdout.on("data", (chunk) => {
+      out += chunk;
+      const m = /listening (\d+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ child, port: Number(m[1]) });
+      }
+    });
+  });
+}
+
+async function status(port, id) {
+  const res = await fetch(`http://127.0.0.1:${port}/rooms/${id}/status`, {
+    headers: { Authorization: "Bearer " + TOKEN },
+  });
+  assert.equal(res.status, 200);
+  return res.json();
+}
+
+const step = (name) => console.log("ok - " + name);
+// Waits use locators, never page.waitForFunction: the page's CSP forbids eval, which that
+// polling needs.
+
+const { child, port } = await startServer();
+let browser;
+let failed = false;
+try {
+  browser = await chromium.launch({
+    executablePath: "/usr/bin/chromium",
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+  });
+  const page = await browser.newPage({ viewport: { width: 1360, height: 1000 } });
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  page.on("console", (m) => {
+    // The 401 before the token and the 403 for the wrong one are expected; script errors are not.
+    if (m.type() === "error" && !/\b40[13]\b|Unauthorized|Forbidden/.test(m.text())) {
+      errors.push(m.text());
+    }
+  });
+
+  // Poll fast so the charts fill in seconds, not minutes.
+  await page.goto(`http://127.0.0.1:${port}/?poll_ms=400`);
+  assert.match(await page.title(), /waitroom/);
+  step("the page loads");
+
+  await page.locator("#alert", { hasText: "needs a token" }).waitFor();
+  assert.equal(await page.locator("#conn-text").textContent(), "token needed");
+  step("without a token the page says one is needed");
+
+  await page.getByLabel("Admin token").fill("wrong-token");
+  await page.getByRole("button", { name: "Use token" }).click();
+  await page.locator("#alert", { hasText: "refused" }).waitFor();
+  step("a wrong token is reported as refused");
+
+  await page.getByLabel("Admin token").fill(TOKEN);
+  await page.getByRole("button", { name: "Use token" }).click();
+  const rows = page.locator("#rooms-body tr[data-room]");
+  await rows.nth(3).waitFor();
+  assert.deepEqual(await rows.evaluateAll((trs) => trs.map((tr) => tr.dataset.room)),
+    ["shop", "launch", "docs", "legacy"]);
+  assert.equal(await page.evaluate(() => sessionStorage.getItem("waitroom-admin-token")), TOKEN);
+  assert.equal(await page.locator("#alert").isVisible(), false);
+  step("with the token every room is listed, in config order");
+
+  const badge = (id) => page.locator(`#rooms-body tr[data-room="${id}"] .badge[data-status]`);
+  assert.equal(await badge("shop").getAttribute("data-status"), "queueing");
+  assert.equal(await badge("launch").getAttribute("data-status"), "event_prequeueing");
+  assert.equal(await badge("docs").getAttribute("data-status"), "not_queueing");
+  assert.equal(await badge("legacy").getAttribute("data-status"), "suspended");
+  assert.equal(await badge("launch").textContent(), "Event prequeueing");
+  step("each room shows its status");
+
+  for (const id of ["shop", "launch", "docs", "legacy"]) {
+    const card = page.locator(`article.room[data-room="${id}"]`);
+    assert.equal(await card.locator("canvas[role=img]").count(), 4, id);
+  }
+  // Wait for several polls, then check a chart has been drawn (some non-transparent pixels).
+  await page.waitForTimeout(4000);
+  const inked = await page.evaluate(() => {
+    const c = document.querySelector('article.room[data-room="shop"] canvas[data-chart="active"]');
+    const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 3; i < d.length; i += 4) { if (d[i] > 0) { n++; } }
+    return n;
+  });
+  assert.ok(inked > 500, "the active-users chart of shop is drawn (" + inked + " pixels)");
+  const label = await page.locator('article.room[data-room="shop"] canvas[data-chart="active"]')
+    .getAttribute("aria-label");
+  assert.match(label, /^Active users of room shop: [\d,]+ \/ 500$/);
+  step("each room has its four live charts, drawn and labelled");
+
+  const toggle = (id, field) =>
+    page.locator(`#rooms-body tr[data-room="${id}"] button[role=switch][data-field="${field}"]`);
+  assert.equal(await toggle("docs", "queue_all").getAttribute("aria-checked"), "false");
+  await page.getByRole("switch", { name: "Queue all for room docs" }).click();
+  await page.locator('#rooms-body tr[data-room="docs"] .badge[data-status="queueing"]')
+    .waitFor();
+  assert.equal(await toggle("docs", "queue_all").getAttribute("aria-checked"), "true");
+  assert.equal((await status(port, "docs")).queue_all, true);
+  step("the queue_all toggle PATCHes the room and the table shows it queueing");
+
+  await page.getByRole("switch", { name: "Suspended for room legacy" }).click();
+  await page.locator('#rooms-body tr[data-room="legacy"] .badge[data-status="not_queueing"]')
+    .waitFor();
+  assert.equal(await toggle("legacy", "suspended").getAttribute("aria-checked"), "false");
+  assert.equal((await status(port, "legacy")).suspended, false);
+  step("the suspend toggle lifts the suspension");
+
+  await page.getByRole("switch", { name: "Suspended for room shop" }).click();
+  await page.locator('#rooms-body tr[data-room="shop"] .badge[data-status="suspended"]')
+    .waitFor();
+  assert.equal((await status(port, "shop")).suspended, true);
+  step("the suspend toggle suspends a room");
+
+  await page.waitForTimeout(1500);
+  const shot = path.join(outDir, "dashboard.png");
+  await page.screenshot({ path: shot, fullPage: true });
+  step("screenshot saved to " + shot);
+
+  assert.deepEqual(errors, []);
+  step("no script errors");
+} catch (e) {
+  failed = true;
+  console.error("not ok - " + (e.stack || e));
+} finally {
+  if (browser) {
+    await browser.close();
+  }
+  child.stdin.end();
+  setTimeout(() => child.kill("SIGKILL"), 3000).unref();
+}
+process.exitCode = failed ? 1 : 0;

@@ -1,0 +1,124 @@
+#pragma once
+// An in-memory admin_backend for the admin listener's tests and the dashboard's browser test:
+// rooms held in a map, every PATCH recorded, readiness settable from the test thread.
+
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "waitroom/gateway/admin_backend.hpp"
+
+namespace waitroom::test {
+
+class fake_admin_backend : public gateway::admin_backend {
+  public:
+    struct patch_call {
+        std::string id;
+        gateway::admin_room_patch patch;
+    };
+
+    void add_room(gateway::admin_room_status s) {
+        std::lock_guard lock(mutex_);
+        rooms_.push_back(std::move(s));
+    }
+    void set_readiness(gateway::admin_readiness r) {
+        std::lock_guard lock(mutex_);
+        ready_ = std::move(r);
+    }
+    void set_metrics(std::string text) {
+        std::lock_guard lock(mutex_);
+        metrics_ = std::move(text);
+    }
+    // Makes the next PATCH fail with 503 and this message.
+    void fail_next_patch(std::string message) {
+        std::lock_guard lock(mutex_);
+        fail_next_ = std::move(message);
+    }
+    std::vector<patch_call> patches() const {
+        std::lock_guard lock(mutex_);
+        return patches_;
+    }
+    // Changes every room under the lock (the browser helper animates the numbers).
+    template <class F>
+    void update(F&& f) {
+        std::lock_guard lock(mutex_);
+        for (auto& r : rooms_) {
+            f(r);
+        }
+    }
+
+    std::vector<gateway::admin_room_status> rooms() override {
+        std::lock_guard lock(mutex_);
+        return rooms_;
+    }
+    std::optional<gateway::admin_room_status> room_status(std::string_view id) override {
+        std::lock_guard lock(mutex_);
+        for (const auto& r : rooms_) {
+            if (r.id == id) {
+                return r;
+            }
+        }
+        return std::nullopt;
+    }
+    void patch_room(std::string_view id, const gateway::admin_room_patch& patch,
+                    patch_done done) override {
+        gateway::admin_patch_outcome out;
+        {
+            std::lock_guard lock(mutex_);
+            patches_.push_back({std::string(id), patch});
+            if (fail_next_) {
+                out.result = gateway::admin_patch_result::failed;
+                out.message = std::move(*fail_next_);
+                fail_next_.reset();
+            } else {
+                out.result = gateway::admin_patch_result::unknown_room;
+                for (auto& r : rooms_) {
+                    if (r.id != id) {
+                        continue;
+                    }
+                    if (patch.queue_all) {
+                        r.queue_all = *patch.queue_all;
+                    }
+                    if (patch.suspended) {
+                        r.suspended = *patch.suspended;
+                    }
+                    r.status = restatus(r);
+                    out.result = gateway::admin_patch_result::applied;
+                    out.status = r;
+                }
+            }
+        }
+        done(std::move(out));
+    }
+    gateway::admin_readiness readiness() override {
+        std::lock_guard lock(mutex_);
+        return ready_;
+    }
+    std::string metrics_text() override {
+        std::lock_guard lock(mutex_);
+        return metrics_;
+    }
+
+    // What the engine would report after a switch changed.
+    static gateway::room_queue_status restatus(const gateway::admin_room_status& r) {
+        using gateway::room_queue_status;
+        if (r.suspended) {
+            return room_queue_status::suspended;
+        }
+        if (r.queue_all || r.estimated_queued_users > 0) {
+            return room_queue_status::queueing;
+        }
+        return room_queue_status::not_queueing;
+    }
+
+  private:
+    mutable std::mutex mutex_;
+    std::vector<gateway::admin_room_status> rooms_;
+    std::vector<patch_call> patches_;
+    gateway::admin_readiness ready_;
+    std::string metrics_ = "# no metrics\n";
+    std::optional<std::string> fail_next_;
+};
+
+}  // namespace waitroom::test

@@ -1,0 +1,335 @@
+// The admin listener on 127.0.0.1 port 0 with a fake backend: every endpoint with and without the
+// token, the error answers and their JSON bodies, PATCH reaching the backend, /readyz flipping.
+#include "waitroom/gateway/admin_server.hpp"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/beast/http/field.hpp>
+#include <boost/beast/http/verb.hpp>
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "gateway/admin_fake_backend.hpp"
+#include "gateway/test_client.hpp"
+
+namespace waitroom::gateway {
+namespace {
+
+namespace http = boost::beast::http;
+using json = nlohmann::json;
+using test::request;
+using test::response;
+
+constexpr const char* token = "s3cret-Token_1";
+
+admin_room_status shop_room() {
+    admin_room_status s;
+    s.id = "shop";
+    s.status = room_queue_status::queueing;
+    s.event_id = 0;
+    s.estimated_queued_users = 120;
+    s.estimated_total_active_users = 500;
+    s.max_estimated_time_minutes = 4;
+    s.total_active_users = 500;
+    s.new_users_per_minute = 200;
+    s.admitted_this_minute = 180;
+    s.nodes = 2;
+    return s;
+}
+
+admin_room_status launch_room() {
+    admin_room_status s;
+    s.id = "launch";
+    s.status = room_queue_status::event_prequeueing;
+    s.event_id = 12345;
+    s.total_active_users = 100;
+    s.new_users_per_minute = 50;
+    s.nodes = 2;
+    return s;
+}
+
+class AdminServer : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        backend_ = std::make_shared<test::fake_admin_backend>();
+        backend_->add_room(shop_room());
+        backend_->add_room(launch_room());
+        backend_->set_metrics("waitroom_x_total 3\n");
+        server_ = std::make_unique<admin_server>(ioc_, backend_);
+        server_->set_token(std::string(token));
+        server_->start({boost::asio::ip::make_address("127.0.0.1"), 0});
+        port_ = server_->local_endpoint().port();
+        work_ = std::make_unique<work_guard>(ioc_.get_executor());
+        thread_ = std::thread([this] { ioc_.run(); });
+    }
+
+    void TearDown() override {
+        server_->stop();
+        work_.reset();
+        thread_.join();
+    }
+
+    response call(http::verb method, std::string target, std::string auth = {},
+                  std::string body = {}) {
+        test::test_client client(port_);
+        request req{method, target, 11};
+        if (!auth.empty()) {
+            req.set(http::field::authorization, auth);
+        }
+        if (!body.empty() || method == http::verb::patch) {
+            req.set(http::field::content_type, "application/json");
+            req.body() = body;
+        }
+        return client.send(std::move(req));
+    }
+    response get(std::string target, std::string auth = std::string("Bearer ") + token) {
+        return call(http::verb::get, std::move(target), std::move(auth));
+    }
+    response patch(std::string target, std::string body) {
+        return call(http::verb::patch, std::move(target), std::string("Bearer ") + token,
+                    std::move(body));
+    }
+
+    static json body_of(const response& r) { return json::parse(r.body()); }
+
+    using work_guard = boost::asio::executor_work_guard<boost::asio::io_context::executor_type>;
+    boost::asio::io_context ioc_;
+    std::shared_ptr<test::fake_admin_backend> backend_;
+    std::unique_ptr<admin_server> server_;
+    std::unique_ptr<work_guard> work_;
+    std::thread thread_;
+    std::uint16_t port_ = 0;
+};
+
+TEST_F(AdminServer, AnswersHealthzWithoutAToken) {
+    auto r = get("/healthz", "");
+    EXPECT_EQ(r.result_int(), 200);
+    EXPECT_EQ(r[http::field::content_type], "application/json");
+    EXPECT_EQ(body_of(r), (json{{"status", "ok"}}));
+}
+
+TEST_F(AdminServer, ServesTheDashboardPageWithoutAToken) {
+    auto r = get("/", "");
+    EXPECT_EQ(r.result_int(), 200);
+    EXPECT_EQ(r[http::field::content_type], "text/html; charset=utf-8");
+    EXPECT_NE(r.body().find("<html"), std::string::npos);
+    EXPECT_NE(std::string(r["Content-Security-Policy"]).find("default-src 'none'"),
+              std::string::npos);
+}
+
+TEST_F(AdminServer, RefusesEveryOtherEndpointWithoutAToken) {
+    for (const char* path : {"/readyz", "/metrics", "/rooms", "/rooms/shop/status", "/nowhere"}) {
+        auto r = get(path, "");
+        EXPECT_EQ(r.result_int(), 401) << path;
+        EXPECT_EQ(r[http::field::www_authenticate], "Bearer realm=\"waitroom-admin\"") << path;
+        EXPECT_EQ(body_of(r), (json{{"error", "missing bearer token"}})) << path;
+    }
+    auto p = call(http::verb::patch, "/rooms/shop", "", R"({"queue_all": true})");
+    EXPECT_EQ(p.result_int(), 401);
+    EXPECT_TRUE(backend_->patches().empty());
+}
+
+TEST_F(AdminServer, RefusesAMalformedAuthorizationHeaderWith401) {
+    for (const char* auth :
+         {"Basic dXNlcjpwYXNz", "Bearer", "Bearer a b", "Bearer tok\"en", "s3cret-Token_1"}) {
+        auto r = get("/rooms", auth);
+        EXPECT_EQ(r.result_int(), 401) << auth;
+        EXPECT_TRUE(body_of(r).contains("error")) << auth;
+        EXPECT_NE(std::string(r[http::field::www_authenticate]).find("invalid_request"),
+                  std::string::npos)
+            << auth;
+    }
+}
+
+TEST_F(AdminServer, RefusesAWrongTokenWith403) {
+    for (const char* auth : {"Bearer s3cret-Token_2", "Bearer s3cret-Token_1x", "Bearer x"}) {
+        auto r = get("/rooms", auth);
+        EXPECT_EQ(r.result_int(), 403) << auth;
+        EXPECT_EQ(body_of(r), (json{{"error", "wrong bearer token"}})) << auth;
+    }
+}
+
+TEST_F(AdminServer, AcceptsTheBearerSchemeInAnyCase) {
+    EXPECT_EQ(get("/rooms", std::string("bearer ") + token).result_int(), 200);
+    EXPECT_EQ(get("/rooms", std::string("BEARER ") + token).result_int(), 200);
+}
+
+TEST_F(AdminServer, ListsRoomsWithTheirStatus) {
+    auto r = get("/rooms");
+    ASSERT_EQ(r.result_int(), 200);
+    auto rooms = body_of(r).at("rooms");
+    ASSERT_EQ(rooms.size(), 2u);
+    EXPECT_EQ(rooms[0].at("id"), "shop");
+    EXPECT_EQ(rooms[0].at("status"), "queueing");
+    EXPECT_EQ(rooms[1].at("id"), "launch");
+    EXPECT_EQ(rooms[1].at("status"), "event_prequeueing");
+}
+
+TEST_F(AdminServer, AnswersRoomStatusWithCloudflaresFieldsAndOurs) {
+    auto r = get("/rooms/shop/status");
+    ASSERT_EQ(r.result_int(), 200);
+    EXPECT_EQ(body_of(r),
+              (json{
+                  {"id", "shop"},
+                  {"status", "queueing"},
+                  {"event_id", ""},
+                  {"estimated_queued_users", 120},
+                  {"estimated_total_active_users", 500},
+                  {"max_estimated_time_minutes", 4},
+                  {"limits", {{"total_active_users", 500}, {"new_users_per_minute", 200}}},
+                  {"admitted_this_minute", 180},
+                  {"nodes", 2},
+                  {"degraded", false},
+                  {"queue_all", false},
+                  {"suspended", false},
+              }));
+    EXPECT_EQ(body_of(get("/rooms/launch/status")).at("event_id"), "12345");
+}
+
+TEST_F(AdminServer, AnswersUnknownPathsAndRoomsWith404) {
+    for (const char* path :
+         {"/nowhere", "/rooms/", "/rooms/shop/status/x", "/roomsx", "/rooms/nope/status"}) {
+        auto r = get(path);
+        EXPECT_EQ(r.result_int(), 404) << path;
+        EXPECT_TRUE(body_of(r).at("error").is_string()) << path;
+    }
+    EXPECT_EQ(body_of(get("/rooms/nope/status")), (json{{"error", "no such room"}}));
+    auto p = patch("/rooms/nope", R"({"queue_all": true})");
+    EXPECT_EQ(p.result_int(), 404);
+    EXPECT_TRUE(backend_->patches().empty());
+}
+
+TEST_F(AdminServer, AnswersWrongMethodsWith405AndAllow) {
+    struct probe {
+        http::verb method;
+        const char* path;
+        const char* allow;
+    };
+    for (auto [method, path, allow] :
+         {probe{http::verb::post, "/healthz", "GET"}, probe{http::verb::post, "/readyz", "GET"},
+          probe{http::verb::delete_, "/metrics", "GET"}, probe{http::verb::post, "/rooms", "GET"},
+          probe{http::verb::patch, "/rooms/shop/status", "GET"},
+          probe{http::verb::get, "/rooms/shop", "PATCH"},
+          probe{http::verb::put, "/rooms/shop", "PATCH"}, probe{http::verb::post, "/", "GET"}}) {
+        auto r = call(method, path, std::string("Bearer ") + token);
+        EXPECT_EQ(r.result_int(), 405) << path;
+        EXPECT_EQ(r[http::field::allow], allow) << path;
+        EXPECT_EQ(body_of(r), (json{{"error", "method not allowed"}})) << path;
+    }
+}
+
+TEST_F(AdminServer, ServesMetricsAsPrometheusText) {
+    auto r = get("/metrics");
+    ASSERT_EQ(r.result_int(), 200);
+    EXPECT_EQ(r[http::field::content_type], "text/plain; version=0.0.4; charset=utf-8");
+    EXPECT_EQ(r.body(), "waitroom_x_total 3\n");
+}
+
+TEST_F(AdminServer, FlipsReadyzWhileNotReady) {
+    auto r = get("/readyz");
+    EXPECT_EQ(r.result_int(), 200);
+    EXPECT_EQ(body_of(r), (json{{"status", "ready"}}));
+
+    backend_->set_readiness({false, "draining"});
+    r = get("/readyz");
+    EXPECT_EQ(r.result_int(), 503);
+    EXPECT_EQ(body_of(r), (json{{"status", "not_ready"}, {"reason", "draining"}}));
+
+    backend_->set_readiness({true, ""});
+    EXPECT_EQ(get("/readyz").result_int(), 200);
+}
+
+TEST_F(AdminServer, PassesAPatchToTheBackendWithTheFieldsGiven) {
+    auto r = patch("/rooms/shop", R"({"queue_all": true})");
+    ASSERT_EQ(r.result_int(), 200);
+    EXPECT_EQ(body_of(r).at("queue_all"), true);
+    r = patch("/rooms/launch", R"({"suspended": true, "queue_all": false})");
+    ASSERT_EQ(r.result_int(), 200);
+    EXPECT_EQ(body_of(r).at("status"), "suspended");
+
+    auto calls = backend_->patches();
+    ASSERT_EQ(calls.size(), 2u);
+    EXPECT_EQ(calls[0].id, "shop");
+    EXPECT_EQ(calls[0].patch.queue_all, std::optional<bool>(true));
+    EXPECT_EQ(calls[0].patch.suspended, std::nullopt);
+    EXPECT_EQ(calls[1].id, "launch");
+    EXPECT_EQ(calls[1].patch.queue_all, std::optional<bool>(false));
+    EXPECT_EQ(calls[1].patch.suspended, std::optional<bool>(true));
+    EXPECT_EQ(body_of(get("/rooms/launch/status")).at("suspended"), true);
+}
+
+TEST_F(AdminServer, RefusesInvalidPatchBodiesWith400NamingTheField) {
+    struct probe {
+        const char* body;
+        json expected;
+    };
+    for (const auto& [body, expected] : {
+             probe{"{not json", json{{"error", "request body is not valid JSON"}}},
+             probe{"", json{{"error", "request body is not valid JSON"}}},
+             probe{"[true]", json{{"error", "request body must be a JSON object"}}},
+             probe{R"({"queue_all": "yes"})",
+                   json{{"error", "queue_all must be true or false"}, {"field", "queue_all"}}},
+             probe{R"({"suspended": 1})",
+                   json{{"error", "suspended must be true or false"}, {"field", "suspended"}}},
+             probe{R"({"queue_al": true})",
+                   json{{"error", "unknown field; expected queue_all or suspended"},
+                        {"field", "queue_al"}}},
+             probe{"{}", json{{"error", "set queue_all or suspended"}}},
+         }) {
+        auto r = patch("/rooms/shop", body);
+        EXPECT_EQ(r.result_int(), 400) << body;
+        EXPECT_EQ(body_of(r), expected) << body;
+    }
+    EXPECT_TRUE(backend_->patches().empty());
+}
+
+TEST_F(AdminServer, AnswersAPatchTheBackendCouldNotApplyWith503) {
+    backend_->fail_next_patch("state store unreachable");
+    auto r = patch("/rooms/shop", R"({"suspended": true})");
+    EXPECT_EQ(r.result_int(), 503);
+    EXPECT_EQ(body_of(r), (json{{"error", "state store unreachable"}}));
+}
+
+TEST_F(AdminServer, RefusesABodyOver64KiBWith413) {
+    std::string big = R"({"queue_all": true, "pad": ")" + std::string(70 * 1024, 'x') + "\"}";
+    auto r = patch("/rooms/shop", big);
+    EXPECT_EQ(r.result_int(), 413);
+    EXPECT_TRUE(body_of(r).contains("error"));
+    EXPECT_TRUE(backend_->patches().empty());
+}
+
+TEST_F(AdminServer, UsesTheTokenSetLastAndOpensWhenItIsCleared) {
+    server_->set_token(std::string("other"));
+    EXPECT_EQ(get("/rooms").result_int(), 403);
+    EXPECT_EQ(get("/rooms", "Bearer other").result_int(), 200);
+    server_->set_token(std::nullopt);
+    EXPECT_EQ(get("/rooms", "").result_int(), 200);
+    EXPECT_EQ(get("/rooms/shop/status", "").result_int(), 200);
+}
+
+TEST_F(AdminServer, ServesSeveralRequestsOnOneKeepAliveConnection) {
+    test::test_client client(port_);
+    for (int i = 0; i < 3; ++i) {
+        request req{http::verb::get, "/rooms/shop/status", 11};
+        req.set(http::field::authorization, std::string("Bearer ") + token);
+        auto r = client.send(std::move(req));
+        EXPECT_EQ(r.result_int(), 200);
+        EXPECT_TRUE(r.keep_alive());
+    }
+}
+
+TEST_F(AdminServer, AnswersAMalformedRequestWith400AndCloses) {
+    test::test_client client(port_);
+    client.write_raw("GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: zz\r\n\r\n");
+    auto r = client.read();
+    EXPECT_EQ(r.result_int(), 400);
+    EXPECT_TRUE(client.closed_by_server());
+}
+
+}  // namespace
+}  // namespace waitroom::gateway

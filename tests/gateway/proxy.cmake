@@ -1,0 +1,9 @@
+# Tests of the reverse-proxy data plane (waitroom_gateway) against the in-process test origin.
+# Included from tests/gateway/CMakeLists.txt.
+waitroom_add_test(gateway_proxy_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/forward_headers_test.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/worker_test.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/test_client.cpp
+  LIBS waitroom_gateway waitroom_test_origin
+  LABELS unit)
+target_include_directories(gateway_proxy_test PRIVATE ${PROJECT_SOURCE_DIR}/src/gateway)

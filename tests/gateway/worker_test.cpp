@@ -1,0 +1,533 @@
+// The data plane end to end in one process: a gateway worker on its own thread in front of the
+// test origin, both on 127.0.0.1 with ports from port 0, driven by a synchronous client.
+#include "waitroom/gateway/worker.hpp"
+
+#include <gtest/gtest.h>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/beast/core/buffers_to_string.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/beast/websocket.hpp>
+
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <future>
+#include <optional>
+#include <thread>
+
+#include "gateway/test_client.hpp"
+#include "support/test_origin.hpp"
+
+namespace waitroom::gateway {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using test::test_client;
+
+// A running worker in front of `origin`; the config may be adjusted before start.
+class gateway_fixture {
+  public:
+    explicit gateway_fixture(const test::test_origin& origin,
+                             const std::function<void(config::config&)>& adjust = {}) {
+        auto cfg = std::make_shared<config::config>();
+        cfg->origin.url = origin.url();
+        cfg->origin.host = "127.0.0.1";
+        cfg->origin.port = origin.port();
+        cfg->origin.connect_timeout = std::chrono::seconds(2);
+        cfg->origin.timeout = std::chrono::seconds(5);
+        cfg->limits.header_timeout = std::chrono::seconds(5);
+        if (adjust) {
+            adjust(*cfg);
+        }
+        ctx_ = std::make_shared<shared_context>(cfg, std::make_shared<util::system_clock>());
+        worker_ = std::make_unique<worker>(ioc_, ctx_, 0);
+    }
+
+    void set_filter(std::shared_ptr<request_filter> f) { ctx_->set_request_filter(std::move(f)); }
+
+    void start(std::optional<config::tls_files> tls = std::nullopt) {
+        config::listener l;
+        l.tls = std::move(tls);
+        worker_->start({tcp::endpoint{asio::ip::make_address("127.0.0.1"), 0}}, {l});
+        port_ = worker_->local_endpoints().at(0).port();
+        thread_ = std::thread([this] { ioc_.run(); });
+    }
+
+    ~gateway_fixture() {
+        run_on_worker([this] { worker_->close_all(); });
+        ioc_.stop();
+        if (thread_.joinable()) {
+            thread_.join();
+        }
+        worker_.reset();
+    }
+
+    template <class F>
+    void run_on_worker(F f) {
+        if (!thread_.joinable()) {
+            return;
+        }
+        std::promise<void> done;
+        asio::post(ioc_, [&] {
+            f();
+            done.set_value();
+        });
+        done.get_future().wait();
+    }
+
+    void drain() {
+        run_on_worker([this] { worker_->drain(); });
+    }
+
+    std::size_t open_connections() const { return worker_->open_connections(); }
+    std::uint16_t port() const { return port_; }
+
+  private:
+    asio::io_context ioc_{1};
+    std::shared_ptr<shared_context> ctx_;
+    std::unique_ptr<worker> worker_;
+    std::thread thread_;
+    std::uint16_t port_ = 0;
+};
+
+class Proxy : public ::testing::Test {
+  protected:
+    void start(const std::function<void(config::config&)>& adjust = {}) {
+        gw_ = std::make_unique<gateway_fixture>(origin_, adjust);
+        gw_->start();
+    }
+    test::test_origin origin_;
+    std::unique_ptr<gateway_fixture> gw_;
+};
+
+TEST_F(Proxy, ForwardsGetAndReturnsTheOriginsBody) {
+    start();
+    test_client c{gw_->port()};
+    auto res = c.get("/hello");
+    EXPECT_EQ(res.result_int(), 200u);
+    EXPECT_EQ(res.body(), "hello, world\n");
+    EXPECT_EQ(origin_.last_request().method, "GET");
+}
+
+TEST_F(Proxy, ForwardsPostBody) {
+    start();
+    test_client c{gw_->port()};
+    test::request req{http::verb::post, "/echo", 11};
+    req.body() = "some posted bytes";
+    auto res = c.send(req);
+    EXPECT_EQ(res.result_int(), 200u);
+    EXPECT_EQ(res.body(), "some posted bytes");
+    EXPECT_EQ(origin_.last_request().header("Content-Length"), "17");
+}
+
+TEST_F(Proxy, ReusesOneOriginConnectionAcrossRequestsAndClients) {
+    start();
+    {
+        test_client c{gw_->port()};
+        for (int i = 0; i < 25; ++i) {
+            ASSERT_EQ(c.get("/hello").body(), "hello, world\n");
+        }
+    }
+    for (int i = 0; i < 25; ++i) {
+        test_client c{gw_->port()};
+        ASSERT_EQ(c.get("/hello").result_int(), 200u);
+    }
+    EXPECT_EQ(origin_.requests(), 50u);
+    EXPECT_EQ(origin_.connections(), 1u);
+}
+
+TEST_F(Proxy, StreamsAChunkedRequestBody) {
+    start();
+    test_client c{gw_->port()};
+    c.write_raw(
+        "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        "5\r\nhello\r\n7\r\n, world\r\n0\r\n\r\n");
+    auto res = c.read();
+    EXPECT_EQ(res.result_int(), 200u);
+    EXPECT_EQ(res.body(), "hello, world");
+    EXPECT_EQ(origin_.last_request().header("Transfer-Encoding"), "chunked");
+    EXPECT_EQ(origin_.last_request().body_bytes, 12u);
+}
+
+TEST_F(Proxy, RelaysAChunkedResponse) {
+    start();
+    test_client c{gw_->port()};
+    auto res = c.get("/chunked");
+    EXPECT_EQ(res.result_int(), 200u);
+    EXPECT_TRUE(res.chunked());
+    EXPECT_EQ(res.body(), "chunk-0\nchunk-1\nchunk-2\nchunk-3\nchunk-4\n");
+}
+
+TEST_F(Proxy, AnswersHeadWithTheLengthAndNoBody) {
+    start();
+    test_client c{gw_->port()};
+    test::request head{http::verb::head, "/bytes?n=100", 11};
+    auto res = c.send(head, true);
+    EXPECT_EQ(res.result_int(), 200u);
+    EXPECT_EQ(res[http::field::content_length], "100");
+    // The connection stays usable: no stray body bytes were sent.
+    EXPECT_EQ(c.get("/hello").body(), "hello, world\n");
+}
+
+TEST_F(Proxy, SendsContinueToClientsThatWaitForIt) {
+    start();
+    test_client c{gw_->port()};
+    c.write_raw(
+        "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n"
+        "Expect: 100-continue\r\n\r\n");
+    EXPECT_EQ(c.read_header_text().rfind("HTTP/1.1 100 Continue\r\n", 0), 0u);
+    c.write_raw("ping");
+    auto res = c.read();
+    EXPECT_EQ(res.result_int(), 200u);
+    EXPECT_EQ(res.body(), "ping");
+}
+
+TEST_F(Proxy, StreamsLargeBodiesBothWays) {
+    start();
+    constexpr std::size_t size = 20u << 20;
+    test_client c{gw_->port()};
+    test::request up{http::verb::post, "/sink", 11};
+    up.body().assign(size, 'x');
+    auto res = c.send(up);
+    EXPECT_EQ(res.result_int(), 200u);
+    EXPECT_EQ(res.body(), std::to_string(size));
+
+    auto down = c.get("/bytes?n=" + std::to_string(size));
+    ASSERT_EQ(down.body().size(), size);
+    EXPECT_EQ(down.body()[0], 'a');
+    EXPECT_EQ(down.body()[size - 1], static_cast<char>('a' + (size - 1) % (16 * 1024) % 26));
+}
+
+TEST_F(Proxy, RejectsOversizedHeadersWith431) {
+    start([](config::config& c) { c.limits.max_header_bytes = 1024; });
+    test_client c{gw_->port()};
+    test::request req{http::verb::get, "/hello", 11};
+    req.set("X-Big", std::string(4000, 'b'));
+    EXPECT_EQ(c.send(req).result_int(), 431u);
+    EXPECT_FALSE(origin_.saw_any_request());
+}
+
+TEST_F(Proxy, RejectsOversizedBodiesWith413) {
+    start([](config::config& c) { c.limits.max_body_bytes = 1000; });
+    {
+        test_client c{gw_->port()};
+        test::request req{http::verb::post, "/sink", 11};
+        req.body().assign(2000, 'x');
+        EXPECT_EQ(c.send(req).result_int(), 413u);
+        EXPECT_TRUE(c.closed_by_server());
+    }
+    // Chunked: the limit is found while streaming.
+    test_client c{gw_->port()};
+    c.write_raw(
+        "POST /sink HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        "3e8\r\n" +
+        std::string(1000, 'y') + "\r\n3e8\r\n" + std::string(1000, 'y') + "\r\n0\r\n\r\n");
+    EXPECT_EQ(c.read().result_int(), 413u);
+}
+
+TEST_F(Proxy, AnswersSlowHeadersWith408AndCloses) {
+    start([](config::config& c) { c.limits.header_timeout = std::chrono::milliseconds(300); });
+    test_client c{gw_->port()};
+    c.write_raw("GET /hello HTTP/1.1\r\nHost: x\r\n");
+    EXPECT_EQ(c.read().result_int(), 408u);
+    EXPECT_TRUE(c.closed_by_server());
+    EXPECT_FALSE(origin_.saw_any_request());
+}
+
+TEST_F(Proxy, ClosesIdleKeepAliveConnections) {
+    start([](config::config& c) { c.limits.keepalive_timeout = std::chrono::milliseconds(200); });
+    test_client c{gw_->port()};
+    EXPECT_EQ(c.get("/hello").result_int(), 200u);
+    EXPECT_TRUE(c.closed_by_server());
+}
+
+class AmbiguousFraming : public Proxy, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(AmbiguousFraming, IsRefusedWith400AndNeverForwarded) {
+    start();
+    test_client c{gw_->port()};
+    c.write_raw(GetParam());
+    EXPECT_EQ(c.read().result_int(), 400u);
+    EXPECT_TRUE(c.closed_by_server());
+    EXPECT_FALSE(origin_.saw_any_request());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Proxy, AmbiguousFraming,
+    ::testing::Values(
+        std::string("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+                    "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"),
+        "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",
+        "POST /echo HTTP/1.0\r\nHost: x\r\nTransfer-Encoding: "
+        "chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+        "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\nhello",
+        "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+        "chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n",
+        "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\nhello",
+        "GET /hello HTTP/1.1\r\nHost: x\r\nX-Evil: a\rb\r\n\r\n",
+        std::string("GET /hello HTTP/1.1\r\nHost: x\r\nX-Evil: a\0b\r\n\r\n", 45)));
+
+TEST_F(Proxy, Answers502WhenTheOriginIsDown) {
+    std::uint16_t dead_port = 0;
+    {
+        asio::io_context io;
+        tcp::acceptor a{io, {asio::ip::make_address("127.0.0.1"), 0}};
+        dead_port = a.local_endpoint().port();
+    }
+    start([&](config::config& c) {
+        c.origin.port = dead_port;
+        c.origin.url = "http://x";
+    });
+    test_client c{gw_->port()};
+    auto res = c.get("/hello");
+    EXPECT_EQ(res.result_int(), 502u);
+    EXPECT_NE(res.body().find("502"), std::string::npos);
+    // The connection survives a bodyless failure.
+    EXPECT_EQ(c.get("/hello").result_int(), 502u);
+}
+
+TEST_F(Proxy, Answers504WhenTheOriginIsSlow) {
+    start([](config::config& c) { c.origin.timeout = std::chrono::milliseconds(200); });
+    test_client c{gw_->port()};
+    EXPECT_EQ(c.get("/slow?ms=3000").result_int(), 504u);
+    EXPECT_EQ(c.get("/hello").result_int(), 200u);
+}
+
+TEST_F(Proxy, Answers502WhenTheOriginDropsTheConnection) {
+    start();
+    test_client c{gw_->port()};
+    EXPECT_EQ(c.get("/drop").result_int(), 502u);
+}
+
+TEST_F(Proxy, RetriesAStalePooledConnectionOnce) {
+    start();
+    test_client c{gw_->port()};
+    EXPECT_EQ(c.get("/hello").result_int(), 200u);
+    origin_.close_idle_connections();
+    EXPECT_EQ(c.get("/hello").result_int(), 200u);
+    EXPECT_EQ(origin_.connections(), 2u);
+}
+
+TEST_F(Proxy, TunnelsWebSocketAfterTheOriginAccepts) {
+    start();
+    asio::io_context io;
+    beast::websocket::stream<tcp::socket> ws{io};
+    ws.next_layer().connect({asio::ip::make_address("127.0.0.1"), gw_->port()});
+    ws.handshake("127.0.0.1", "/ws");
+    ws.write(asio::buffer(std::string("ping through the proxy")));
+    beast::flat_buffer buf;
+    ws.read(buf);
+    EXPECT_EQ(beast::buffers_to_string(buf.data()), "ping through the proxy");
+    EXPECT_EQ(origin_.last_request().header("Upgrade"), "websocket");
+    ws.close(beast::websocket::close_code::normal);
+}
+
+TEST_F(Proxy, StripsOtherUpgrades) {
+    start();
+    test_client c{gw_->port()};
+    test::request req{http::verb::get, "/hello", 11};
+    req.set(http::field::upgrade, "h2c");
+    req.set(http::field::connection, "Upgrade, HTTP2-Settings");
+    req.set("HTTP2-Settings", "AAMAAABkAARAAAAAAAIAAAAA");
+    auto res = c.send(req);
+    EXPECT_EQ(res.result_int(), 200u);
+    auto seen = origin_.last_request();
+    EXPECT_EQ(seen.count("Upgrade"), 0u);
+    EXPECT_EQ(seen.count("HTTP2-Settings"), 0u);
+}
+
+TEST_F(Proxy, DropsHopByHopHeadersAndSetsForwardedOnes) {
+    start();
+    test_client c{gw_->port()};
+    test::request req{http::verb::get, "/hello", 11};
+    req.set(http::field::host, "shop.example.com");
+    req.set(http::field::connection, "keep-alive, X-Hop");
+    req.set("X-Hop", "secret");
+    req.set(http::field::keep_alive, "timeout=5");
+    req.set(http::field::proxy_authorization, "Basic Zm9vOmJhcg==");
+    req.set(http::field::te, "trailers");
+    req.set("X-Forwarded-For", "198.51.100.1");
+    req.set("X-Kept", "yes");
+    EXPECT_EQ(c.send(req).result_int(), 200u);
+    auto seen = origin_.last_request();
+    EXPECT_EQ(seen.header("Host"), "127.0.0.1:" + std::to_string(origin_.port()));
+    EXPECT_EQ(seen.header("X-Forwarded-For"), "198.51.100.1, 127.0.0.1");
+    EXPECT_EQ(seen.header("X-Forwarded-Proto"), "http");
+    EXPECT_EQ(seen.header("X-Forwarded-Host"), "shop.example.com");
+    EXPECT_EQ(seen.header("X-Kept"), "yes");
+    for (auto name : {"Connection", "X-Hop", "Keep-Alive", "Proxy-Authorization", "TE"}) {
+        EXPECT_EQ(seen.count(name), 0u) << name;
+    }
+}
+
+TEST_F(Proxy, PrependsTheOriginBasePath) {
+    start([](config::config& c) { c.origin.base_path = "/app"; });
+    test_client c{gw_->port()};
+    c.get("/hello?x=1");
+    EXPECT_EQ(origin_.last_request().target, "/app/hello?x=1");
+}
+
+TEST_F(Proxy, ServesPipelinedRequestsInOrder) {
+    start();
+    test_client c{gw_->port()};
+    c.write_raw(
+        "GET /hello HTTP/1.1\r\nHost: x\r\n\r\nGET /status?code=204 HTTP/1.1\r\nHost: x\r\n\r\n"
+        "GET /chunked HTTP/1.1\r\nHost: x\r\n\r\n");
+    EXPECT_EQ(c.read().body(), "hello, world\n");
+    EXPECT_EQ(c.read().result_int(), 204u);
+    EXPECT_EQ(c.read().body().substr(0, 7), "chunk-0");
+}
+
+// A filter that answers /queue from memory and lets the rest pass with a cookie, and strips the
+// origin's command header.
+class sample_filter : public request_filter {
+  public:
+    void on_request(const http::request_header<>& req, const request_info&,
+                    completion done) override {
+        if (req.target() == "/queue") {
+            return done(filter_result::respond(
+                202, {{"Content-Type", "text/html"}, {"Cache-Control", "no-store"}},
+                "<p>you are in line</p>"));
+        }
+        auto r = filter_result::pass();
+        r.headers.emplace_back("Set-Cookie", "_cfwaitingroom=abc; Path=/; HttpOnly");
+        done(std::move(r));
+    }
+    void on_response(http::response_header<>& res, const std::shared_ptr<void>&) override {
+        if (res.count("Cf-Waiting-Room-Command") > 0) {
+            res.erase("Cf-Waiting-Room-Command");
+            ++commands;
+        }
+    }
+    int commands = 0;
+};
+
+TEST_F(Proxy, LetsTheFilterAnswerFromMemory) {
+    auto filter = std::make_shared<sample_filter>();
+    start();
+    gw_->set_filter(filter);
+    test_client c{gw_->port()};
+    auto res = c.get("/queue");
+    EXPECT_EQ(res.result_int(), 202u);
+    EXPECT_EQ(res.body(), "<p>you are in line</p>");
+    EXPECT_FALSE(origin_.saw_any_request());
+}
+
+TEST_F(Proxy, LetsTheFilterAddAndStripResponseHeaders) {
+    auto filter = std::make_shared<sample_filter>();
+    start();
+    gw_->set_filter(filter);
+    test_client c{gw_->port()};
+    auto res = c.get("/headers?Cf-Waiting-Room-Command=revoke&X-Other=1");
+    EXPECT_EQ(res.result_int(), 200u);
+    EXPECT_EQ(res[http::field::set_cookie], "_cfwaitingroom=abc; Path=/; HttpOnly");
+    EXPECT_EQ(res.count("Cf-Waiting-Room-Command"), 0u);
+    EXPECT_EQ(res["X-Other"], "1");
+    gw_->run_on_worker([&] { EXPECT_EQ(filter->commands, 1); });
+}
+
+TEST_F(Proxy, DrainFinishesInFlightRequestsThenCloses) {
+    start();
+    test_client idle{gw_->port()};
+    EXPECT_EQ(idle.get("/hello").result_int(), 200u);
+    test_client busy{gw_->port()};
+    busy.write_raw("GET /slow?ms=500 HTTP/1.1\r\nHost: x\r\n\r\n");
+    // Wait until the slow request has reached the origin, then drain.
+    while (origin_.last_request().target != "/slow?ms=500") {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    EXPECT_EQ(gw_->open_connections(), 2u);
+    gw_->drain();
+    auto res = busy.read();
+    EXPECT_EQ(res.result_int(), 200u);
+    EXPECT_EQ(res.body(), "slow\n");
+    EXPECT_TRUE(busy.closed_by_server());
+    EXPECT_TRUE(idle.closed_by_server());
+}
+
+// A throwaway self-signed certificate for CN=localhost, written as PEM files.
+config::tls_files make_self_signed(const std::filesystem::path& dir) {
+    EVP_PKEY* key = EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256");
+    X509* cert = X509_new();
+    ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
+    X509_gmtime_adj(X509_getm_notBefore(cert), -60);
+    X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
+    X509_set_pubkey(cert, key);
+    X509_NAME* name = X509_get_subject_name(cert);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                               reinterpret_cast<const unsigned char*>("localhost"), -1, -1, 0);
+    X509_set_issuer_name(cert, name);
+    X509_sign(cert, key, EVP_sha256());
+    std::filesystem::create_directories(dir);
+    config::tls_files files{(dir / "cert.pem").string(), (dir / "key.pem").string()};
+    FILE* f = std::fopen(files.cert.c_str(), "w");
+    PEM_write_X509(f, cert);
+    std::fclose(f);
+    f = std::fopen(files.key.c_str(), "w");
+    PEM_write_PrivateKey(f, key, nullptr, nullptr, 0, nullptr, nullptr);
+    std::fclose(f);
+    X509_free(cert);
+    EVP_PKEY_free(key);
+    return files;
+}
+
+// client → gateway B (plain) → https → gateway A (TLS listener) → test origin: covers TLS
+// termination on a listener and https origins with SNI and certificate verification.
+class TlsChain : public Proxy {
+  protected:
+    void start_chain(const std::string& server_name) {
+        auto dir = std::filesystem::temp_directory_path() /
+                   ("waitroom-gw-tls-" + std::to_string(::getpid()));
+        files_ = make_self_signed(dir);
+        tls_front_ = std::make_unique<gateway_fixture>(origin_);
+        tls_front_->start(files_);
+        start([&](config::config& c) {
+            c.origin.url = "https://127.0.0.1:" + std::to_string(tls_front_->port());
+            c.origin.tls = true;
+            c.origin.port = tls_front_->port();
+            c.origin.ca_file = files_.cert;
+            c.origin.server_name = server_name;
+        });
+    }
+    void TearDown() override {
+        gw_.reset();
+        tls_front_.reset();
+        std::filesystem::remove(files_.cert);
+        std::filesystem::remove(files_.key);
+    }
+
+    config::tls_files files_;
+    std::unique_ptr<gateway_fixture> tls_front_;
+};
+
+TEST_F(TlsChain, TerminatesTlsAndVerifiesHttpsOrigins) {
+    start_chain("localhost");
+    test_client c{gw_->port()};
+    for (int i = 0; i < 3; ++i) {
+        auto res = c.get("/hello");
+        ASSERT_EQ(res.result_int(), 200u);
+        EXPECT_EQ(res.body(), "hello, world\n");
+    }
+    EXPECT_EQ(origin_.last_request().header("X-Forwarded-Proto"), "https");
+    EXPECT_EQ(origin_.connections(), 1u);
+}
+
+TEST_F(TlsChain, RefusesAnOriginCertificateForAnotherName) {
+    start_chain("wrong.example");
+    test_client c{gw_->port()};
+    EXPECT_EQ(c.get("/hello").result_int(), 502u);
+    EXPECT_FALSE(origin_.saw_any_request());
+}
+
+}  // namespace
+}  // namespace waitroom::gateway

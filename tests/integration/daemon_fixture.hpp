@@ -1,0 +1,52 @@
+#pragma once
+// A running `waitroomd` in front of an in-process test origin, both on loopback ports, for the
+// whole-process tests. The config is written to a temp folder; the daemon is killed (if still
+// running) and the folder removed when the test ends.
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "http_client.hpp"
+#include "support/process.hpp"
+#include "support/test_origin.hpp"
+
+namespace waitroom::test {
+
+// A config for a daemon on 127.0.0.1 (port 0: it announces the port it got) in front of
+// `origin_url`. `extra` is appended as more top-level YAML.
+inline std::string proxy_config(const std::string& origin_url, const std::string& extra = "") {
+    return "listen: [\"127.0.0.1:0\"]\n"
+           "origin: {url: \"" +
+           origin_url +
+           "\", connect_timeout: 2s, timeout: 2s}\n"
+           "threads: 2\n"
+           "limits: {header_timeout: 1s, max_header_bytes: 8192, drain_timeout: 10s}\n"
+           "logging: {level: info}\n" +
+           extra;
+}
+
+class daemon_test : public ::testing::Test {
+  protected:
+    // Writes `yaml` as config.yaml and starts the daemon; fails the test when it does not
+    // announce a listener.
+    void start(const std::string& yaml) {
+        config_path_ = dir_.write("config.yaml", yaml);
+        daemon_ = std::make_unique<daemon>(config_path_, dir_.path());
+        port_ = daemon_->wait_listening();
+        ASSERT_NE(port_, 0) << "waitroomd did not start:\n" << daemon_->output();
+    }
+    void start_default() { start(proxy_config(origin_.url())); }
+
+    child_process& proc() { return daemon_->process(); }
+    std::string output() const { return daemon_->output(); }
+
+    test_origin origin_;
+    temp_dir dir_;
+    std::string config_path_;
+    std::unique_ptr<daemon> daemon_;
+    std::uint16_t port_ = 0;
+};
+
+}  // namespace waitroom::test

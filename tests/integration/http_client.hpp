@@ -1,0 +1,74 @@
+#pragma once
+// A small blocking HTTP/1.1 client for whole-process tests, built on Beast with a deadline on
+// every step (a hung daemon fails the test instead of hanging it). Raw-bytes helpers cover the
+// malformed requests a real client library would refuse to send.
+
+#include <boost/asio/io_context.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace waitroom::test {
+
+namespace http = boost::beast::http;
+
+struct http_response {
+    unsigned status = 0;  // 0 when no response arrived
+    http::fields headers;
+    std::string body;
+    std::string error;  // transport error, "" when none
+};
+
+// One client connection to 127.0.0.1:port, reused across requests (keep-alive).
+class client_connection {
+  public:
+    explicit client_connection(std::uint16_t port,
+                               std::chrono::milliseconds timeout = std::chrono::seconds{30});
+
+    bool connected() const { return connected_; }
+    http_response request(http::request<http::string_body> req);
+    http_response get(std::string_view target);
+    http_response post(std::string_view target, std::string body);
+
+    // Reads one response (after write_raw sent a request).
+    http_response read_response(bool head = false);
+
+    // Sends `bytes` as they are.
+    bool write_raw(std::string_view bytes);
+    // Reads whatever arrives until the peer closes or `timeout` passes.
+    std::string read_until_close(std::chrono::milliseconds timeout);
+    // True when the peer has closed the connection (read returns EOF) within `timeout`.
+    bool closed_by_peer(std::chrono::milliseconds timeout);
+
+    // Streams a `size`-byte request body of repeated 'x' to `target` with Content-Length,
+    // calling `progress(bytes_sent)` every few MiB, then reads the response.
+    http_response upload(std::string_view target, std::uint64_t size,
+                         const std::function<void(std::uint64_t)>& progress);
+    // Reads a response to GET `target` without keeping the body: returns its size in `body`
+    // (as a decimal string), calling `progress(bytes_read)` every few MiB.
+    http_response download(std::string_view target,
+                           const std::function<void(std::uint64_t)>& progress);
+
+  private:
+    // Runs the io_context until the started operation finishes.
+    void run();
+
+    boost::asio::io_context ioc_;
+    boost::beast::tcp_stream stream_;
+    boost::beast::flat_buffer buffer_;
+    std::chrono::milliseconds timeout_;
+    std::uint16_t port_;
+    bool connected_ = false;
+};
+
+// One request on a fresh connection.
+http_response http_get(std::uint16_t port, std::string_view target);
+
+}  // namespace waitroom::test

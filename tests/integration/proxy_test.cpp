@@ -1,0 +1,177 @@
+// The proxy as a whole process: waitroomd started from a config file, in front of a real
+// (in-process) origin, driven over loopback.
+
+#include <algorithm>
+#include <string>
+
+#include "daemon_fixture.hpp"
+
+namespace waitroom::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+class Proxy : public daemon_test {};
+
+TEST_F(Proxy, ReturnsTheOriginsBytesForGet) {
+    start_default();
+    auto r = http_get(port_, "/hello");
+    ASSERT_EQ(r.error, "");
+    EXPECT_EQ(r.status, 200u);
+    EXPECT_EQ(r.body, "hello, world\n");
+    EXPECT_EQ(origin_.last_request().target, "/hello");
+}
+
+TEST_F(Proxy, ForwardsAPostBodyAndReturnsTheEcho) {
+    start_default();
+    client_connection c(port_);
+    ASSERT_TRUE(c.connected());
+    std::string body = "name=waitroom&items=3\n";
+    auto r = c.post("/echo", body);
+    ASSERT_EQ(r.error, "");
+    EXPECT_EQ(r.status, 200u);
+    EXPECT_EQ(r.body, body);
+    EXPECT_EQ(origin_.last_request().method, "POST");
+}
+
+TEST_F(Proxy, RelaysAChunkedResponse) {
+    start_default();
+    auto r = http_get(port_, "/chunked");
+    ASSERT_EQ(r.error, "");
+    EXPECT_EQ(r.status, 200u);
+    EXPECT_EQ(r.body, "chunk-0\nchunk-1\nchunk-2\nchunk-3\nchunk-4\n");
+}
+
+TEST_F(Proxy, ForwardsAChunkedRequestBody) {
+    start_default();
+    client_connection c(port_);
+    ASSERT_TRUE(c.connected());
+    ASSERT_TRUE(
+        c.write_raw("POST /echo HTTP/1.1\r\nHost: shop.test\r\n"
+                    "Transfer-Encoding: chunked\r\n\r\n"
+                    "6\r\nhello \r\n6\r\nchunks\r\n0\r\n\r\n"));
+    auto r = c.read_response();
+    ASSERT_EQ(r.error, "");
+    EXPECT_EQ(r.status, 200u);
+    EXPECT_EQ(r.body, "hello chunks");
+}
+
+TEST_F(Proxy, ReusesOneOriginConnectionForKeepAliveRequests) {
+    start_default();
+    client_connection c(port_);
+    ASSERT_TRUE(c.connected());
+    for (int i = 0; i < 5; ++i) {
+        auto r = c.get("/hello");
+        ASSERT_EQ(r.error, "") << "request " << i;
+        ASSERT_EQ(r.status, 200u);
+    }
+    EXPECT_EQ(origin_.requests(), 5u);
+    EXPECT_EQ(origin_.connections(), 1u);
+
+    // Fresh client connections reuse the pooled origin connections too: at most one per
+    // worker thread (the config has two).
+    for (int i = 0; i < 4; ++i) {
+        auto r = http_get(port_, "/hello");
+        ASSERT_EQ(r.status, 200u) << r.error;
+    }
+    EXPECT_LE(origin_.connections(), 2u);
+}
+
+TEST_F(Proxy, AnswersBadGatewayWhenTheOriginIsDown) {
+    start(proxy_config("http://127.0.0.1:" + std::to_string(free_port())));
+    auto r = http_get(port_, "/hello");
+    ASSERT_EQ(r.error, "");
+    EXPECT_EQ(r.status, 502u);
+}
+
+TEST_F(Proxy, AnswersGatewayTimeoutWhenTheOriginIsSlow) {
+    start_default();  // origin.timeout: 2s
+    auto r = http_get(port_, "/slow?ms=6000");
+    ASSERT_EQ(r.error, "");
+    EXPECT_EQ(r.status, 504u);
+}
+
+TEST_F(Proxy, RejectsAmbiguousFramingWithoutForwardingIt) {
+    start_default();
+    client_connection c(port_);
+    ASSERT_TRUE(c.connected());
+    ASSERT_TRUE(
+        c.write_raw("POST /echo HTTP/1.1\r\nHost: shop.test\r\n"
+                    "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    "5\r\nhello\r\n0\r\n\r\n"));
+    std::string reply = c.read_until_close(10s);
+    EXPECT_EQ(reply.rfind("HTTP/1.1 400", 0), 0u) << reply;
+    EXPECT_FALSE(origin_.saw_any_request());
+}
+
+TEST_F(Proxy, RejectsDifferingContentLengthsWithoutForwardingThem) {
+    start_default();
+    client_connection c(port_);
+    ASSERT_TRUE(c.connected());
+    ASSERT_TRUE(
+        c.write_raw("POST /echo HTTP/1.1\r\nHost: shop.test\r\n"
+                    "Content-Length: 5\r\nContent-Length: 6\r\n\r\nhello!"));
+    std::string reply = c.read_until_close(10s);
+    EXPECT_EQ(reply.rfind("HTTP/1.1 400", 0), 0u) << reply;
+    EXPECT_FALSE(origin_.saw_any_request());
+}
+
+TEST_F(Proxy, AnswersHeaderFieldsTooLargeForOversizedHeaders) {
+    start_default();  // limits.max_header_bytes: 8192
+    client_connection c(port_);
+    ASSERT_TRUE(c.connected());
+    ASSERT_TRUE(c.write_raw("GET /hello HTTP/1.1\r\nHost: shop.test\r\nX-Big: " +
+                            std::string(20000, 'b') + "\r\n\r\n"));
+    std::string reply = c.read_until_close(10s);
+    EXPECT_EQ(reply.rfind("HTTP/1.1 431", 0), 0u) << reply.substr(0, 200);
+    EXPECT_FALSE(origin_.saw_any_request());
+}
+
+TEST_F(Proxy, AnswersRequestTimeoutAndClosesWhenHeadersNeverFinish) {
+    start_default();  // limits.header_timeout: 1s
+    client_connection c(port_);
+    ASSERT_TRUE(c.connected());
+    ASSERT_TRUE(c.write_raw("GET /hello HTTP/1.1\r\nHost: shop.test\r\n"));
+    std::string reply = c.read_until_close(15s);
+    EXPECT_EQ(reply.rfind("HTTP/1.1 408", 0), 0u) << reply;
+    EXPECT_FALSE(origin_.saw_any_request());
+}
+
+// 100 MiB each way must stream: the daemon's memory may grow by far less than the body.
+constexpr std::uint64_t big_body = 100ull << 20;
+constexpr std::uint64_t rss_growth_bound_kib = 64 * 1024;
+
+TEST_F(Proxy, StreamsA100MiBUploadWithFlatMemory) {
+    start_default();
+    client_connection c(port_, 120s);
+    ASSERT_TRUE(c.connected());
+    ASSERT_EQ(c.get("/hello").status, 200u);  // warm up: pools, buffers
+    std::uint64_t base = proc().rss_kib();
+    ASSERT_GT(base, 0u);
+    std::uint64_t peak = base;
+    auto r = c.upload("/sink", big_body,
+                      [&](std::uint64_t) { peak = std::max(peak, proc().rss_kib()); });
+    ASSERT_EQ(r.error, "");
+    EXPECT_EQ(r.status, 200u);
+    EXPECT_EQ(r.body, std::to_string(big_body));
+    EXPECT_LT(peak - base, rss_growth_bound_kib) << "base " << base << " KiB, peak " << peak;
+}
+
+TEST_F(Proxy, StreamsA100MiBDownloadWithFlatMemory) {
+    start_default();
+    client_connection c(port_, 120s);
+    ASSERT_TRUE(c.connected());
+    ASSERT_EQ(c.get("/hello").status, 200u);
+    std::uint64_t base = proc().rss_kib();
+    ASSERT_GT(base, 0u);
+    std::uint64_t peak = base;
+    auto r = c.download("/bytes?n=" + std::to_string(big_body),
+                        [&](std::uint64_t) { peak = std::max(peak, proc().rss_kib()); });
+    ASSERT_EQ(r.error, "");
+    EXPECT_EQ(r.status, 200u);
+    EXPECT_EQ(r.body, std::to_string(big_body));
+    EXPECT_LT(peak - base, rss_growth_bound_kib) << "base " << base << " KiB, peak " << peak;
+}
+
+}  // namespace
+}  // namespace waitroom::test

@@ -1,0 +1,104 @@
+// Signals sent to a running waitroomd: reload on SIGHUP, drain and exit on SIGTERM/SIGINT.
+
+#include <csignal>
+#include <thread>
+
+#include "daemon_fixture.hpp"
+
+namespace waitroom::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+class Signals : public daemon_test {};
+
+// Polls until `pred` holds or `timeout` passes.
+template <class Pred>
+bool eventually(Pred pred, std::chrono::milliseconds timeout = 10s) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!pred()) {
+        if (std::chrono::steady_clock::now() >= deadline) {
+            return false;
+        }
+        std::this_thread::sleep_for(10ms);
+    }
+    return true;
+}
+
+TEST_F(Signals, ReloadWithABrokenFileKeepsServingWithTheOldConfig) {
+    start_default();
+    ASSERT_EQ(http_get(port_, "/hello").status, 200u);
+
+    dir_.write("config.yaml", "listen: [\"127.0.0.1:0\"\norigin: {url: 42, colour: blue}\n");
+    proc().send_signal(SIGHUP);
+    ASSERT_TRUE(proc().wait_for_output("keeping the previous configuration", 10s)) << output();
+
+    EXPECT_TRUE(proc().running());
+    auto r = http_get(port_, "/hello");
+    EXPECT_EQ(r.status, 200u) << r.error;
+    EXPECT_EQ(r.body, "hello, world\n");
+}
+
+TEST_F(Signals, ReloadWithAGoodFileAppliesIt) {
+    start_default();
+    ASSERT_EQ(http_get(port_, "/hello").status, 200u);
+
+    test_origin second;
+    dir_.write("config.yaml", proxy_config(second.url()));
+    proc().send_signal(SIGHUP);
+    ASSERT_TRUE(proc().wait_for_output("configuration reloaded", 10s)) << output();
+
+    auto r = http_get(port_, "/hello");
+    EXPECT_EQ(r.status, 200u) << r.error;
+    EXPECT_EQ(second.requests(), 1u);
+    EXPECT_EQ(origin_.requests(), 1u);
+}
+
+TEST_F(Signals, TerminateLetsAnInFlightSlowResponseFinishThenExitsCleanly) {
+    start_default();
+    client_connection c(port_);
+    ASSERT_TRUE(c.connected());
+    ASSERT_TRUE(c.write_raw("GET /slow?ms=1500 HTTP/1.1\r\nHost: shop.test\r\n\r\n"));
+    ASSERT_TRUE(eventually([&] { return origin_.requests() == 1; })) << output();
+
+    proc().send_signal(SIGTERM);
+    auto r = c.read_response();
+    EXPECT_EQ(r.error, "");
+    EXPECT_EQ(r.status, 200u);
+    EXPECT_EQ(r.body, "slow\n");
+
+    auto code = proc().wait_exit(15s);
+    ASSERT_TRUE(code.has_value()) << "still running after SIGTERM:\n" << output();
+    EXPECT_EQ(*code, 0) << output();
+}
+
+TEST_F(Signals, InterruptStopsAnIdleDaemonWithExitCodeZero) {
+    start_default();
+    proc().send_signal(SIGINT);
+    auto code = proc().wait_exit(15s);
+    ASSERT_TRUE(code.has_value()) << "still running after SIGINT:\n" << output();
+    EXPECT_EQ(*code, 0) << output();
+}
+
+TEST_F(Signals, TerminateStopsAcceptingWhileAnInFlightRequestFinishes) {
+    start_default();
+    client_connection c(port_);
+    ASSERT_TRUE(c.connected());
+    ASSERT_TRUE(c.write_raw("GET /slow?ms=1500 HTTP/1.1\r\nHost: shop.test\r\n\r\n"));
+    ASSERT_TRUE(eventually([&] { return origin_.requests() == 1; })) << output();
+
+    proc().send_signal(SIGTERM);
+    ASSERT_TRUE(proc().wait_for_output("draining", 5s)) << output();
+    // The listeners close while the slow response (1.5 s; origin.timeout is 2 s) is on its way.
+    EXPECT_TRUE(eventually([&] { return !wait_port_open(port_, 0ms); }, 2s));
+    EXPECT_TRUE(proc().running());
+
+    auto r = c.read_response();
+    EXPECT_EQ(r.status, 200u) << r.error;
+    auto code = proc().wait_exit(15s);
+    ASSERT_TRUE(code.has_value()) << output();
+    EXPECT_EQ(*code, 0);
+}
+
+}  // namespace
+}  // namespace waitroom::test
