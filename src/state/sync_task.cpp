@@ -1,6 +1,7 @@
 #include "waitroom/state/sync_task.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "waitroom/state/error.hpp"
 
@@ -30,6 +31,8 @@ void sync_task::set_engine(std::shared_ptr<const room::engine> e) {
 void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code)> done) {
     std::shared_ptr<const room::engine> eng;
     std::map<std::string, std::int64_t> releases;
+    std::map<std::string, std::int64_t> lapsed;   // rooms in a degraded episode → lapsed lease
+    std::map<std::string, std::int64_t> granted;  // same rooms → allowance put in their pool
     {
         std::lock_guard lock(mu_);
         if (in_flight_) {
@@ -47,6 +50,10 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
         in_flight_ = true;
         eng = engine_;
         releases.swap(pending_release_);
+        for (const auto& [id, ep] : episodes_by_room_) {
+            lapsed[id] = ep.lapsed;
+            granted[id] = ep.granted;
+        }
     }
 
     room::delta_set deltas = node_.take_deltas();
@@ -56,6 +63,7 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
     report.now_ms = now_ms;
     report.node_ttl_ms = opt_.node_ttl_ms;
     std::map<std::string, room::room_limits> limits;
+    std::vector<adjust> adj;
     for (const auto& r : eng->rooms()) {
         room_report rr;
         rr.room = r.id();
@@ -64,36 +72,72 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
             rr.deltas = std::move(it->second);
         }
         room::slot_pool& pool = node_.pool(r.id());
-        // An expired lease is given back whole: the store may have forgotten it already, and
-        // if not, this keeps its count of held slots right.
-        std::int64_t give_back =
-            rr.limits.needs_slots && !pool.expired(now_ms) ? releases[r.id()] : pool.available();
-        if (give_back > 0) {
-            rr.slots_returned = pool.take_up_to(give_back);
+        adjust a;
+        if (auto it = lapsed.find(r.id()); it != lapsed.end()) {
+            // Degraded: the pool holds only allowance, which the store never leased, so none
+            // of it goes back; the lease that lapsed does. The slots_used of allowance
+            // admissions must not lower the store's count of this node's held slots.
+            a.in_episode = true;
+            rr.slots_returned = it->second;
+            std::int64_t consumed = std::max<std::int64_t>(0, granted[r.id()] - pool.available());
+            a.cancelled_episode = std::min(consumed, rr.deltas.slots_used);
+            rr.deltas.slots_used -= a.cancelled_episode;
+        } else {
+            // An expired lease is given back whole: the store may have forgotten it already,
+            // and if not, this keeps its count of held slots right.
+            std::int64_t give_back = rr.limits.needs_slots && !pool.expired(now_ms)
+                                         ? releases[r.id()]
+                                         : pool.available();
+            if (give_back > 0) {
+                rr.slots_returned = pool.take_up_to(give_back);
+            }
+        }
+        {
+            std::lock_guard lock(mu_);
+            if (auto it = cancel_used_.find(r.id()); it != cancel_used_.end()) {
+                a.cancelled_pending = std::min(it->second, rr.deltas.slots_used);
+                rr.deltas.slots_used -= a.cancelled_pending;
+                it->second -= a.cancelled_pending;
+            }
         }
         limits[r.id()] = rr.limits;
         report.rooms.push_back(std::move(rr));
+        adj.push_back(a);
     }
     // Deltas of rooms removed by a reload are dropped with the room.
 
     std::vector<room_report> sent = report.rooms;  // kept to undo on failure
-    store_.sync(
-        std::move(report), [this, now_ms, limits = std::move(limits), sent = std::move(sent),
-                            done = std::move(done)](sync_result res) mutable {
-            on_synced(now_ms, std::move(limits), std::move(sent), std::move(res), std::move(done));
-        });
+    store_.sync(std::move(report),
+                [this, now_ms, limits = std::move(limits), sent = std::move(sent),
+                 adj = std::move(adj), done = std::move(done)](sync_result res) mutable {
+                    on_synced(now_ms, std::move(limits), std::move(sent), std::move(adj),
+                              std::move(res), std::move(done));
+                });
 }
 
 void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_limits> limits,
-                          std::vector<room_report> sent, sync_result res,
+                          std::vector<room_report> sent, std::vector<adjust> adj, sync_result res,
                           std::function<void(std::error_code)> done) {
     if (res.ec || res.rooms.size() != sent.size()) {
         // The store did not apply anything: keep the deltas for the next sync and the slots we
         // meant to return. The lease lapses by itself (slot_pool::expired) and is handed back
         // whole at the next successful sync, so the store's count of held slots stays right.
         room::delta_set back;
+        {
+            std::lock_guard lock(mu_);
+            for (std::size_t i = 0; i < sent.size(); ++i) {
+                auto& r = sent[i];
+                if (!adj[i].in_episode) {
+                    node_.pool(r.room).add(r.slots_returned);
+                }
+                r.deltas.slots_used += adj[i].cancelled_episode + adj[i].cancelled_pending;
+                if (adj[i].cancelled_pending > 0) {
+                    cancel_used_[r.room] += adj[i].cancelled_pending;
+                }
+            }
+        }
+        on_failed(now_ms, sent);
         for (auto& r : sent) {
-            node_.pool(r.room).add(r.slots_returned);
             back[r.room] = std::move(r.deltas);
         }
         node_.submit(back);
@@ -111,16 +155,58 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
     snap->as_of_ms = now_ms;
     std::map<std::string, std::int64_t> releases;
     std::map<std::string, std::int64_t> demand;
+    std::map<std::string, room::room_counts> known;
+    std::map<std::string, std::int64_t> holdback;  // room → slots kept out of the new lease
+    bool left_degraded = false;
+    {
+        std::lock_guard lock(mu_);
+        // The store has the deltas, including the admissions made while degraded. Allowance
+        // left in a pool is dropped: the store never leased it.
+        for (std::size_t i = 0; i < sent.size(); ++i) {
+            auto it = episodes_by_room_.find(sent[i].room);
+            if (!adj[i].in_episode || it == episodes_by_room_.end()) {
+                continue;
+            }
+            std::int64_t leftover = node_.pool(sent[i].room).take_up_to(it->second.granted);
+            std::int64_t consumed = std::max<std::int64_t>(0, it->second.granted - leftover);
+            degraded_admissions_ += static_cast<std::uint64_t>(consumed);
+            // Allowance admissions the report did not cover are still in some worker: the
+            // store does not know them yet. Like a leased slot used but not yet reported, they
+            // must count as held until their deltas arrive, so they come out of the new lease.
+            holdback[sent[i].room] = std::max<std::int64_t>(0, consumed - adj[i].cancelled_episode);
+            episodes_by_room_.erase(it);
+        }
+        // Rooms removed by a reload while degraded: their allowance simply goes.
+        for (auto& [id, ep] : episodes_by_room_) {
+            std::int64_t leftover = node_.pool(id).take_up_to(ep.granted);
+            degraded_admissions_ +=
+                static_cast<std::uint64_t>(std::max<std::int64_t>(0, ep.granted - leftover));
+        }
+        episodes_by_room_.clear();
+        left_degraded = degraded_since_ms_ != 0;
+        degraded_since_ms_ = 0;
+        consecutive_failures_ = 0;
+    }
     for (std::size_t i = 0; i < res.rooms.size(); ++i) {
         auto& g = res.rooms[i];
         room::slot_pool& pool = node_.pool(g.room);
         pool.add(g.granted);
+        if (auto it = holdback.find(g.room); it != holdback.end()) {
+            std::int64_t covered = pool.take_up_to(it->second);
+            if (covered < it->second) {
+                // A lease too small to cover them: their slots_used must not lower the count
+                // of slots the store believes held when they arrive.
+                std::lock_guard lock(mu_);
+                cancel_used_[g.room] += it->second - covered;
+            }
+        }
         pool.extend_until(now_ms + opt_.lease_ttl_ms);
         pool.suspend_top_ups_until(0);  // fresh state: a dry pool may ask again
         if (g.release > 0) {
             releases[g.room] = g.release;
         }
         demand[g.room] = sent[i].deltas.demand;
+        known[g.room] = g.counts;
         snap->rooms.emplace(g.room, room::room_state(std::move(g.counts), limits[g.room]));
     }
     node_.publish(std::move(snap));
@@ -131,15 +217,133 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
         ++syncs_;
         pending_release_ = std::move(releases);
         last_demand_ = std::move(demand);
+        last_known_ = std::move(known);
+    }
+    if (left_degraded) {
+        notify(false, now_ms);
     }
     if (done) {
         done({});
     }
 }
 
+void sync_task::on_failed(std::int64_t now_ms, const std::vector<room_report>& sent) {
+    bool entered = false;
+    {
+        std::lock_guard lock(mu_);
+        ++failed_syncs_;
+        ++consecutive_failures_;
+        if (now_ms - last_success_ms_ <= opt_.lease_ttl_ms) {
+            return;  // the lease is still good: the next sync may well succeed
+        }
+        if (degraded_since_ms_ == 0) {
+            degraded_since_ms_ = now_ms;
+            ++episodes_;
+            entered = true;
+        }
+        for (const auto& r : sent) {
+            room::slot_pool& pool = node_.pool(r.room);
+            auto [it, fresh] = episodes_by_room_.try_emplace(r.room);
+            episode& ep = it->second;
+            if (fresh) {
+                // The lease lapsed: keep it aside to hand back, and size the allowance from
+                // the last state the store gave. Without one the node knows nothing of the
+                // room (started while the store was down) and admits nobody new.
+                ep.lapsed = pool.take_up_to(pool.available());
+                ep.last_ms = now_ms - opt_.interval_ms;  // one interval's allowance at once
+                ep.share = 0;
+                auto known = last_known_.find(r.room);
+                if (opt_.degraded_allowance && known != last_known_.end()) {
+                    std::uint32_t nodes = 0;
+                    for (const auto& dc : known->second.datacenters) {
+                        nodes += dc.nodes;
+                    }
+                    ep.share = 1.0 / static_cast<double>(std::max<std::uint32_t>(1, nodes));
+                    std::int64_t own_admitted = 0;  // since the last success, not in `known`
+                    for (const auto& [w, n] : r.deltas.admitted.entries()) {
+                        own_admitted += n;
+                    }
+                    own_admitted = std::max<std::int64_t>(0, own_admitted);
+                    const auto free_active = std::max<std::int64_t>(
+                        0, r.limits.total_active_users - known->second.active);
+                    ep.budget = std::max<std::int64_t>(
+                        0, static_cast<std::int64_t>(ep.share * static_cast<double>(free_active)) -
+                               own_admitted);
+                    // The admissions of the sliding minute still count against the rate: the
+                    // allowance starts that far behind and catches up at the node's share.
+                    ep.credit =
+                        -ep.share * static_cast<double>(known->second.admitted_last_minute) -
+                        static_cast<double>(own_admitted);
+                }
+            }
+            refill(r.room, ep, r.limits, now_ms);
+        }
+    }
+    if (entered) {
+        notify(true, now_ms);
+    }
+}
+
+void sync_task::refill(const std::string& room_id, episode& ep, const room::room_limits& limits,
+                       std::int64_t now_ms) {
+    room::slot_pool& pool = node_.pool(room_id);
+    // Usable until the next refill is due; a node whose sync stopped altogether runs dry.
+    pool.extend_until(now_ms + opt_.lease_ttl_ms);
+    // The store is down: a dry pool queues the visitor instead of asking it for a top-up.
+    pool.suspend_top_ups_until(now_ms + opt_.interval_ms);
+    if (ep.share <= 0 || !limits.needs_slots) {
+        ep.last_ms = now_ms;
+        return;
+    }
+    const double span = static_cast<double>(std::max<std::int64_t>(1, limits.rate_span_ms));
+    const double rate = ep.share * static_cast<double>(limits.new_users_per_minute) / span;
+    const double depth = std::max(1.0, rate * static_cast<double>(opt_.interval_ms));
+    const std::int64_t in_pool = pool.available();
+    const double elapsed = static_cast<double>(std::max<std::int64_t>(0, now_ms - ep.last_ms));
+    ep.last_ms = now_ms;
+    // A token bucket one interval deep: an idle node does not save up a burst.
+    ep.credit =
+        std::min(ep.credit + rate * elapsed, std::max(0.0, depth - static_cast<double>(in_pool)));
+    std::int64_t add = std::min<std::int64_t>(
+        {static_cast<std::int64_t>(std::floor(std::max(0.0, ep.credit))),
+         std::max<std::int64_t>(0, static_cast<std::int64_t>(std::floor(depth)) - in_pool),
+         ep.budget});
+    if (add > 0) {
+        pool.add(add);
+        ep.credit -= static_cast<double>(add);
+        ep.budget -= add;
+        ep.granted += add;
+    }
+}
+
+void sync_task::notify(bool degraded, std::int64_t now_ms) {
+    std::function<void(bool, std::int64_t)> f;
+    {
+        std::lock_guard lock(mu_);
+        f = on_degraded_change_;
+    }
+    if (f) {
+        f(degraded, now_ms);
+    }
+}
+
 void sync_task::top_up(const std::string& room_id, std::int64_t now_ms,
                        std::function<void(bool)> done) {
     room::slot_pool& own = node_.pool(room_id);
+    bool in_degraded_mode = false;
+    {
+        std::lock_guard lock(mu_);
+        in_degraded_mode = degraded_since_ms_ != 0;
+    }
+    if (in_degraded_mode) {
+        // The store is down: the sync timer finds out when it is back. Asking it per request
+        // would tie the store's load to the request rate just when it is struggling.
+        own.suspend_top_ups_until(now_ms + opt_.interval_ms);
+        if (done) {
+            done(false);
+        }
+        return;
+    }
     if (own.expired(now_ms)) {
         // The lease itself lapsed (no sync for a while): renewing it is a whole sync, which
         // also settles the slots the store may have forgotten. Same single round trip.
@@ -219,6 +423,56 @@ std::uint64_t sync_task::syncs() const {
 std::uint64_t sync_task::top_ups() const {
     std::lock_guard lock(mu_);
     return top_ups_;
+}
+
+std::int64_t sync_task::degraded_since_ms() const {
+    std::lock_guard lock(mu_);
+    return degraded_since_ms_;
+}
+
+std::uint64_t sync_task::failed_syncs() const {
+    std::lock_guard lock(mu_);
+    return failed_syncs_;
+}
+
+std::uint64_t sync_task::consecutive_failures() const {
+    std::lock_guard lock(mu_);
+    return consecutive_failures_;
+}
+
+std::uint64_t sync_task::degraded_episodes() const {
+    std::lock_guard lock(mu_);
+    return episodes_;
+}
+
+std::uint64_t sync_task::degraded_admissions() const {
+    std::lock_guard lock(mu_);
+    std::uint64_t n = degraded_admissions_;
+    for (const auto& [id, ep] : episodes_by_room_) {
+        n += static_cast<std::uint64_t>(
+            std::max<std::int64_t>(0, ep.granted - node_.pool(id).available()));
+    }
+    return n;
+}
+
+degraded_room_info sync_task::degraded_room(const std::string& room_id) const {
+    std::lock_guard lock(mu_);
+    degraded_room_info info;
+    auto it = episodes_by_room_.find(room_id);
+    if (it == episodes_by_room_.end()) {
+        return info;
+    }
+    info.active = it->second.share > 0;
+    info.share = it->second.share;
+    info.budget = it->second.budget;
+    info.granted = it->second.granted;
+    info.returned = it->second.lapsed;
+    return info;
+}
+
+void sync_task::on_degraded_change(std::function<void(bool, std::int64_t)> f) {
+    std::lock_guard lock(mu_);
+    on_degraded_change_ = std::move(f);
 }
 
 }  // namespace waitroom::state

@@ -168,6 +168,7 @@ TEST(SyncTask, LapsedLeaseIsNotUsedAndGoesBackWhenTheStoreReturns) {
     deferred_store st;
     sync_options opt;
     opt.lease_ttl_ms = 2000;
+    opt.degraded_allowance = false;  // the lapsed lease alone (allowance: Degraded tests)
     sync_task sync(node, st, opt);
     sync.set_engine(eng);
     sync.run_once(t0);
@@ -271,6 +272,258 @@ TEST(SyncTimer, DrivesTheSyncTaskOnTheExecutor) {
     flusher.stop();
     ioc.restart();
     ioc.run();
+}
+
+// ---- degraded mode (DESIGN.md §4) ----------------------------------------------------------
+
+// The embedded store behind a switch that makes every call fail, inline (a Redis outage).
+class switchable_store final : public store {
+  public:
+    explicit switchable_store(local_store& inner) : inner_(inner) {}
+    void sync(node_report report, sync_handler done) override {
+        ++sync_calls;
+        if (down) {
+            sync_result r;
+            r.ec = errc::unavailable;
+            done(std::move(r));
+            return;
+        }
+        inner_.sync(std::move(report), std::move(done));
+    }
+    void top_up(top_up_request req, top_up_handler done) override {
+        ++top_up_calls;
+        if (down) {
+            top_up_result r;
+            r.ec = errc::unavailable;
+            done(r);
+            return;
+        }
+        inner_.top_up(std::move(req), std::move(done));
+    }
+    bool down = false;
+    int sync_calls = 0;
+    int top_up_calls = 0;
+
+  private:
+    local_store& inner_;
+};
+
+// Offers `n` new visitors at `now`; returns the admitted ones' cookies.
+std::vector<cookie::payload> offer(room::engine& e, room::worker_state& ws, sync_task& sync,
+                                   std::int64_t now, int n, room::rng& rng) {
+    std::vector<cookie::payload> admitted;
+    for (int i = 0; i < n; ++i) {
+        auto d = decide(e, ws, sync, now, rng);
+        if (d.what == room::action::admit) {
+            admitted.push_back(d.cookie);
+        }
+    }
+    return admitted;
+}
+
+// One sync interval of a node: its workers flush (flush_timer), then the sync runs.
+void tick(room::worker_state& ws, sync_task& sync, std::int64_t now) {
+    ws.flush();
+    sync.run_once(now);
+}
+
+TEST(Degraded, NodeKeepsAdmittingFromItsAllowanceButNoMoreThanItsShareEachInterval) {
+    auto eng = make_engine(1000, 600);  // 10 new visitors per second
+    room::node_state node;
+    local_store inner;
+    switchable_store st(inner);
+    sync_task sync(node, st, {});  // interval 1 s, lease TTL 2 s
+    sync.set_engine(eng);
+    room::worker_state w(node);
+    room::rng rng(7);
+    tick(w, sync, t0);
+    auto before = offer(*eng, w, sync, t0 + 100, 5, rng);
+    ASSERT_EQ(before.size(), 5u);
+    tick(w, sync, t0 + 500);
+
+    st.down = true;
+    tick(w, sync, t0 + 1500);  // the lease still holds: not degraded yet
+    EXPECT_FALSE(sync.degraded(t0 + 1500));
+    EXPECT_EQ(sync.degraded_since_ms(), 0);
+    std::int64_t degraded_total = 0;
+    for (int i = 0; i < 8; ++i) {
+        const std::int64_t now = t0 + 3000 + i * 1000;
+        tick(w, sync, now);
+        ASSERT_TRUE(sync.degraded(now));
+        ASSERT_NE(sync.degraded_since_ms(), 0);
+        auto got = offer(*eng, w, sync, now + 10, 50, rng);
+        // One node alone: its share is the whole limit, 600/min → 10 per 1 s interval.
+        EXPECT_LE(got.size(), 10u) << "interval " << i;
+        EXPECT_GT(got.size(), 0u) << "interval " << i;
+        degraded_total += static_cast<std::int64_t>(got.size());
+        // Visitors admitted before the outage keep passing, whatever the pool holds.
+        for (const auto& c : before) {
+            auto d = eng->decide(eng->rooms()[0], w, &c, now + 20, rng);
+            EXPECT_EQ(d.what, room::action::admit);
+        }
+    }
+    EXPECT_EQ(sync.degraded_room("shop").share, 1.0);
+    EXPECT_EQ(sync.degraded_admissions(), static_cast<std::uint64_t>(degraded_total));
+    // The dead store is asked once per interval (the sync), never per visitor.
+    EXPECT_EQ(st.top_up_calls, 0);
+    EXPECT_EQ(sync.failed_syncs(), 9u);
+}
+
+TEST(Degraded, AdmissionsWhileDegradedNeverExceedTheShareOfTheFreeActiveCapacity) {
+    auto eng = make_engine(20, 6000);  // the rate allows 100 per second: the active limit binds
+    room::node_state node;
+    local_store inner;
+    switchable_store st(inner);
+    sync_task sync(node, st, {});
+    sync.set_engine(eng);
+    room::worker_state w(node);
+    room::rng rng(3);
+    tick(w, sync, t0);
+    ASSERT_EQ(offer(*eng, w, sync, t0 + 100, 5, rng).size(), 5u);
+    tick(w, sync, t0 + 500);  // the store knows 5 active
+    ASSERT_EQ(node.snapshot()->find("shop")->counts().active, 5);
+    ASSERT_EQ(offer(*eng, w, sync, t0 + 600, 2, rng).size(), 2u);  // not reported yet
+
+    st.down = true;
+    tick(w, sync, t0 + 1500);  // fails, but the lease still holds
+    ASSERT_EQ(offer(*eng, w, sync, t0 + 1600, 3, rng).size(), 3u);
+    std::int64_t degraded_total = 0;
+    for (int i = 0; i < 120; ++i) {
+        const std::int64_t now = t0 + 3000 + i * 1000;
+        tick(w, sync, now);
+        ASSERT_TRUE(sync.degraded(now));
+        degraded_total += static_cast<std::int64_t>(offer(*eng, w, sync, now + 10, 50, rng).size());
+    }
+    // 20 − 5 known active − 5 admitted since from the lease: 10 at most, over two minutes of
+    // outage, though the rate would allow 100 a second.
+    EXPECT_EQ(sync.degraded_room("shop").share, 1.0);
+    EXPECT_GT(degraded_total, 0);
+    EXPECT_LE(degraded_total, 10);
+    EXPECT_EQ(sync.degraded_episodes(), 1u);
+}
+
+TEST(Degraded, StoreBackReceivesTheDegradedAdmissionsAndLeasesResume) {
+    auto eng = make_engine(1000, 600);
+    room::node_state node;
+    local_store inner;
+    switchable_store st(inner);
+    sync_task sync(node, st, {});
+    std::vector<std::pair<bool, std::int64_t>> changes;
+    sync.on_degraded_change([&](bool d, std::int64_t at) { changes.emplace_back(d, at); });
+    sync.set_engine(eng);
+    room::worker_state w(node);
+    room::rng rng(5);
+    tick(w, sync, t0);
+    ASSERT_EQ(offer(*eng, w, sync, t0 + 100, 4, rng).size(), 4u);
+    tick(w, sync, t0 + 500);
+
+    st.down = true;
+    std::int64_t degraded_total = 0;
+    for (int i = 0; i < 4; ++i) {
+        const std::int64_t now = t0 + 3000 + i * 1000;
+        tick(w, sync, now);
+        const int visitors = i < 3 ? 30 : 2;  // the last interval leaves allowance unused
+        degraded_total +=
+            static_cast<std::int64_t>(offer(*eng, w, sync, now + 10, visitors, rng).size());
+    }
+    ASSERT_GT(degraded_total, 0);
+    // Some admissions are still in the worker when the store returns: they arrive one sync later.
+    w.flush();
+    const auto late = offer(*eng, w, sync, t0 + 6900, 3, rng).size();
+    ASSERT_EQ(late, 3u);
+    degraded_total += static_cast<std::int64_t>(late);
+    const std::int64_t back = t0 + 7000;
+    st.down = false;
+    sync.run_once(back);
+    EXPECT_EQ(sync.degraded_since_ms(), 0);
+    EXPECT_FALSE(sync.degraded(back));
+    EXPECT_EQ(sync.consecutive_failures(), 0u);
+    w.flush();
+    sync.run_once(back + 1000);
+    const room::room_limits lim = eng->rooms()[0].limits_at(back + 1000);
+    auto counts = inner.counts("shop", lim, back + 1000);
+    EXPECT_EQ(counts.active, 4 + degraded_total);
+    EXPECT_EQ(counts.admitted_last_minute, 4 + degraded_total);
+    // Leasing resumed, and the store counts exactly the slots the node holds: the allowance it
+    // never leased did not lower its count, and the lapsed lease went back.
+    auto& pool = node.pool("shop");
+    EXPECT_GT(pool.available(), 0);
+    EXPECT_FALSE(pool.expired(back + 1000));
+    EXPECT_EQ(inner.held_total("shop"), pool.available());
+    EXPECT_LE(inner.held_total("shop") + counts.admitted_last_minute, 600);
+    // Admissions from the new lease keep the store's count exact too.
+    EXPECT_EQ(offer(*eng, w, sync, back + 1100, 5, rng).size(), 5u);
+    tick(w, sync, back + 2000);
+    EXPECT_EQ(inner.held_total("shop"), pool.available());
+    ASSERT_EQ(changes.size(), 2u);
+    EXPECT_TRUE(changes[0].first);
+    EXPECT_EQ(changes[0].second, t0 + 3000);
+    EXPECT_FALSE(changes[1].first);
+    EXPECT_EQ(changes[1].second, back);
+    EXPECT_EQ(sync.degraded_admissions(), static_cast<std::uint64_t>(degraded_total));
+}
+
+TEST(Degraded, TwoNodesInTheLastKnownStateEachGetHalf) {
+    auto eng = make_engine(40, 600);
+    local_store inner;
+    switchable_store st(inner);
+    room::node_state node_a, node_b;
+    sync_options oa, ob;
+    oa.node_id = "a";
+    ob.node_id = "b";
+    sync_task a(node_a, st, oa), b(node_b, st, ob);
+    a.set_engine(eng);
+    b.set_engine(eng);
+    room::worker_state wa(node_a), wb(node_b);
+    room::rng rng(11);
+    tick(wa, a, t0);
+    tick(wb, b, t0);
+    tick(wa, a, t0 + 500);  // a now sees both nodes
+    ASSERT_EQ(node_a.snapshot()->find("shop")->nodes(), 2u);
+
+    st.down = true;
+    std::int64_t total_a = 0, total_b = 0;
+    for (int i = 0; i < 60; ++i) {
+        const std::int64_t now = t0 + 3000 + i * 1000;
+        tick(wa, a, now);
+        tick(wb, b, now);
+        auto ga = offer(*eng, wa, a, now + 10, 50, rng).size();
+        auto gb = offer(*eng, wb, b, now + 10, 50, rng).size();
+        // Half of 600/min each: 5 per interval.
+        EXPECT_LE(ga, 5u);
+        EXPECT_LE(gb, 5u);
+        total_a += static_cast<std::int64_t>(ga);
+        total_b += static_cast<std::int64_t>(gb);
+    }
+    EXPECT_EQ(a.degraded_room("shop").share, 0.5);
+    EXPECT_EQ(b.degraded_room("shop").share, 0.5);
+    // Half of the 40 free each, so the two together stay within the room's limit.
+    EXPECT_EQ(total_a, 20);
+    EXPECT_EQ(total_b, 20);
+}
+
+TEST(Degraded, NodeStartedWhileTheStoreIsDownAdmitsNobodyNewAndDoesNotCrash) {
+    auto eng = make_engine(100, 600);
+    room::node_state node;
+    local_store inner;
+    switchable_store st(inner);
+    sync_task sync(node, st, {});
+    sync.set_engine(eng);
+    room::worker_state w(node);
+    room::rng rng(2);
+    st.down = true;
+    for (int i = 0; i < 5; ++i) {
+        const std::int64_t now = t0 + i * 1000;
+        tick(w, sync, now);
+        EXPECT_TRUE(offer(*eng, w, sync, now + 10, 20, rng).empty());
+    }
+    EXPECT_TRUE(sync.degraded(t0 + 4000));
+    EXPECT_FALSE(sync.degraded_room("shop").active);
+    // The store returns: the first sync leases and the node admits again.
+    st.down = false;
+    tick(w, sync, t0 + 5000);
+    EXPECT_EQ(sync.degraded_since_ms(), 0);
+    EXPECT_EQ(offer(*eng, w, sync, t0 + 5010, 1, rng).size(), 1u);
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 // pushes them to the store with its heartbeat, publishes the returned room state as a new
 // immutable snapshot and adds the granted lease to the node's slot pools. It also runs top-ups.
 // It creates no thread: server/ drives run_once (see sync_timer.hpp for an Asio driver).
+// When the store stays unreachable past the lease TTL it runs the degraded mode of DESIGN.md §4:
+// each room's pool is refilled from a small local allowance instead of a lease.
 
 #include <cstdint>
 #include <functional>
@@ -29,6 +31,17 @@ struct sync_options {
     std::int64_t top_up_retry_ms = 0;   // after a top-up granted nothing, none for this long
                                         // (0 for the local store; about interval for Redis)
     std::int64_t top_up_min = 1;        // smallest top-up asked for
+    bool degraded_allowance = true;     // degraded mode admits from a local allowance (false:
+                                        // it admits nobody new until the store returns)
+};
+
+// What degraded mode allows one room on this node, for metrics, logs and tests.
+struct degraded_room_info {
+    bool active = false;        // the room admits from an allowance right now
+    double share = 0;           // this node's share of the limits (1 / last known live nodes)
+    std::int64_t budget = 0;    // most new admissions this episode may still add to the pool
+    std::int64_t granted = 0;   // allowance slots put into the pool this episode
+    std::int64_t returned = 0;  // lapsed lease slots handed back when the store returns
 };
 
 // The options for a node from its config: node id and datacenter, the sync interval, and TTLs
@@ -58,9 +71,51 @@ class sync_task {
     std::uint64_t syncs() const;
     std::uint64_t top_ups() const;
 
+    // Degraded mode (DESIGN.md §4). An episode starts at the first failed sync past the lease
+    // TTL and ends with the next successful sync. Meanwhile each failed sync refills a room's
+    // pool from an allowance: share = 1 / live nodes in the last known state; about
+    // share × new_users_per_minute per minute (pool at most one interval's worth, starting behind
+    // by the share of the last known sliding minute); at most share × (total_active_users −
+    // last known active) − own admissions since that state, for the whole episode. A room never
+    // synced gets nothing. Admitted visitors never need a slot, so they keep passing.
+    // degraded_since_ms: 0 = not degraded.
+    std::int64_t degraded_since_ms() const;
+    // Syncs that failed, in total and since the last success (for the metric and /readyz).
+    std::uint64_t failed_syncs() const;
+    std::uint64_t consecutive_failures() const;
+    std::uint64_t degraded_episodes() const;
+    // Allowance slots handed out to visitors over the node's life (admissions made degraded).
+    std::uint64_t degraded_admissions() const;
+    degraded_room_info degraded_room(const std::string& room_id) const;
+    // Called once on entering degraded mode (true) and once on leaving it (false), with the
+    // sync's time, on the thread that completes the sync; never under a lock of this class.
+    // server/ logs its one warning and flips /readyz here.
+    void on_degraded_change(std::function<void(bool degraded, std::int64_t now_ms)> f);
+
   private:
+    // One room's degraded episode. The pool holds only allowance slots during it: the lapsed
+    // lease is taken out at the start and handed back to the store when it returns.
+    struct episode {
+        double share = 1;
+        double credit = 0;         // allowance earned and not yet put in the pool
+        std::int64_t budget = 0;   // allowance still allowed this episode (active limit)
+        std::int64_t granted = 0;  // allowance put into the pool
+        std::int64_t lapsed = 0;   // lease slots taken out of the pool at the start
+        std::int64_t last_ms = 0;  // last refill
+    };
+    // What a report changed that a failure must undo.
+    struct adjust {
+        std::int64_t cancelled_episode = 0;  // allowance slots_used removed from the report
+        std::int64_t cancelled_pending = 0;  // same, from cancel_used_
+        bool in_episode = false;
+    };
+
+    void on_failed(std::int64_t now_ms, const std::vector<room_report>& sent);
+    void refill(const std::string& room_id, episode& ep, const room::room_limits& limits,
+                std::int64_t now_ms);
+    void notify(bool degraded, std::int64_t now_ms);
     void on_synced(std::int64_t now_ms, std::map<std::string, room::room_limits> limits,
-                   std::vector<room_report> sent, sync_result res,
+                   std::vector<room_report> sent, std::vector<adjust> adj, sync_result res,
                    std::function<void(std::error_code)> done);
 
     room::node_state& node_;
@@ -76,6 +131,19 @@ class sync_task {
     std::map<std::string, std::int64_t> pending_release_;  // room → slots to give back
     std::map<std::string, std::int64_t> last_demand_;      // room → demand in the last interval
     std::map<std::string, std::vector<std::function<void(bool)>>> top_up_waiters_;
+
+    // Degraded mode.
+    std::int64_t degraded_since_ms_ = 0;
+    std::uint64_t failed_syncs_ = 0;
+    std::uint64_t consecutive_failures_ = 0;
+    std::uint64_t episodes_ = 0;
+    std::uint64_t degraded_admissions_ = 0;
+    std::map<std::string, episode> episodes_by_room_;
+    std::map<std::string, room::room_counts> last_known_;  // room → counts at the last success
+    // Allowance slots used whose slots_used must not lower the store's count of held slots
+    // (the store never leased them, and the new lease was too small to stand in for them).
+    std::map<std::string, std::int64_t> cancel_used_;
+    std::function<void(bool, std::int64_t)> on_degraded_change_;
 };
 
 }  // namespace waitroom::state

@@ -1,0 +1,413 @@
+#include "report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace waitroom::sim {
+
+namespace {
+
+// Counts of sorted times at or before t.
+std::int64_t upto(const std::vector<std::int64_t>& sorted, std::int64_t t) {
+    return std::upper_bound(sorted.begin(), sorted.end(), t) - sorted.begin();
+}
+
+double median(std::vector<double> v) {
+    if (v.empty()) {
+        return 0;
+    }
+    auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+    std::nth_element(v.begin(), mid, v.end());
+    double m = *mid;
+    if (v.size() % 2 == 0) {
+        m = (m + *std::max_element(v.begin(), mid)) / 2;
+    }
+    return m;
+}
+
+double quantile(std::vector<double> v, double q) {
+    if (v.empty()) {
+        return 0;
+    }
+    std::sort(v.begin(), v.end());
+    auto i = static_cast<std::size_t>(q * static_cast<double>(v.size() - 1));
+    return v[i];
+}
+
+// Ground truth over time: who holds a session, who waits, who was admitted when.
+struct truth {
+    std::vector<std::int64_t> admit_at, session_end, queue_from, queue_to;
+    std::vector<std::pair<std::int64_t, std::int64_t>> limits;  // per second
+
+    explicit truth(const sim_result& r) : limits(r.limits) {
+        for (const auto& v : r.visitors) {
+            if (v.admitted >= 0) {
+                admit_at.push_back(v.admitted);
+                session_end.push_back(v.session_end);
+            }
+            if (v.first_queued >= 0) {
+                queue_from.push_back(v.first_queued);
+                queue_to.push_back(v.admitted >= 0 ? v.admitted
+                                   : v.left >= 0   ? v.left
+                                                   : std::numeric_limits<std::int64_t>::max());
+            }
+        }
+        std::sort(admit_at.begin(), admit_at.end());
+        std::sort(session_end.begin(), session_end.end());
+        std::sort(queue_from.begin(), queue_from.end());
+        std::sort(queue_to.begin(), queue_to.end());
+    }
+    // A session is [admitted, session_end).
+    std::int64_t active(std::int64_t t) const { return upto(admit_at, t) - upto(session_end, t); }
+    // Admissions in the 60 s span ending at t: (t − 60 s, t].
+    std::int64_t admitted_60s(std::int64_t t) const {
+        return upto(admit_at, t) - upto(admit_at, t - 60'000);
+    }
+    // Waiting is [first queue page, admitted or gave up).
+    std::int64_t waiting(std::int64_t t) const {
+        return upto(queue_from, t) - upto(queue_to, t);
+    }
+    std::pair<double, double> limits_at(std::int64_t t) const {
+        if (limits.empty()) {
+            return {1, 1};
+        }
+        auto i = std::clamp<std::int64_t>(t / 1000, 0, static_cast<std::int64_t>(limits.size()) - 1);
+        const auto& l = limits[static_cast<std::size_t>(i)];
+        return {static_cast<double>(std::max<std::int64_t>(1, l.first)),
+                static_cast<double>(std::max<std::int64_t>(1, l.second))};
+    }
+};
+
+bool prequeueing(const scenario& s, std::int64_t t) {
+    return s.event && t >= s.event->prequeue_ms && t < s.event->start_ms;
+}
+
+// Binary indexed tree for counting inversions.
+class fenwick {
+  public:
+    explicit fenwick(std::size_t n) : t_(n + 1, 0) {}
+    void add(std::size_t i) {
+        for (++i; i < t_.size(); i += i & (~i + 1)) {
+            ++t_[i];
+        }
+    }
+    std::int64_t prefix(std::size_t i) const {  // count of indices < i
+        std::int64_t s = 0;
+        for (; i > 0; i -= i & (~i + 1)) {
+            s += t_[i];
+        }
+        return s;
+    }
+
+  private:
+    std::vector<std::int64_t> t_;
+};
+
+std::optional<double> fifo_inversions(const scenario& s, const sim_result& r) {
+    const std::int64_t W = s.windowing.window_ms;
+    std::vector<std::pair<std::int64_t, std::int64_t>> adm;  // (admitted, arrival window)
+    for (const auto& v : r.visitors) {
+        if (v.admitted < 0) {
+            continue;
+        }
+        std::int64_t w = v.arrival / W;
+        if (v.prequeued && s.event && s.event->shuffle_at_event_start) {
+            w = s.event->start_ms / W;  // shuffled on purpose: prequeued visitors tie
+        }
+        adm.emplace_back(v.admitted, w);
+    }
+    if (adm.size() < 2) {
+        return std::nullopt;
+    }
+    std::sort(adm.begin(), adm.end());
+    std::vector<std::int64_t> windows;
+    for (const auto& a : adm) {
+        windows.push_back(a.second);
+    }
+    std::sort(windows.begin(), windows.end());
+    windows.erase(std::unique(windows.begin(), windows.end()), windows.end());
+    auto index = [&](std::int64_t w) {
+        return static_cast<std::size_t>(std::lower_bound(windows.begin(), windows.end(), w) -
+                                        windows.begin());
+    };
+    fenwick bit(windows.size());
+    std::int64_t seen = 0;
+    double inversions = 0;
+    for (std::size_t i = 0; i < adm.size();) {
+        std::size_t j = i;
+        while (j < adm.size() && adm[j].first == adm[i].first) {
+            ++j;  // admitted at the same instant: no order between them
+        }
+        for (std::size_t k = i; k < j; ++k) {
+            inversions += static_cast<double>(seen - bit.prefix(index(adm[k].second) + 1));
+        }
+        for (std::size_t k = i; k < j; ++k) {
+            bit.add(index(adm[k].second));
+            ++seen;
+        }
+        i = j;
+    }
+    std::map<std::int64_t, double> per_window;
+    for (const auto& a : adm) {
+        per_window[a.second] += 1;
+    }
+    const double n = static_cast<double>(adm.size());
+    double pairs = n * (n - 1) / 2;
+    for (const auto& [w, k] : per_window) {
+        pairs -= k * (k - 1) / 2;
+    }
+    if (pairs <= 0) {
+        return std::nullopt;
+    }
+    return inversions / pairs;
+}
+
+std::string fmt_pct(std::optional<double> v, int digits = 2) {
+    if (!v) {
+        return "-";
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.*f%%", digits, *v * 100);
+    return buf;
+}
+
+std::string pad(const std::string& s, std::size_t w) {
+    return s.size() >= w ? s : std::string(w - s.size(), ' ') + s;
+}
+
+nlohmann::json opt(std::optional<double> v) {
+    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
+metrics compute(const scenario& s, const sim_result& r) {
+    metrics m;
+    truth t(r);
+
+    double max_active = 0;
+    double max_rate = 0;
+    for (std::int64_t at : t.admit_at) {
+        auto [la, lr] = t.limits_at(at);
+        max_active = std::max(max_active, static_cast<double>(t.active(at)) / la);
+        max_rate = std::max(max_rate, static_cast<double>(t.admitted_60s(at)) / lr);
+    }
+    m.overshoot_active = max_active - 1;
+    m.overshoot_rate = max_rate - 1;
+
+    if (r.first_queue_ms >= 0) {
+        auto [la, lr] = t.limits_at(r.first_queue_ms);
+        m.queue_onset_utilization =
+            std::max(static_cast<double>(t.active(r.first_queue_ms)) / la,
+                     static_cast<double>(t.admitted_60s(r.first_queue_ms)) / lr);
+    }
+
+    double idle_sum = 0;
+    std::int64_t idle_n = 0;
+    for (std::int64_t now = 0; now < s.duration_ms; now += 1000) {
+        std::int64_t waiting = t.waiting(now);
+        m.max_queue = std::max(m.max_queue, waiting);
+        if (waiting == 0 || prequeueing(s, now)) {
+            continue;
+        }
+        auto [la, lr] = t.limits_at(now);
+        double free = std::min((la - static_cast<double>(t.active(now))) / la,
+                               (lr - static_cast<double>(t.admitted_60s(now))) / lr);
+        idle_sum += std::max(0.0, free);
+        ++idle_n;
+    }
+    if (idle_n > 0) {
+        m.idle_capacity_while_queued = idle_sum / static_cast<double>(idle_n);
+    }
+
+    m.fifo_inversions = fifo_inversions(s, r);
+
+    std::vector<double> errors, biases, waits;
+    for (const auto& v : r.visitors) {
+        ++m.arrivals;
+        m.admitted += v.admitted >= 0;
+        m.queued += v.first_queued >= 0;
+        m.rejected += v.rejected;
+        m.abandoned += v.left >= 0 && !v.rejected;
+        m.lost_sessions += v.lost_session;
+        m.still_waiting += v.first_queued >= 0 && v.admitted < 0 && v.left < 0;
+        if (v.first_queued >= 0 && v.admitted >= 0) {
+            const double actual = static_cast<double>(v.admitted - v.first_queued);
+            waits.push_back(actual / 1000);
+            if (v.estimate_ms >= 0 && actual > 0) {
+                const double est = static_cast<double>(v.estimate_ms);
+                errors.push_back(std::abs(est - actual) / actual);
+                biases.push_back((est - actual) / actual);
+            }
+        }
+    }
+    if (!errors.empty()) {
+        m.eta_error_median = median(errors);
+        m.eta_bias_median = median(biases);
+    }
+    m.wait_median_s = median(waits);
+    m.wait_p95_s = quantile(waits, 0.95);
+
+    const double minutes = static_cast<double>(s.duration_ms) / 60'000.0;
+    for (std::size_t i = 0; i < r.store_calls.size(); ++i) {
+        double c = static_cast<double>(r.store_calls[i]) / minutes;
+        m.store_calls_per_minute.push_back(c);
+        m.store_calls_per_node_minute = std::max(m.store_calls_per_node_minute, c);
+        m.top_ups += r.top_ups[i];
+    }
+    m.decisions = r.decisions;
+    return m;
+}
+
+nlohmann::json to_json(const scenario& s, const metrics& m) {
+    nlohmann::json j;
+    j["name"] = s.name;
+    j["description"] = s.description;
+    j["nodes"] = s.node_shares.size();
+    j["duration_s"] = s.duration_ms / 1000;
+    j["limits"] = {{"total_active_users", s.total_active_users},
+                   {"new_users_per_minute", s.new_users_per_minute}};
+    j["metrics"] = {
+        {"overshoot_active", m.overshoot_active},
+        {"overshoot_rate", m.overshoot_rate},
+        {"queue_onset_utilization", opt(m.queue_onset_utilization)},
+        {"idle_capacity_while_queued", opt(m.idle_capacity_while_queued)},
+        {"fifo_inversions", opt(m.fifo_inversions)},
+        {"eta_error_median", opt(m.eta_error_median)},
+        {"store_calls_per_node_minute", m.store_calls_per_node_minute},
+        {"store_calls_per_minute_by_node", m.store_calls_per_minute},
+    };
+    auto le = [](std::optional<double> v, double lim) {
+        return v ? nlohmann::json(*v <= lim) : nlohmann::json(nullptr);
+    };
+    j["targets_met"] = {
+        {"overshoot_active", m.overshoot_active <= targets::overshoot},
+        {"overshoot_rate", m.overshoot_rate <= targets::overshoot},
+        {"queue_onset_utilization",
+         m.queue_onset_utilization ? nlohmann::json(*m.queue_onset_utilization >= targets::onset)
+                                   : nlohmann::json(nullptr)},
+        {"idle_capacity_while_queued", le(m.idle_capacity_while_queued, targets::idle)},
+        {"fifo_inversions", le(m.fifo_inversions, targets::fifo)},
+        {"eta_error_median", le(m.eta_error_median, targets::eta)},
+    };
+    j["counts"] = {{"arrivals", m.arrivals},         {"admitted", m.admitted},
+                   {"queued", m.queued},             {"abandoned", m.abandoned},
+                   {"rejected", m.rejected},         {"still_waiting", m.still_waiting},
+                   {"lost_sessions", m.lost_sessions}, {"max_queue", m.max_queue},
+                   {"top_ups", m.top_ups},           {"decisions", m.decisions}};
+    j["waits"] = {{"median_s", m.wait_median_s},
+                  {"p95_s", m.wait_p95_s},
+                  {"eta_bias_median", opt(m.eta_bias_median)}};
+    return j;
+}
+
+nlohmann::json diagnostics(const sim_result& r) {
+    nlohmann::json j;
+    const auto& f = r.first_queue;
+    if (r.first_queue_ms >= 0) {
+        j["first_queue"] = {{"at_s", static_cast<double>(r.first_queue_ms) / 1000.0},
+                            {"node", f.node},
+                            {"pool_available", f.pool_available},
+                            {"store_held", f.store_held},
+                            {"store_capacity", f.store_capacity},
+                            {"pool_by_node", f.held_by_node}};
+    }
+    j["store_calls_by_node"] = r.store_calls;
+    j["top_ups_by_node"] = r.top_ups;
+    return j;
+}
+
+std::string table(const std::vector<std::pair<scenario, metrics>>& rows) {
+    std::ostringstream o;
+    const std::vector<std::pair<std::string, std::size_t>> cols = {
+        {"scenario", 18}, {"overshoot_act", 14}, {"overshoot_rate", 15}, {"onset", 9},
+        {"idle", 8},      {"fifo_inv", 9},       {"eta_err", 9},         {"calls/node/min", 15},
+        {"arrivals", 9},  {"admitted", 9},       {"queued", 7},          {"abandoned", 10},
+        {"max_queue", 10}, {"wait_p50_s", 11}};
+    for (std::size_t i = 0; i < cols.size(); ++i) {
+        o << (i == 0 ? cols[i].first + std::string(cols[i].second - cols[i].first.size(), ' ')
+                     : pad(cols[i].first, cols[i].second));
+    }
+    o << '\n';
+    auto mark = [](std::string v, bool miss) { return miss ? v + "*" : v + " "; };
+    for (const auto& [s, m] : rows) {
+        std::string name = s.name.size() > 17 ? s.name.substr(0, 17) : s.name;
+        o << name << std::string(18 - name.size(), ' ');
+        o << pad(mark(fmt_pct(m.overshoot_active), m.overshoot_active > targets::overshoot), 14);
+        o << pad(mark(fmt_pct(m.overshoot_rate), m.overshoot_rate > targets::overshoot), 15);
+        o << pad(mark(fmt_pct(m.queue_onset_utilization, 1),
+                      m.queue_onset_utilization && *m.queue_onset_utilization < targets::onset),
+                 9);
+        o << pad(mark(fmt_pct(m.idle_capacity_while_queued, 1),
+                      m.idle_capacity_while_queued &&
+                          *m.idle_capacity_while_queued > targets::idle),
+                 8);
+        o << pad(mark(fmt_pct(m.fifo_inversions, 2),
+                      m.fifo_inversions && *m.fifo_inversions > targets::fifo),
+                 9);
+        o << pad(mark(fmt_pct(m.eta_error_median, 0),
+                      m.eta_error_median && *m.eta_error_median > targets::eta),
+                 9);
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.1f", m.store_calls_per_node_minute);
+        o << pad(buf, 15);
+        o << pad(std::to_string(m.arrivals), 9) << pad(std::to_string(m.admitted), 9)
+          << pad(std::to_string(m.queued), 7) << pad(std::to_string(m.abandoned), 10)
+          << pad(std::to_string(m.max_queue), 10);
+        std::snprintf(buf, sizeof buf, "%.0f", m.wait_median_s);
+        o << pad(buf, 11) << '\n';
+    }
+    o << "targets: overshoot <= 1%, onset >= 97%, idle <= 3%, fifo_inv <= 0.5%, eta_err <= 25%;"
+         " * = missed, - = not applicable\n";
+    return o.str();
+}
+
+std::string plot(const scenario& s, const sim_result& r, const std::string& dir) {
+    truth t(r);
+    const std::string base = dir + "/" + s.name;
+    {
+        std::ofstream tsv(base + ".tsv");
+        tsv << "# minute\tactive\tlimit_active\twaiting\tadmitted_60s\tlimit_rate\t"
+               "store_active\tstore_waiting\n";
+        for (const auto& sample : r.store_view) {
+            auto [la, lr] = t.limits_at(sample.t);
+            tsv << static_cast<double>(sample.t) / 60'000.0 << '\t' << t.active(sample.t) << '\t'
+                << la << '\t' << t.waiting(sample.t) << '\t' << t.admitted_60s(sample.t) << '\t'
+                << lr << '\t' << sample.active << '\t' << sample.waiting << '\n';
+        }
+    }
+    {
+        std::ofstream gp(base + ".gp");
+        gp << "set terminal pngcairo size 1200,800 noenhanced\n"
+           << "set output '" << base << ".png'\n"
+           << "set multiplot layout 2,1 title '" << s.name << ": " << s.description << "'\n"
+           << "set grid\nset key outside right\nset xlabel 'minute'\n"
+           << "set ylabel 'active users'\n"
+           << "plot '" << base << ".tsv' using 1:2 with lines lw 2 title 'active (truth)', "
+           << "'' using 1:3 with lines dt 2 lw 2 title 'total_active_users', "
+           << "'' using 1:7 with lines title 'active (store)'\n"
+           << "set ylabel 'visitors'\n"
+           << "plot '" << base << ".tsv' using 1:4 with lines lw 2 title 'queue length (truth)', "
+           << "'' using 1:8 with lines title 'queue length (store)', "
+           << "'' using 1:5 with lines lw 2 title 'admitted in last 60 s', "
+           << "'' using 1:6 with lines dt 2 lw 2 title 'new_users_per_minute'\n"
+           << "unset multiplot\n";
+    }
+    std::string cmd = "gnuplot '" + base + ".gp' 2>/dev/null";
+    if (std::system(cmd.c_str()) != 0) {
+        // pngcairo may be missing from gnuplot-nox builds: fall back to the plain png terminal.
+        std::string fallback = "sed -i 's/^set terminal pngcairo/set terminal png/' '" + base +
+                               ".gp' && gnuplot '" + base + ".gp' 2>/dev/null";
+        if (std::system(fallback.c_str()) != 0) {
+            return "";
+        }
+    }
+    return base + ".png";
+}
+
+}  // namespace waitroom::sim

@@ -1,0 +1,85 @@
+#pragma once
+// A simulator scenario (issue 6): the room, the nodes and their store, and the visitors, all in
+// virtual time relative to the start of the run. Built in by name or loaded from YAML.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "waitroom/config/config.hpp"
+#include "waitroom/room/limits.hpp"
+
+namespace waitroom::sim {
+
+// Arrival rate over time: (ms since start, visitors per minute), linear between points, the
+// last value held after the last point.
+struct arrival_curve {
+    std::vector<std::pair<std::int64_t, double>> points;
+
+    double rate_at(std::int64_t t_ms) const;  // visitors per minute
+    double peak() const;
+};
+
+struct outage {
+    std::int64_t start_ms = 0;  // since the start of the run
+    std::int64_t length_ms = 0;
+};
+
+// An event of the room, times relative to the start of the run.
+struct event_spec {
+    std::int64_t prequeue_ms = 0;
+    std::int64_t start_ms = 0;
+    std::int64_t end_ms = 0;
+    std::optional<std::uint32_t> total_active_users;
+    std::optional<std::uint32_t> new_users_per_minute;
+    bool shuffle_at_event_start = false;
+};
+
+struct scenario {
+    std::string name;
+    std::string description;
+    std::int64_t duration_ms = 3'600'000;
+    std::uint64_t seed = 1;
+    bool plot = false;  // write the active/queue plot next to the report
+
+    // The room (the five setup fields plus what the engine reads).
+    std::uint32_t total_active_users = 2000;
+    std::uint32_t new_users_per_minute = 200;
+    std::int64_t session_ms = 300'000;
+    std::int64_t refresh_ms = 20'000;
+    bool disable_session_renewal = false;
+    config::queueing_method method = config::queueing_method::fifo;
+    std::optional<event_spec> event;
+    room::windowing windowing;
+
+    // Nodes and the store between them.
+    std::vector<double> node_shares{1.0};  // traffic share of each node (normalised)
+    int workers_per_node = 2;
+    bool sticky = true;                    // false: every request picks a node by share
+    std::int64_t sync_interval_ms = 1'000;
+    std::int64_t sync_delay_ms = 0;        // round trip of a store call
+    std::int64_t store_timeout_ms = 500;   // a call during an outage fails after this long
+    std::int64_t top_up_retry_ms = -1;     // -1: as the daemon (0 local, interval networked)
+    std::int64_t top_up_min = 1;           // sync_options::top_up_min: smallest top-up asked for
+    std::vector<outage> outages;
+
+    // Visitors.
+    arrival_curve arrivals;
+    std::int64_t browse_mean_ms = 120'000;  // admission to last page view, uniform 0..2×mean
+    std::int64_t page_interval_ms = 30'000;
+    double abandon_share = 0.0;             // share of queued visitors who give up
+    std::int64_t patience_mean_ms = 180'000;  // how long they wait first (exponential)
+    bool adaptive_refresh = true;           // honour the decision's Refresh (else refresh_ms)
+};
+
+// The scenarios of issue 6, run when none is named.
+std::vector<std::string> builtin_names();
+// The issue's scenarios plus the two short smoke scenarios ("smoke-quiet", "smoke-spike").
+std::optional<scenario> builtin(const std::string& name);
+
+// Loads a scenario file; on error returns nullopt and sets `error` ("file: what").
+std::optional<scenario> load_scenario(const std::string& path, std::string& error);
+
+}  // namespace waitroom::sim

@@ -1,0 +1,433 @@
+#include "simulator.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <queue>
+#include <random>
+#include <string>
+
+#include "waitroom/room/engine.hpp"
+#include "waitroom/state/error.hpp"
+#include "waitroom/state/local_store.hpp"
+#include "waitroom/state/sync_task.hpp"
+
+namespace waitroom::sim {
+
+namespace {
+
+// Virtual time starts on a minute boundary (as the unit tests' clock does) so windows line up
+// with the scenario's minutes.
+constexpr std::int64_t epoch_ms = 1'800'000'000'000 - 1'800'000'000'000 % 60'000;
+constexpr std::int64_t warmup_ms = 10'000;
+
+// A discrete-event loop in virtual milliseconds: events at the same instant run in the order
+// they were scheduled.
+class event_loop {
+  public:
+    std::int64_t now() const { return now_; }
+    void at(std::int64_t t, std::function<void()> f) {
+        q_.push(item{std::max(t, now_), seq_++, std::move(f)});
+    }
+    void run_until(std::int64_t end) {
+        while (!q_.empty() && q_.top().t <= end) {
+            item it = std::move(const_cast<item&>(q_.top()));
+            q_.pop();
+            now_ = it.t;
+            it.fn();
+        }
+        now_ = end;
+    }
+
+  private:
+    struct item {
+        std::int64_t t;
+        std::uint64_t seq;
+        std::function<void()> fn;
+        bool operator>(const item& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+    };
+    std::priority_queue<item, std::vector<item>, std::greater<item>> q_;
+    std::int64_t now_ = epoch_ms - warmup_ms;
+    std::uint64_t seq_ = 0;
+};
+
+// One node's link to the shared store: a call reaches the store after half the round trip and
+// its answer comes back after the whole one; during an outage the call fails after the store
+// timeout. The store itself is the real local_store, so leases and counts are the real ones.
+class link_store final : public state::store {
+  public:
+    link_store(event_loop& loop, state::local_store& inner, const scenario& s,
+               std::int64_t& calls)
+        : loop_(loop), inner_(inner), s_(s), calls_(calls) {}
+
+    void sync(state::node_report report, sync_handler done) override {
+        ++calls_;
+        const std::int64_t sent = loop_.now();
+        loop_.at(sent + s_.sync_delay_ms / 2, [this, sent, report = std::move(report),
+                                               done = std::move(done)]() mutable {
+            if (down(loop_.now())) {
+                fail_later(sent, [done]() {
+                    state::sync_result r;
+                    r.ec = state::errc::unavailable;
+                    done(std::move(r));
+                });
+                return;
+            }
+            report.now_ms = loop_.now();  // the store's clock
+            state::sync_result res;
+            inner_.sync(std::move(report), [&res](state::sync_result r) { res = std::move(r); });
+            loop_.at(sent + s_.sync_delay_ms,
+                     [done = std::move(done), res = std::move(res)]() mutable {
+                         done(std::move(res));
+                     });
+        });
+    }
+
+    void top_up(state::top_up_request req, top_up_handler done) override {
+        ++calls_;
+        const std::int64_t sent = loop_.now();
+        loop_.at(sent + s_.sync_delay_ms / 2,
+                 [this, sent, req = std::move(req), done = std::move(done)]() mutable {
+                     if (down(loop_.now())) {
+                         fail_later(sent, [done]() {
+                             state::top_up_result r;
+                             r.ec = state::errc::unavailable;
+                             done(r);
+                         });
+                         return;
+                     }
+                     req.now_ms = loop_.now();
+                     state::top_up_result res;
+                     inner_.top_up(std::move(req), [&res](state::top_up_result r) { res = r; });
+                     loop_.at(sent + s_.sync_delay_ms, [done = std::move(done), res]() {
+                         done(res);
+                     });
+                 });
+    }
+
+  private:
+    bool down(std::int64_t t) const {
+        const std::int64_t rel = t - epoch_ms;
+        for (const auto& o : s_.outages) {
+            if (rel >= o.start_ms && rel < o.start_ms + o.length_ms) {
+                return true;
+            }
+        }
+        return false;
+    }
+    void fail_later(std::int64_t sent, std::function<void()> f) {
+        loop_.at(sent + std::max(s_.sync_delay_ms, s_.store_timeout_ms), std::move(f));
+    }
+
+    event_loop& loop_;
+    state::local_store& inner_;
+    const scenario& s_;
+    std::int64_t& calls_;
+};
+
+struct node {
+    room::node_state state;
+    std::unique_ptr<link_store> link;
+    std::unique_ptr<state::sync_task> sync;
+    std::vector<std::unique_ptr<room::worker_state>> workers;
+};
+
+// What a visitor's browser holds between requests, beside the record.
+struct visitor_state {
+    std::optional<cookie::payload> cookie;
+    int node = 0;                    // the sticky node (first request's node when spreading)
+    std::int64_t give_up_at = -1;    // absolute ms; -1 = waits forever
+    std::int64_t pages_left = 0;     // page views still to make once admitted
+};
+
+class simulation {
+  public:
+    explicit simulation(const scenario& s) : s_(s), rng_(s.seed), visitors_rng_(s.seed * 7919 + 1) {
+        auto cfg = std::make_shared<config::config>();
+        config::room r;
+        r.id = "sim";
+        r.name = s.name;
+        r.path = "/";
+        r.total_active_users = s.total_active_users;
+        r.new_users_per_minute = s.new_users_per_minute;
+        r.session_duration = std::chrono::milliseconds{s.session_ms};
+        r.refresh_interval = std::chrono::milliseconds{s.refresh_ms};
+        r.disable_session_renewal = s.disable_session_renewal;
+        r.method = s.method;
+        if (s.event) {
+            config::event ev;
+            ev.name = "event";
+            auto tp = [](std::int64_t rel) {
+                return config::time_point{std::chrono::milliseconds{epoch_ms + rel}};
+            };
+            ev.prequeue_start_time = tp(s.event->prequeue_ms);
+            ev.event_start_time = tp(s.event->start_ms);
+            ev.event_end_time = tp(s.event->end_ms);
+            ev.total_active_users = s.event->total_active_users;
+            ev.new_users_per_minute = s.event->new_users_per_minute;
+            ev.shuffle_at_event_start = s.event->shuffle_at_event_start;
+            r.events.push_back(ev);
+        }
+        cfg->rooms.push_back(r);
+        engine_ = std::make_shared<room::engine>(cfg, s.windowing);
+        room_ = &engine_->rooms().front();
+
+        double total = 0;
+        for (double x : s.node_shares) {
+            total += std::max(0.0, x);
+        }
+        for (double x : s.node_shares) {
+            shares_.push_back(total > 0 ? std::max(0.0, x) / total : 1.0);
+        }
+        out_.store_calls.assign(shares_.size(), 0);
+        out_.top_ups.assign(shares_.size(), 0);
+        for (std::size_t i = 0; i < shares_.size(); ++i) {
+            auto n = std::make_unique<node>();
+            n->link = std::make_unique<link_store>(loop_, store_, s_, out_.store_calls[i]);
+            state::sync_options o;
+            o.node_id = "node-" + std::to_string(i);
+            o.interval_ms = s.sync_interval_ms;
+            o.node_ttl_ms = 3 * s.sync_interval_ms;
+            o.lease_ttl_ms = 2 * s.sync_interval_ms;
+            o.top_up_retry_ms = s.top_up_retry_ms >= 0 ? s.top_up_retry_ms
+                                : s.sync_delay_ms > 0 ? s.sync_interval_ms
+                                                      : 0;
+            o.top_up_min = s.top_up_min;
+            n->sync = std::make_unique<state::sync_task>(n->state, *n->link, o);
+            n->sync->set_engine(engine_);
+            for (int w = 0; w < std::max(1, s.workers_per_node); ++w) {
+                n->workers.push_back(std::make_unique<room::worker_state>(n->state));
+            }
+            nodes_.push_back(std::move(n));
+        }
+    }
+
+    sim_result run() {
+        const std::int64_t end = epoch_ms + s_.duration_ms;
+        std::uniform_int_distribution<std::int64_t> phase(0, s_.sync_interval_ms - 1);
+        // The nodes have been up for a while when the first visitor comes (a gateway is started
+        // before traffic reaches it): their start-up (the first node to sync leases the whole
+        // room until the others show up) is not part of the measurement.
+        const std::int64_t boot = epoch_ms - warmup_ms;
+        for (std::size_t n = 0; n < nodes_.size(); ++n) {
+            loop_.at(boot + phase(visitors_rng_), [this, n]() { sync_tick(n); });
+            for (std::size_t w = 0; w < nodes_[n]->workers.size(); ++w) {
+                loop_.at(boot + phase(visitors_rng_), [this, n, w]() { flush_tick(n, w); });
+            }
+        }
+        loop_.at(epoch_ms, [this]() { sample_tick(); });
+        schedule_arrivals();
+        loop_.run_until(end);
+        return std::move(out_);
+    }
+
+  private:
+    void sync_tick(std::size_t n) {
+        nodes_[n]->sync->run_once(loop_.now());
+        loop_.at(loop_.now() + s_.sync_interval_ms, [this, n]() { sync_tick(n); });
+    }
+    // Each worker hands its deltas over on its own timer (state::flush_timer), not in step with
+    // the sync: the store sees a worker's admissions up to one interval late.
+    void flush_tick(std::size_t n, std::size_t w) {
+        nodes_[n]->workers[w]->flush();
+        loop_.at(loop_.now() + s_.sync_interval_ms, [this, n, w]() { flush_tick(n, w); });
+    }
+    void sample_tick() {
+        const std::int64_t now = loop_.now();
+        room::room_limits l = room_->limits_at(now);
+        auto c = store_.counts(room_->id(), l, now);
+        std::int64_t waiting = 0;
+        for (const auto& [b, k] : c.waiting) {
+            waiting += k;
+        }
+        out_.store_view.push_back({now - epoch_ms, c.active, waiting, c.held});
+        out_.limits.emplace_back(l.total_active_users, l.new_users_per_minute);
+        loop_.at(now + 1000, [this]() { sample_tick(); });
+    }
+
+    void schedule_arrivals() {
+        // Poisson arrivals with a time-varying rate, by thinning a process at the peak rate.
+        const double peak = s_.arrivals.peak();
+        if (peak <= 0) {
+            return;
+        }
+        std::exponential_distribution<double> gap(peak / 60'000.0);
+        std::uniform_real_distribution<double> u(0.0, 1.0);
+        std::exponential_distribution<double> patience(1.0 / std::max<double>(1, s_.patience_mean_ms));
+        std::discrete_distribution<int> pick(shares_.begin(), shares_.end());
+        double t = 0;
+        while (true) {
+            t += gap(visitors_rng_);
+            if (t >= static_cast<double>(s_.duration_ms)) {
+                break;
+            }
+            const auto rel = static_cast<std::int64_t>(t);
+            if (u(visitors_rng_) * peak > s_.arrivals.rate_at(rel)) {
+                continue;
+            }
+            visitor_record rec;
+            rec.arrival = rel;
+            visitor_state v;
+            v.node = pick(visitors_rng_);
+            if (u(visitors_rng_) < s_.abandon_share) {
+                v.give_up_at =
+                    epoch_ms + rel + static_cast<std::int64_t>(patience(visitors_rng_));
+            }
+            if (s_.event) {
+                rec.prequeued = rel >= s_.event->prequeue_ms && rel < s_.event->start_ms;
+            }
+            const std::size_t id = visitors_.size();
+            visitors_.push_back(std::move(v));
+            out_.visitors.push_back(rec);
+            loop_.at(epoch_ms + rel, [this, id]() { request(id); });
+        }
+    }
+
+    int pick_node() {
+        std::discrete_distribution<int> pick(shares_.begin(), shares_.end());
+        return pick(visitors_rng_);
+    }
+
+    void request(std::size_t id) {
+        const int n = s_.sticky ? visitors_[id].node : pick_node();
+        std::uniform_int_distribution<int> w(0, static_cast<int>(nodes_[n]->workers.size()) - 1);
+        decide(id, n, w(visitors_rng_), room::attempt::first);
+    }
+
+    void decide(std::size_t id, int n, int w, room::attempt at) {
+        visitor_state& v = visitors_[id];
+        const std::int64_t now = loop_.now();
+        ++out_.decisions;
+        const cookie::payload* c = v.cookie ? &*v.cookie : nullptr;
+        room::decision d = engine_->decide(*room_, *nodes_[n]->workers[w], c, now, rng_, at);
+        if (d.what == room::action::wait_for_slots) {
+            // As the gateway does: one asynchronous top-up, then the same request again.
+            ++out_.top_ups[n];
+            nodes_[n]->sync->top_up(room_->id(), now, [this, id, n, w](bool) {
+                loop_.at(loop_.now(),
+                         [this, id, n, w]() { decide(id, n, w, room::attempt::after_top_up); });
+            });
+            return;
+        }
+        if (d.cookie_changed) {
+            v.cookie = d.cookie;
+        }
+        visitor_record& rec = out_.visitors[id];
+        const std::int64_t rel = now - epoch_ms;
+        switch (d.what) {
+            case room::action::admit:
+                on_admit(id, rel);
+                break;
+            case room::action::queue:
+                on_queue(id, n, rel, d);
+                break;
+            case room::action::reject:
+                if (rec.first_queued >= 0) {
+                    --waiting_now_;
+                }
+                rec.rejected = true;
+                rec.left = rel;
+                break;
+            case room::action::pass:
+            case room::action::wait_for_slots:
+                break;
+        }
+    }
+
+    void on_admit(std::size_t id, std::int64_t rel) {
+        visitor_state& v = visitors_[id];
+        visitor_record& rec = out_.visitors[id];
+        if (rec.admitted < 0) {
+            if (rec.first_queued >= 0) {
+                --waiting_now_;
+            }
+            rec.admitted = rel;
+            std::uniform_real_distribution<double> browse(0.0, 2.0 * static_cast<double>(s_.browse_mean_ms));
+            auto pages = static_cast<std::int64_t>(browse(visitors_rng_)) / s_.page_interval_ms;
+            if (s_.disable_session_renewal) {
+                pages = std::min(pages, (s_.session_ms - 1) / s_.page_interval_ms);
+            }
+            v.pages_left = pages;
+            rec.session_end = s_.disable_session_renewal
+                                  ? rel + s_.session_ms
+                                  : rel + pages * s_.page_interval_ms + s_.session_ms;
+        } else {
+            --v.pages_left;
+        }
+        if (v.pages_left > 0) {
+            loop_.at(loop_.now() + s_.page_interval_ms, [this, id]() { request(id); });
+        }
+    }
+
+    void on_queue(std::size_t id, int n, std::int64_t rel, const room::decision& d) {
+        visitor_state& v = visitors_[id];
+        visitor_record& rec = out_.visitors[id];
+        const std::int64_t now = loop_.now();
+        if (rec.admitted >= 0) {
+            rec.lost_session = true;  // the room forgot a live session: the visitor is gone
+            return;
+        }
+        if (rec.first_queued < 0) {
+            // Queueing starts when a visitor is queued while nobody truly waits (a queue left
+            // over from an event's prequeue is not an onset).
+            if (out_.first_queue_ms < 0 && waiting_now_ == 0 && !d.page.is_event_prequeueing &&
+                !d.page.queue_all) {
+                out_.first_queue_ms = rel;
+                record_first_queue(n);
+            }
+            ++waiting_now_;
+            rec.first_queued = rel;
+            if (d.page.wait_time_known) {
+                rec.estimate_ms = d.page.wait_time * 60'000;
+            }
+        }
+        const std::int64_t next =
+            now + (s_.adaptive_refresh ? d.refresh_seconds * 1000 : s_.refresh_ms);
+        if (v.give_up_at >= 0 && next > v.give_up_at) {
+            rec.left = std::max(now, v.give_up_at) - epoch_ms;
+            --waiting_now_;
+            return;
+        }
+        loop_.at(next, [this, id]() { request(id); });
+    }
+
+    void record_first_queue(int n) {
+        const std::int64_t now = loop_.now();
+        room::room_limits l = room_->limits_at(now);
+        auto c = store_.counts(room_->id(), l, now);
+        auto& f = out_.first_queue;
+        f.node = n;
+        f.pool_available = nodes_[n]->state.pool(room_->id()).available();
+        f.store_held = c.held;
+        f.store_capacity = std::max<std::int64_t>(
+            0, std::min(l.total_active_users - c.active,
+                        l.new_users_per_minute - c.admitted_last_minute));
+        for (auto& nd : nodes_) {
+            f.held_by_node.push_back(nd->state.pool(room_->id()).available());
+        }
+    }
+
+    const scenario& s_;
+    event_loop loop_;
+    state::local_store store_;
+    std::shared_ptr<room::engine> engine_;
+    const room::compiled_room* room_ = nullptr;
+    std::vector<double> shares_;
+    std::vector<std::unique_ptr<node>> nodes_;
+    std::vector<visitor_state> visitors_;
+    room::rng rng_;
+    std::mt19937_64 visitors_rng_;
+    sim_result out_;
+    std::int64_t waiting_now_ = 0;  // visitors queued and neither admitted nor gone
+};
+
+}  // namespace
+
+sim_result run(const scenario& s) {
+    simulation sim(s);
+    return sim.run();
+}
+
+}  // namespace waitroom::sim

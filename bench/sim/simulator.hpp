@@ -1,0 +1,57 @@
+#pragma once
+// The simulator of issue 6: N nodes, each with its own node_state, workers and sync_task, share
+// one local_store through a link with a round-trip delay and outages, all in virtual time. It
+// drives the real room engine with simulated visitors and keeps its own record of every visitor
+// (the ground truth the metrics are computed from).
+
+#include <cstdint>
+#include <vector>
+
+#include "scenario.hpp"
+
+namespace waitroom::sim {
+
+// What the simulator knows for certain about one visitor (ms since the start of the run; -1 =
+// never).
+struct visitor_record {
+    std::int64_t arrival = 0;
+    std::int64_t first_queued = -1;  // first queue page
+    std::int64_t admitted = -1;
+    std::int64_t session_end = -1;   // last page view + session_duration (the product's session)
+    std::int64_t left = -1;          // gave up waiting, or was rejected
+    std::int64_t estimate_ms = -1;   // wait estimate on the first queue page (waitTime)
+    bool prequeued = false;          // arrived while the event was prequeueing
+    bool rejected = false;
+    bool lost_session = false;       // queued again while its session should still hold
+};
+
+// The room's own view, sampled once a second from the store (for the plot).
+struct store_sample {
+    std::int64_t t = 0;
+    std::int64_t active = 0;
+    std::int64_t waiting = 0;
+    std::int64_t held = 0;
+};
+
+struct sim_result {
+    std::vector<visitor_record> visitors;
+    std::int64_t first_queue_ms = -1;  // first visitor queued while nobody waited (not prequeue)
+    // Why the first visitor was queued: the node, what its pool held, and the store's view then.
+    struct first_queue_info {
+        int node = -1;
+        std::int64_t pool_available = 0;
+        std::int64_t store_held = 0;      // slots leased to all nodes and not used
+        std::int64_t store_capacity = 0;  // min(total − active, per-minute − admitted), store
+        std::vector<std::int64_t> held_by_node;  // slots in each node's pool
+    } first_queue;
+    std::vector<std::int64_t> store_calls;  // per node: syncs + top-ups sent to the store
+    std::vector<std::int64_t> top_ups;      // per node
+    std::int64_t decisions = 0;
+    std::vector<store_sample> store_view;
+    // Limits in force, sampled each second: (total_active_users, new_users_per_minute).
+    std::vector<std::pair<std::int64_t, std::int64_t>> limits;
+};
+
+sim_result run(const scenario& s);
+
+}  // namespace waitroom::sim

@@ -1,0 +1,152 @@
+// Smoke test of the accuracy simulator (issue 6): two short scenarios through the real room/
+// and state/ code, metrics computed from the simulator's own record of visitors, and the shape
+// of the JSON report. The full run is bench/README.md's business, not CI's.
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "report.hpp"
+#include "scenario.hpp"
+#include "simulator.hpp"
+
+namespace waitroom::sim {
+namespace {
+
+TEST(Simulator, TrafficFarBelowTheLimitsQueuesNobodyAndNeverOvershoots) {
+    auto s = builtin("smoke-quiet");
+    ASSERT_TRUE(s);
+    sim_result r = run(*s);
+    metrics m = compute(*s, r);
+    EXPECT_GT(m.arrivals, 100);
+    EXPECT_EQ(m.admitted, m.arrivals);
+    EXPECT_EQ(m.queued, 0);
+    EXPECT_EQ(m.lost_sessions, 0);
+    EXPECT_EQ(m.max_queue, 0);
+    EXPECT_LT(m.overshoot_active, 0.0);
+    EXPECT_LT(m.overshoot_rate, 0.0);
+    EXPECT_FALSE(m.queue_onset_utilization);
+    EXPECT_FALSE(m.idle_capacity_while_queued);
+    EXPECT_FALSE(m.eta_error_median);
+    // One sync per second and no top-up needed: the store load does not follow the traffic.
+    EXPECT_NEAR(m.store_calls_per_node_minute, 60.0, 2.0);
+}
+
+TEST(Simulator, SmallSpikeReportsEveryMetricWithinSaneBounds) {
+    auto s = builtin("smoke-spike");
+    ASSERT_TRUE(s);
+    sim_result r = run(*s);
+    metrics m = compute(*s, r);
+    EXPECT_GT(m.queued, 0);
+    EXPECT_EQ(m.lost_sessions, 0);
+    EXPECT_LE(m.overshoot_active, 0.05);
+    EXPECT_LE(m.overshoot_rate, 0.05);
+    EXPECT_GE(m.overshoot_rate, -0.05);  // the spike does fill the per-minute limit
+    ASSERT_TRUE(m.queue_onset_utilization);
+    EXPECT_GT(*m.queue_onset_utilization, 0.0);
+    EXPECT_LE(*m.queue_onset_utilization, 1.05);
+    ASSERT_TRUE(m.idle_capacity_while_queued);
+    EXPECT_GE(*m.idle_capacity_while_queued, 0.0);
+    EXPECT_LT(*m.idle_capacity_while_queued, 0.5);
+    ASSERT_TRUE(m.fifo_inversions);
+    EXPECT_LT(*m.fifo_inversions, 0.05);
+    ASSERT_TRUE(m.eta_error_median);
+    EXPECT_GE(*m.eta_error_median, 0.0);
+    ASSERT_EQ(m.store_calls_per_minute.size(), 2u);
+
+    nlohmann::json j = to_json(*s, m);
+    EXPECT_EQ(j.at("name"), "smoke-spike");
+    for (const char* k : {"overshoot_active", "overshoot_rate", "queue_onset_utilization",
+                          "idle_capacity_while_queued", "fifo_inversions", "eta_error_median",
+                          "store_calls_per_node_minute"}) {
+        ASSERT_TRUE(j.at("metrics").contains(k)) << k;
+        EXPECT_TRUE(j.at("metrics").at(k).is_number()) << k;
+    }
+    for (const char* k : {"overshoot_active", "overshoot_rate", "queue_onset_utilization",
+                          "idle_capacity_while_queued", "fifo_inversions", "eta_error_median"}) {
+        EXPECT_TRUE(j.at("targets_met").at(k).is_boolean()) << k;
+    }
+    EXPECT_EQ(j.at("counts").at("arrivals"), m.arrivals);
+    EXPECT_NE(table({{*s, m}}).find("smoke-spike"), std::string::npos);
+}
+
+// A hand-made record with known answers: the metrics read the record, not the room.
+TEST(Simulator, MetricsAreComputedFromTheVisitorRecords) {
+    scenario s;
+    s.name = "by-hand";
+    s.duration_ms = 120'000;
+    sim_result r;
+    r.limits.assign(120, {2, 10});
+    r.store_calls = {120};
+    r.top_ups = {0};
+    auto admitted = [](std::int64_t arrival, std::int64_t at, std::int64_t end) {
+        visitor_record v;
+        v.arrival = arrival;
+        v.admitted = at;
+        v.session_end = end;
+        return v;
+    };
+    r.visitors.push_back(admitted(0, 0, 100'000));
+    r.visitors.push_back(admitted(1'000, 1'000, 100'000));
+    // Arrived in a later window than the next one, queued, admitted before it: one inversion.
+    visitor_record late = admitted(25'000, 30'000, 100'000);
+    late.first_queued = 25'000;
+    late.estimate_ms = 10'000;  // waited 5 s, told 10 s: error 100%
+    r.visitors.push_back(late);
+    visitor_record early = admitted(12'000, 40'000, 100'000);
+    early.first_queued = 12'000;
+    early.estimate_ms = 28'000;  // waited 28 s exactly
+    r.visitors.push_back(early);
+    r.first_queue_ms = 12'000;
+
+    metrics m = compute(s, r);
+    EXPECT_DOUBLE_EQ(m.overshoot_active, 1.0);  // 4 sessions at once against a limit of 2
+    EXPECT_DOUBLE_EQ(m.overshoot_rate, -0.6);   // 4 admissions in a minute against 10
+    ASSERT_TRUE(m.queue_onset_utilization);
+    EXPECT_DOUBLE_EQ(*m.queue_onset_utilization, 1.0);  // 2 of 2 active at 12 s
+    ASSERT_TRUE(m.fifo_inversions);
+    // Windows 0,0,2,1 admitted in that order: pairs in different windows = 5, inverted = 1.
+    EXPECT_DOUBLE_EQ(*m.fifo_inversions, 0.2);
+    ASSERT_TRUE(m.eta_error_median);
+    EXPECT_DOUBLE_EQ(*m.eta_error_median, 0.5);  // median of 0 and 1
+    EXPECT_DOUBLE_EQ(m.store_calls_per_node_minute, 60.0);
+    ASSERT_TRUE(m.idle_capacity_while_queued);
+    EXPECT_DOUBLE_EQ(*m.idle_capacity_while_queued, 0.0);  // someone waits only while full
+}
+
+TEST(Simulator, LoadsAScenarioFromYamlAndNamesAnUnknownKey) {
+    const std::string path = ::testing::TempDir() + "sim_scenario_test.yaml";
+    std::ofstream(path) << R"(name: from-yaml
+duration: 5m
+room: {total_active_users: 300, new_users_per_minute: 60, session_duration: 2m}
+nodes: {shares: [70, 20, 5, 5], load_balancer: spread, sync_delay: 20ms}
+outages: [{start: 2m, length: 30s}]
+visitors:
+  arrivals: {shape: spike, base: 10, peak: 600, at: 1m, length: 1m}
+  abandon_share: 0.3
+)";
+    std::string err;
+    auto s = load_scenario(path, err);
+    ASSERT_TRUE(s) << err;
+    EXPECT_EQ(s->name, "from-yaml");
+    EXPECT_EQ(s->duration_ms, 300'000);
+    EXPECT_EQ(s->total_active_users, 300u);
+    EXPECT_EQ(s->session_ms, 120'000);
+    EXPECT_EQ(s->node_shares.size(), 4u);
+    EXPECT_FALSE(s->sticky);
+    EXPECT_EQ(s->sync_delay_ms, 20);
+    ASSERT_EQ(s->outages.size(), 1u);
+    EXPECT_EQ(s->outages[0].length_ms, 30'000);
+    EXPECT_DOUBLE_EQ(s->arrivals.rate_at(90'000), 600.0);
+    EXPECT_DOUBLE_EQ(s->arrivals.rate_at(150'000), 10.0);
+    EXPECT_DOUBLE_EQ(s->abandon_share, 0.3);
+
+    std::ofstream(path) << "name: bad\nroom: {total_active_user: 3}\n";
+    EXPECT_FALSE(load_scenario(path, err));
+    EXPECT_NE(err.find("room.total_active_user: unknown key"), std::string::npos) << err;
+    std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace waitroom::sim
