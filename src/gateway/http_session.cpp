@@ -71,6 +71,31 @@ const char* reason_text(unsigned status) {
     }
 }
 
+// The metric label of a failed origin exchange (`connecting`: no connection was made).
+metrics::origin_error origin_error_kind(const error_code& ec, bool connecting) {
+    if (ec == beast::error::timeout) {
+        return metrics::origin_error::timeout;
+    }
+    if (ec.category() == asio::error::get_ssl_category() ||
+        ec.category() == asio::ssl::error::get_stream_category()) {
+        return metrics::origin_error::tls;
+    }
+    if (connecting) {
+        return metrics::origin_error::connect;
+    }
+    if (ec == http::error::end_of_stream || ec == http::error::partial_message) {
+        return metrics::origin_error::reset;
+    }
+    if (ec.category() == http::make_error_code(http::error::bad_target).category()) {
+        return metrics::origin_error::protocol;
+    }
+    if (ec == asio::error::connection_refused || ec == asio::error::host_unreachable ||
+        ec == asio::error::network_unreachable || ec == asio::error::host_not_found) {
+        return metrics::origin_error::connect;
+    }
+    return metrics::origin_error::reset;
+}
+
 }  // namespace
 
 template <class Stream>
@@ -92,6 +117,9 @@ http_session<Stream>::http_session(std::shared_ptr<worker_state> state, tcp::soc
     info_.tls = is_tls;
     info_.worker = state_->index;
     state_->session_opened(this);
+    if (auto* m = state_->ctx->metrics()) {
+        m->client_connections().add(state_->index, 1);
+    }
 }
 
 template <class Stream>
@@ -100,6 +128,9 @@ http_session<Stream>::~http_session() {
         state_->pool->release(std::move(origin_), false);
     }
     state_->session_closed(this);
+    if (auto* m = state_->ctx->metrics()) {
+        m->client_connections().sub(state_->index, 1);
+    }
 }
 
 template <class Stream>
@@ -223,6 +254,7 @@ void http_session<Stream>::on_read_header(error_code ec, std::size_t) {
     busy_ = true;
     started_ = std::chrono::steady_clock::now();
     bytes_sent_ = 0;
+    filter_ = {};  // the access log must not show the previous request's room
     const auto& req = parser_->get();
     if (auto problem = request_problem(req.base()); !problem.empty()) {
         spdlog::debug("gateway: 400 from {}: {}", info_.client_ip, problem);
@@ -290,8 +322,15 @@ void http_session<Stream>::on_origin(error_code ec, std::shared_ptr<origin_conne
         }
         return;
     }
+    auto* m = state_->ctx->metrics();
     if (ec) {
+        if (m != nullptr) {
+            m->origin_errors(origin_error_kind(ec, true)).inc(state_->index);
+        }
         return send_error(502, "origin unreachable", request_has_body_);
+    }
+    if (m != nullptr) {
+        (c->requests_served > 0 ? m->origin_reused() : m->origin_opened()).inc(state_->index);
     }
     origin_ = std::move(c);
     out_req_.body().data = nullptr;
@@ -588,6 +627,9 @@ void http_session<Stream>::origin_failed(error_code ec, bool before_response) {
         retried_ = true;
         return do_forward(true);
     }
+    if (auto* m = state_->ctx->metrics()) {
+        m->origin_errors(origin_error_kind(ec, false)).inc(state_->index);
+    }
     if (ec == beast::error::timeout && before_response) {
         return send_error(504, "origin timed out", request_has_body_ && !parser_->is_done());
     }
@@ -645,6 +687,12 @@ void http_session<Stream>::on_write_memory_response(bool close, error_code ec, s
 
 template <class Stream>
 void http_session<Stream>::log_request(unsigned status) {
+    if (auto* m = state_->ctx->metrics()) {
+        m->requests(metrics::status_class_of(status)).inc(state_->index);
+        m->request_latency().observe(
+            state_->index,
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
+    }
     const auto* log = state_->ctx->access_log();
     if (log == nullptr || !parser_) {
         return;
@@ -660,6 +708,8 @@ void http_session<Stream>::log_request(unsigned status) {
     r.duration = std::chrono::duration_cast<std::chrono::microseconds>(
         std::chrono::steady_clock::now() - started_);
     r.unix_ms = util::unix_ms(state_->ctx->clock().now());
+    r.room = filter_.room;
+    r.decision = filter_.decision;
     log->write(r);
 }
 

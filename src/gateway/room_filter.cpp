@@ -37,10 +37,37 @@ private:
 
 std::string_view view_of(boost::beast::string_view s) { return {s.data(), s.size()}; }
 
+// The metric handles of each room of `rt`, by room index (empty without metrics). Takes the
+// metric set's lock: only at construction and on reload, never per request.
+std::vector<const metrics::room_metrics*> resolve_metrics(metrics::metric_set* m,
+                                                          const room_runtime& rt) {
+    std::vector<const metrics::room_metrics*> out;
+    if (m != nullptr) {
+        for (const auto& r : rt.engine->rooms()) {
+            out.push_back(&m->room(r.id()));
+        }
+    }
+    return out;
+}
+
+const char* decision_name(room::action a) {
+    switch (a) {
+        case room::action::admit:
+            return "admit";
+        case room::action::queue:
+            return "queue";
+        case room::action::reject:
+            return "reject";
+        default:
+            return "pass";
+    }
+}
+
 }  // namespace
 
 room_runtime::build_result room_runtime::build(config::snapshot cfg,
-                                               std::shared_ptr<const cookie::key_ring> keys) {
+                                               std::shared_ptr<const cookie::key_ring> keys,
+                                               std::shared_ptr<room::room_overrides> overrides) {
     build_result out;
     auto pages = page_templates::load(*cfg);
     if (!pages.ok()) {
@@ -48,7 +75,7 @@ room_runtime::build_result room_runtime::build(config::snapshot cfg,
         return out;
     }
     auto rt = std::make_shared<room_runtime>();
-    rt->engine = std::make_shared<const room::engine>(cfg);
+    rt->engine = std::make_shared<const room::engine>(cfg, room::windowing{}, std::move(overrides));
     rt->keys = std::move(keys);
     rt->templates = std::move(pages.templates);
     for (const auto& r : cfg->rooms) {
@@ -77,6 +104,7 @@ struct room_filter::per_worker {
     room::rng random;
     boost::asio::any_io_executor executor;
     unsigned index = 0;
+    std::vector<const metrics::room_metrics*> room_metrics;  // by room index of `runtime`
 };
 
 // What on_response needs to know about an admitted request.
@@ -91,11 +119,13 @@ struct room_filter::admitted_context {
 
 room_filter::room_filter(std::shared_ptr<const room_runtime> runtime, room::node_state& node,
                          state::sync_task& sync, const util::clock& clock,
-                         std::vector<boost::asio::any_io_executor> executors)
-    : node_(node), sync_(sync), clock_(clock), runtime_(runtime) {
+                         std::vector<boost::asio::any_io_executor> executors,
+                         metrics::metric_set* metrics)
+    : node_(node), sync_(sync), clock_(clock), metrics_(metrics), runtime_(runtime) {
     for (unsigned i = 0; i < executors.size(); ++i) {
         workers_.push_back(std::make_unique<per_worker>(node_, runtime, executors[i]));
         workers_.back()->index = i;
+        workers_.back()->room_metrics = resolve_metrics(metrics_, *runtime);
     }
 }
 
@@ -119,6 +149,7 @@ room_filter::per_worker& room_filter::worker(unsigned index) {
     if (gen != w.generation) {
         w.runtime = runtime_.load(std::memory_order_acquire);
         w.renderer.set_templates(w.runtime->templates);
+        w.room_metrics = resolve_metrics(metrics_, *w.runtime);
         w.generation = gen;
     }
     return w;
@@ -143,7 +174,16 @@ void room_filter::on_request(const http::request_header<>& req, const request_in
 
     auto routed = eng.route(view);
     if (routed.what == room::action::pass || routed.room == nullptr) {
-        done(filter_result::pass());
+        auto r = filter_result::pass();
+        r.decision = "pass";
+        if (routed.room != nullptr && routed.reason == room::pass_reason::bypassed) {
+            r.room = routed.room->id();
+            r.decision = "bypass";
+            if (routed.room->index() < w.room_metrics.size()) {
+                w.room_metrics[routed.room->index()]->bypassed.inc(w.index);
+            }
+        }
+        done(std::move(r));
         return;
     }
     const room::compiled_room& room = *routed.room;
@@ -166,7 +206,7 @@ void room_filter::on_request(const http::request_header<>& req, const request_in
     const std::int64_t now_ms = util::unix_ms(clock_.now());
     auto d = eng.decide(room, w.ws, visitor ? &*visitor : nullptr, now_ms, w.random);
     if (d.what != room::action::wait_for_slots) {
-        apply(w, rt, d, visitor_tls, wants_json, done);
+        apply(w, rt, d, visitor ? &*visitor : nullptr, visitor_tls, wants_json, done);
         return;
     }
 
@@ -183,18 +223,25 @@ void room_filter::on_request(const http::request_header<>& req, const request_in
                 auto again = rt->engine->decide(room, w.ws, visitor ? &*visitor : nullptr,
                                                 util::unix_ms(clock_.now()), w.random,
                                                 room::attempt::after_top_up);
-                apply(w, rt, again, visitor_tls, wants_json, done);
+                apply(w, rt, again, visitor ? &*visitor : nullptr, visitor_tls, wants_json,
+                      done);
             });
         });
 }
 
 void room_filter::apply(per_worker& w, const std::shared_ptr<const room_runtime>& rt,
-                        const room::decision& d, bool visitor_tls, bool wants_json,
-                        completion& done) {
+                        const room::decision& d, const cookie::payload* visitor,
+                        bool visitor_tls, bool wants_json, completion& done) {
     if (d.what == room::action::pass || d.room == nullptr) {
-        done(filter_result::pass());
+        auto r = filter_result::pass();
+        r.decision = "pass";
+        if (d.room != nullptr) {
+            r.room = d.room->id();
+        }
+        done(std::move(r));
         return;
     }
+    count(w, d, visitor);
     const room::compiled_room& room = *d.room;
     const config::room& rc = room.config();
 
@@ -219,6 +266,8 @@ void room_filter::apply(per_worker& w, const std::shared_ptr<const room_runtime>
         ctx->visitor_tls = visitor_tls;
         ctx->worker = w.index;
         r.context = std::move(ctx);
+        r.room = room.id();
+        r.decision = "admit";
         done(std::move(r));
         return;
     }
@@ -248,7 +297,42 @@ void room_filter::apply(per_worker& w, const std::shared_ptr<const room_runtime>
     if (!set_cookie.empty()) {
         headers.emplace_back("Set-Cookie", std::move(set_cookie));
     }
-    done(filter_result::respond(rc.queueing_status_code, std::move(headers), *body));
+    auto r = filter_result::respond(rc.queueing_status_code, std::move(headers), *body);
+    r.room = room.id();
+    r.decision = decision_name(d.what);
+    done(std::move(r));
+}
+
+void room_filter::count(per_worker& w, const room::decision& d, const cookie::payload* visitor) {
+    if (d.room == nullptr || d.room->index() >= w.room_metrics.size()) {
+        return;
+    }
+    const metrics::room_metrics& m = *w.room_metrics[d.room->index()];
+    const unsigned slot = w.index;
+    // The decision keeps a live session's accepted_at and a queued visitor's ticket; anything
+    // else is a new admission, a new place in the queue, or the end of a session.
+    const bool had_session = visitor != nullptr && visitor->accepted_at > 0;
+    if (had_session && d.cookie.accepted_at != visitor->accepted_at) {
+        m.sessions_expired.inc(slot);
+    }
+    switch (d.what) {
+        case room::action::admit:
+            if (visitor == nullptr || visitor->accepted_at != d.cookie.accepted_at) {
+                m.admitted.inc(slot);
+            }
+            break;
+        case room::action::queue:
+            if (visitor == nullptr || had_session || visitor->last_check_in == 0 ||
+                visitor->ticket != d.cookie.ticket) {
+                m.queued.inc(slot);
+            }
+            break;
+        case room::action::reject:
+            m.rejected.inc(slot);
+            break;
+        default:
+            break;
+    }
 }
 
 void room_filter::on_response(http::response_header<>& res, const std::shared_ptr<void>& context) {
@@ -266,6 +350,10 @@ void room_filter::on_response(http::response_header<>& res, const std::shared_pt
         per_worker& w = worker(c.worker);
         auto now_ms = util::unix_ms(clock_.now());
         auto p = c.runtime->engine->revoke(*c.room, w.ws, c.cookie, now_ms);
+        if (c.room->index() < w.room_metrics.size() &&
+            w.runtime->engine.get() == c.runtime->engine.get()) {
+            w.room_metrics[c.room->index()]->revoked.inc(c.worker);
+        }
         auto sealed = cookie::encode(*c.runtime->keys, p);
         if (sealed) {
             res.insert(http::field::set_cookie,

@@ -134,6 +134,12 @@ settings compiled_room::settings_at(const event_phase& ph) const {
             s.custom_page_html = &*ev->custom_page_html;
         }
     }
+    if (switches_ != nullptr) {
+        // An operator's run-time switch wins over the file and the event until a reload
+        // changes the file's value (room_overrides::reconcile).
+        s.queue_all = switches_->queue_all().value_or(s.queue_all);
+        s.suspended = switches_->suspended().value_or(s.suspended);
+    }
     return s;
 }
 
@@ -187,9 +193,10 @@ void worker_state::flush() {
 
 // ---- engine ----------------------------------------------------------------------------------
 
-engine::engine(config::snapshot cfg, windowing win)
+engine::engine(config::snapshot cfg, windowing win, std::shared_ptr<room_overrides> overrides)
     : cfg_(std::move(cfg)),
       win_(win),
+      overrides_(std::move(overrides)),
       generation_(next_generation.fetch_add(1, std::memory_order_relaxed)),
       router_(cfg_->rooms) {
     rooms_.resize(cfg_->rooms.size());
@@ -198,6 +205,9 @@ engine::engine(config::snapshot cfg, windowing win)
         rooms_[i].cfg_ = &cfg_->rooms[i];
         rooms_[i].bypass_ = bypass_matcher(cfg_->rooms[i].bypass);
         rooms_[i].win_ = win_;
+        if (overrides_) {
+            rooms_[i].switches_ = &overrides_->entry(cfg_->rooms[i].id);
+        }
     }
 }
 

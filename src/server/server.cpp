@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -15,9 +16,15 @@
 
 #include "endpoints.hpp"
 #include "waitroom/config/load.hpp"
+#include "waitroom/config/values.hpp"
 #include "waitroom/cookie/key_ring.hpp"
+#include "waitroom/gateway/admin_server.hpp"
+#include "waitroom/gateway/admin_token.hpp"
+#include "waitroom/gateway/metrics.hpp"
+#include "waitroom/gateway/room_admin_backend.hpp"
 #include "waitroom/gateway/room_filter.hpp"
 #include "waitroom/gateway/worker.hpp"
+#include "waitroom/room/overrides.hpp"
 #include "waitroom/room/room_state.hpp"
 #include "waitroom/state/local_store.hpp"
 #include "waitroom/state/redis_store.hpp"
@@ -124,11 +131,19 @@ struct server::impl {
     std::shared_ptr<gateway::room_filter> filter_;
     std::vector<std::unique_ptr<state::flush_timer>> flush_timers_;
 
+    // Operating it: metrics (one slot per worker, one for the control thread), the run-time
+    // room switches (the node's, so they survive reloads) and the admin listener on control_.
+    std::shared_ptr<gateway::metrics::metric_set> metrics_;
+    std::shared_ptr<room::room_overrides> overrides_ = std::make_shared<room::room_overrides>();
+    std::shared_ptr<gateway::room_admin_backend> admin_backend_;
+    std::unique_ptr<gateway::admin_server> admin_;
+
     impl(std::string path, config::snapshot cfg) : path_(std::move(path)) {
         ctx_ = std::make_shared<gateway::shared_context>(cfg, make_clock(*cfg));
     }
 
     ~impl() {
+        admin_.reset();
         stop_threads();
         flush_timers_.clear();
         sync_timer_.reset();
@@ -140,6 +155,7 @@ struct server::impl {
     }
 
     bool start_rooms(const config::snapshot& cfg);
+    bool start_admin(const config::config& cfg);
 
     int run();
     void wait_signal();
@@ -180,6 +196,8 @@ int server::impl::run() {
     for (unsigned i = 0; i < n; ++i) {
         iocs_.push_back(std::make_unique<asio::io_context>(1));
     }
+    metrics_ = std::make_shared<gateway::metrics::metric_set>(n + 1);
+    ctx_->set_metrics(metrics_);
     if (!start_rooms(cfg)) {
         return 1;
     }
@@ -200,6 +218,9 @@ int server::impl::run() {
     for (std::size_t i = 0; i < resolved.endpoints.size(); ++i) {
         spdlog::info("listening on {}",
                      listener_url(resolved.endpoints[i], cfg->listen[i].tls.has_value()));
+    }
+    if (!start_admin(*cfg)) {
+        return 1;
     }
     spdlog::info("waitroomd started: {} worker thread(s), origin {}, rooms: {}", n, cfg->origin.url,
                  room_ids(*cfg));
@@ -233,7 +254,7 @@ bool server::impl::start_rooms(const config::snapshot& cfg) {
         return false;
     }
     keys_ = ring.ring;
-    auto built = gateway::room_runtime::build(cfg, keys_);
+    auto built = gateway::room_runtime::build(cfg, keys_, overrides_);
     if (!built.runtime) {
         for (const auto& p : built.problems) {
             spdlog::error("{}", p.to_string());
@@ -254,6 +275,16 @@ bool server::impl::start_rooms(const config::snapshot& cfg) {
         spdlog::info("state store: local (embedded, one node)");
     }
     sync_ = std::make_unique<state::sync_task>(node_, *store_, opt);
+    // Degraded mode (DESIGN.md §4) is announced once when it starts and once when it ends;
+    // /readyz and the store_degraded metric read the same state from the sync task.
+    sync_->on_degraded_change([](bool degraded, std::int64_t) {
+        if (degraded) {
+            spdlog::warn("state store unreachable: degraded mode, admitting new visitors only "
+                         "from this node's local allowance; admitted visitors keep passing");
+        } else {
+            spdlog::info("state store reachable again: degraded mode over, leases resume");
+        }
+    });
     sync_->set_engine(built.runtime->engine);
 
     std::vector<asio::any_io_executor> executors;
@@ -261,8 +292,11 @@ bool server::impl::start_rooms(const config::snapshot& cfg) {
         executors.push_back(ioc->get_executor());
     }
     filter_ = std::make_shared<gateway::room_filter>(built.runtime, node_, *sync_, ctx_->clock(),
-                                                     executors);
+                                                     executors, metrics_.get());
     ctx_->set_request_filter(filter_);
+    admin_backend_ = std::make_shared<gateway::room_admin_backend>(
+        *filter_, node_, *sync_, overrides_, metrics_, static_cast<unsigned>(iocs_.size()),
+        ctx_->clock());
 
     sync_timer_ = std::make_unique<state::sync_timer>(control_.get_executor(), *sync_,
                                                       ctx_->clock(), cfg->state.sync_interval);
@@ -272,6 +306,38 @@ bool server::impl::start_rooms(const config::snapshot& cfg) {
             iocs_[i]->get_executor(), filter_->worker_state(i), cfg->state.sync_interval));
         flush_timers_.back()->start();
     }
+    return true;
+}
+
+bool server::impl::start_admin(const config::config& cfg) {
+    if (cfg.admin.listen.empty()) {
+        spdlog::info("admin listener off (admin.listen is empty)");
+        return true;
+    }
+    auto token = gateway::load_admin_token(cfg.admin);
+    if (!token.error.empty()) {
+        spdlog::error("cannot start: {}", token.error);
+        return false;
+    }
+    auto hp = config::parse_host_port(cfg.admin.listen);
+    if (!hp) {
+        spdlog::error("cannot start: admin.listen: '{}' is not HOST:PORT", cfg.admin.listen);
+        return false;
+    }
+    try {
+        asio::ip::tcp::resolver resolver(control_);
+        auto found = resolver.resolve(hp->host, std::to_string(hp->port),
+                                      asio::ip::tcp::resolver::numeric_service);
+        admin_ = std::make_unique<gateway::admin_server>(control_, admin_backend_);
+        admin_->set_token(token.token);
+        admin_->start(found.begin()->endpoint());
+    } catch (const std::exception& e) {
+        spdlog::error("cannot start: admin.listen {}: {}", cfg.admin.listen, e.what());
+        admin_.reset();
+        return false;
+    }
+    spdlog::info("admin listening on {}{}", listener_url(admin_->local_endpoint(), false),
+                 token.token ? "" : " (no admin token configured: the admin API is open)");
     return true;
 }
 
@@ -351,7 +417,7 @@ void server::impl::reload() {
         keys = ring.ring;
         spdlog::info("reload: cookie key ring changed ({} key(s))", keys->keys().size());
     }
-    auto built = gateway::room_runtime::build(result.cfg, keys);
+    auto built = gateway::room_runtime::build(result.cfg, keys, overrides_);
     if (!built.runtime) {
         for (const auto& p : built.problems) {
             spdlog::error("reload: {}", p.to_string());
@@ -359,8 +425,25 @@ void server::impl::reload() {
         spdlog::error("reload failed; keeping the previous configuration");
         return;
     }
+    if (old->admin.listen != now.admin.listen) {
+        spdlog::warn("reload: 'admin.listen' changed; takes effect only on restart");
+    }
+    gateway::admin_token_load token;
+    if (admin_) {
+        token = gateway::load_admin_token(now.admin);
+        if (!token.error.empty()) {
+            spdlog::error("reload failed: {}; keeping the previous configuration", token.error);
+            return;
+        }
+    }
     keys_ = std::move(keys);
     ctx_->set_config(result.cfg);
+    for (const auto& dropped : overrides_->reconcile(*old, now)) {
+        spdlog::info("reload: the file changed {}; its run-time override is dropped", dropped);
+    }
+    if (admin_) {
+        admin_->set_token(token.token);
+    }
     sync_->set_engine(built.runtime->engine);
     filter_->set_runtime(built.runtime);
     apply_level(now.logging.level);
@@ -378,6 +461,9 @@ void server::impl::begin_shutdown(const char* why) {
         return;
     }
     draining_ = true;
+    if (admin_backend_) {
+        admin_backend_->set_draining();
+    }
     auto timeout = ctx_->config()->limits.drain_timeout;
     drain_deadline_ = std::chrono::steady_clock::now() + timeout;
     spdlog::info("{} received: draining (up to {} ms for in-flight requests)", why,
@@ -414,6 +500,9 @@ void server::impl::poll_drain() {
 void server::impl::finish_shutdown() {
     finishing_ = true;
     drain_timer_.cancel();
+    if (admin_) {
+        admin_->stop();
+    }
     on_every_worker([](gateway::worker& w) { w.close_all(); },
                     [this] {
                         signals_.cancel();

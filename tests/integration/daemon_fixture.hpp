@@ -15,9 +15,12 @@
 namespace waitroom::test {
 
 // A config for a daemon on 127.0.0.1 (port 0: it announces the port it got) in front of
-// `origin_url`. `extra` is appended as more top-level YAML.
+// `origin_url`. `extra` is appended as more top-level YAML. The admin listener is off unless
+// `extra` configures it (its default address is a fixed port, which parallel tests would share).
 inline std::string proxy_config(const std::string& origin_url, const std::string& extra = "") {
-    return "listen: [\"127.0.0.1:0\"]\n"
+    const bool has_admin = extra.find("admin:") != std::string::npos;
+    return std::string(has_admin ? "" : "admin: {listen: \"\"}\n") +
+           "listen: [\"127.0.0.1:0\"]\n"
            "origin: {url: \"" +
            origin_url +
            "\", connect_timeout: 2s, timeout: 2s}\n"

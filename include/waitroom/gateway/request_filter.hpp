@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -35,6 +36,10 @@ struct filter_result {
     std::string body;       // respond only
     // Handed back to on_response for this request (e.g. the room and visitor of the decision).
     std::shared_ptr<void> context;
+    // For the access log: the room id ("" = none) and the decision (a string literal: admit,
+    // queue, reject, pass, bypass; "" = no filter ran).
+    std::string room;
+    std::string_view decision;
 
     static filter_result pass() { return {}; }
     static filter_result respond(unsigned status, header_list headers, std::string body) {

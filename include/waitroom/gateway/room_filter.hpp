@@ -15,9 +15,11 @@
 #include "waitroom/config/config.hpp"
 #include "waitroom/config/load.hpp"
 #include "waitroom/cookie/key_ring.hpp"
+#include "waitroom/gateway/metrics.hpp"
 #include "waitroom/gateway/page_renderer.hpp"
 #include "waitroom/gateway/request_filter.hpp"
 #include "waitroom/room/engine.hpp"
+#include "waitroom/room/overrides.hpp"
 #include "waitroom/state/sync_task.hpp"
 #include "waitroom/util/clock.hpp"
 
@@ -35,16 +37,20 @@ struct room_runtime {
         std::shared_ptr<const room_runtime> runtime;  // null on problems
         std::vector<config::problem> problems;
     };
-    // Compiles the engine and the templates of `cfg` with the given key ring.
-    static build_result build(config::snapshot cfg, std::shared_ptr<const cookie::key_ring> keys);
+    // Compiles the engine and the templates of `cfg` with the given key ring; the engine reads
+    // the node's run-time room switches from `overrides` (null: none).
+    static build_result build(config::snapshot cfg, std::shared_ptr<const cookie::key_ring> keys,
+                              std::shared_ptr<room::room_overrides> overrides = nullptr);
 };
 
 class room_filter final : public request_filter {
 public:
     // `executors[i]` is worker i's executor: decisions that wait on a store top-up resume there.
+    // `metrics` (optional, outlives the filter): per-room counters, bumped in worker i's slot.
     room_filter(std::shared_ptr<const room_runtime> runtime, room::node_state& node,
                 state::sync_task& sync, const util::clock& clock,
-                std::vector<boost::asio::any_io_executor> executors);
+                std::vector<boost::asio::any_io_executor> executors,
+                metrics::metric_set* metrics = nullptr);
     ~room_filter() override;
 
     // Reload: workers pick the new runtime up at their next request.
@@ -64,11 +70,14 @@ private:
     struct admitted_context;
     per_worker& worker(unsigned index);
     void apply(per_worker& w, const std::shared_ptr<const room_runtime>& rt,
-               const room::decision& d, bool visitor_tls, bool wants_json, completion& done);
+               const room::decision& d, const cookie::payload* visitor, bool visitor_tls,
+               bool wants_json, completion& done);
+    void count(per_worker& w, const room::decision& d, const cookie::payload* visitor);
 
     room::node_state& node_;
     state::sync_task& sync_;
     const util::clock& clock_;
+    metrics::metric_set* metrics_;
     std::atomic<std::shared_ptr<const room_runtime>> runtime_;
     std::atomic<std::uint64_t> generation_{1};
     std::vector<std::unique_ptr<per_worker>> workers_;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "waitroom/config/config.hpp"
+#include "waitroom/gateway/metrics.hpp"
 #include "waitroom/gateway/request_filter.hpp"
 #include "waitroom/util/access_log.hpp"
 #include "waitroom/util/clock.hpp"
@@ -40,11 +41,17 @@ public:
     }
     const util::access_log* access_log() const { return access_log_.get(); }
 
+    // The metrics (null = none), set by server/ before any worker starts; the request path
+    // bumps them in its worker's slot.
+    void set_metrics(std::shared_ptr<metrics::metric_set> m) { metrics_ = std::move(m); }
+    metrics::metric_set* metrics() const { return metrics_.get(); }
+
 private:
     std::atomic<config::snapshot> cfg_;
     std::shared_ptr<const util::clock> clock_;
     std::shared_ptr<request_filter> filter_ = std::make_shared<request_filter>();
     std::shared_ptr<const util::access_log> access_log_;
+    std::shared_ptr<metrics::metric_set> metrics_;
 };
 
 class worker {

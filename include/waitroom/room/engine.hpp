@@ -16,6 +16,7 @@
 #include "waitroom/cookie/payload.hpp"
 #include "waitroom/room/counters.hpp"
 #include "waitroom/room/limits.hpp"
+#include "waitroom/room/overrides.hpp"
 #include "waitroom/room/page_model.hpp"
 #include "waitroom/room/room_state.hpp"
 #include "waitroom/room/router.hpp"
@@ -66,6 +67,7 @@ class compiled_room {
     const config::room* cfg_ = nullptr;
     bypass_matcher bypass_{{}};
     windowing win_;
+    const room_switches* switches_ = nullptr;  // run-time overrides (admin PATCH); null = none
 };
 
 enum class action {
@@ -145,7 +147,9 @@ class worker_state {
 
 class engine {
   public:
-    explicit engine(config::snapshot cfg, windowing win = {});
+    // `overrides`: the node's run-time room switches, which win over the config and events.
+    explicit engine(config::snapshot cfg, windowing win = {},
+                    std::shared_ptr<room_overrides> overrides = nullptr);
     engine(const engine&) = delete;
     engine& operator=(const engine&) = delete;
 
@@ -184,6 +188,7 @@ class engine {
 
     config::snapshot cfg_;
     windowing win_;
+    std::shared_ptr<room_overrides> overrides_;
     std::uint64_t generation_;
     router router_;
     std::vector<compiled_room> rooms_;

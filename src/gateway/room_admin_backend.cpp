@@ -1,0 +1,153 @@
+#include "waitroom/gateway/room_admin_backend.hpp"
+
+#include <string>
+
+namespace waitroom::gateway {
+
+namespace {
+
+room_queue_status to_admin(room::room_status_kind k) {
+    switch (k) {
+        case room::room_status_kind::queueing:
+            return room_queue_status::queueing;
+        case room::room_status_kind::event_prequeueing:
+            return room_queue_status::event_prequeueing;
+        case room::room_status_kind::suspended:
+            return room_queue_status::suspended;
+        case room::room_status_kind::not_queueing:
+            break;
+    }
+    return room_queue_status::not_queueing;
+}
+
+}  // namespace
+
+room_admin_backend::room_admin_backend(const room_filter& filter, room::node_state& node,
+                                       const state::sync_task& sync,
+                                       std::shared_ptr<room::room_overrides> overrides,
+                                       std::shared_ptr<metrics::metric_set> metrics,
+                                       unsigned metrics_slot, const util::clock& clock)
+    : filter_(filter),
+      node_(node),
+      sync_(sync),
+      overrides_(std::move(overrides)),
+      metrics_(std::move(metrics)),
+      slot_(metrics_slot),
+      clock_(clock) {}
+
+admin_room_status room_admin_backend::status_of(const room::engine& eng,
+                                                const room::compiled_room& r,
+                                                const room::state_snapshot& snap,
+                                                std::int64_t now_ms, bool degraded) const {
+    static const room::room_state unknown;
+    const room::room_state* st = snap.find(r.id());
+    const room::room_state& state = st != nullptr ? *st : unknown;
+    const auto cf = eng.status(r, state, now_ms);
+    const auto phase = r.phase_at(now_ms);
+    const auto s = r.settings_at(phase);  // run-time switches applied
+
+    admin_room_status out;
+    out.id = r.id();
+    out.status = to_admin(cf.status);
+    out.event_id = phase.event_id;
+    out.estimated_queued_users = cf.estimated_queued_users;
+    out.estimated_total_active_users = cf.estimated_total_active_users;
+    out.max_estimated_time_minutes = cf.max_estimated_time_minutes;
+    out.total_active_users = s.total_active_users;
+    out.new_users_per_minute = s.new_users_per_minute;
+    out.admitted_this_minute = state.counts().admitted_last_minute;
+    out.nodes = state.nodes();
+    out.degraded = degraded;
+    out.queue_all = s.queue_all;
+    out.suspended = s.suspended;
+    return out;
+}
+
+std::vector<admin_room_status> room_admin_backend::rooms() {
+    auto rt = filter_.runtime();
+    auto snap = node_.snapshot();
+    const std::int64_t now_ms = util::unix_ms(clock_.now());
+    const bool degraded = sync_.degraded(now_ms);
+    std::vector<admin_room_status> out;
+    for (const auto& r : rt->engine->rooms()) {
+        out.push_back(status_of(*rt->engine, r, *snap, now_ms, degraded));
+    }
+    return out;
+}
+
+std::optional<admin_room_status> room_admin_backend::room_status(std::string_view id) {
+    auto rt = filter_.runtime();
+    const room::compiled_room* r = rt->engine->find(id);
+    if (r == nullptr) {
+        return std::nullopt;
+    }
+    const std::int64_t now_ms = util::unix_ms(clock_.now());
+    return status_of(*rt->engine, *r, *node_.snapshot(), now_ms, sync_.degraded(now_ms));
+}
+
+void room_admin_backend::patch_room(std::string_view id, const admin_room_patch& patch,
+                                    patch_done done) {
+    auto rt = filter_.runtime();
+    const room::compiled_room* r = rt->engine->find(id);
+    if (r == nullptr || !overrides_) {
+        admin_patch_outcome o;
+        o.result = r == nullptr ? admin_patch_result::unknown_room : admin_patch_result::failed;
+        o.message = r == nullptr ? "" : "run-time room changes are not available";
+        done(std::move(o));
+        return;
+    }
+    // The engine reads these switches on every decision: every worker sees them at its next
+    // request. Other nodes do not (multi-node propagation through the store is not built yet).
+    auto& sw = overrides_->entry(r->id());
+    if (patch.queue_all) {
+        sw.set_queue_all(patch.queue_all);
+    }
+    if (patch.suspended) {
+        sw.set_suspended(patch.suspended);
+    }
+    admin_patch_outcome o;
+    o.status = room_status(r->id());
+    done(std::move(o));
+}
+
+admin_readiness room_admin_backend::readiness() {
+    admin_readiness out;
+    if (draining_.load(std::memory_order_acquire)) {
+        out.ready = false;
+        out.reason = "draining";
+    } else if (sync_.degraded(util::unix_ms(clock_.now()))) {
+        out.ready = false;
+        out.reason = "degraded: state store unreachable";
+    }
+    return out;
+}
+
+std::string room_admin_backend::metrics_text() {
+    if (!metrics_) {
+        return {};
+    }
+    std::lock_guard lock(scrape_mu_);
+    auto rt = filter_.runtime();
+    auto snap = node_.snapshot();
+    const std::int64_t now_ms = util::unix_ms(clock_.now());
+    const bool degraded = sync_.degraded(now_ms);
+    // Node-wide gauges are set from this backend's slot only (see metrics::gauge).
+    for (const auto& r : rt->engine->rooms()) {
+        const auto s = status_of(*rt->engine, r, *snap, now_ms, degraded);
+        const auto& m = metrics_->room(r.id());
+        m.active_users.set(slot_, s.estimated_total_active_users);
+        m.queued_users.set(slot_, s.estimated_queued_users);
+        m.estimated_wait_seconds.set(slot_, s.max_estimated_time_minutes * 60);
+        m.lease_size.set(slot_, node_.pool(r.id()).available());
+    }
+    metrics_->store_degraded().set(slot_, degraded ? 1 : 0);
+    const std::uint64_t failures = sync_.failed_syncs();
+    if (failures > failures_reported_) {
+        metrics_->store_failures().inc(slot_,
+                                       static_cast<std::int64_t>(failures - failures_reported_));
+        failures_reported_ = failures;
+    }
+    return metrics_->text();
+}
+
+}  // namespace waitroom::gateway

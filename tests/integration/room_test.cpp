@@ -1,0 +1,431 @@
+// The waiting room as a whole process: waitroomd with a room in its config file, in front of a
+// real (in-process) origin, driven by visitors that each keep their own cookie jar. Time-bound
+// behaviour (sessions ending, arrival buckets) runs under `testing.time_scale`, so minutes pass
+// in seconds; every wait polls for an outcome with a generous deadline, nothing asserts timing.
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daemon_fixture.hpp"
+
+namespace waitroom::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr std::string_view cookie_name = "_cfwaitingroom";
+
+// Product time runs this many times faster in the tests that wait for windows and sessions:
+// a 10 s window (arrival bucket) takes 2 s, a 5 s session ends 1–3 s after its last request.
+constexpr double time_scale = 5;
+// Holding on for window_steps × 200 ms (more than a window of real time) puts the next arrival
+// in a later arrival bucket.
+constexpr int window_steps = 12;
+
+// A daemon config with one room. `room` is the room's flow-mapping body (after `name: Shop,`).
+// Under a time scale the daemon runs one worker and syncs every second: the sync task measures
+// its lease in configured (real) milliseconds against the scaled clock, so a lease lapses
+// 2 × sync_interval / time_scale after each sync, and with two workers a visitor may then be
+// admitted over the limit (see DISABLED_NeverAdmitsOverTheLimitAcrossWorkersUnderTimeScale).
+std::string room_config(const std::string& origin_url, const std::string& room,
+                        double scale = 1.0) {
+    std::ostringstream c;
+    c << "listen: [\"127.0.0.1:0\"]\n"
+      << "origin: {url: \"" << origin_url << "\", connect_timeout: 2s, timeout: 2s}\n"
+      << "admin: {listen: \"\"}\n"
+      << "limits: {header_timeout: 1s, max_header_bytes: 8192, drain_timeout: 10s}\n"
+      << "logging: {level: info}\n";
+    if (scale != 1.0) {
+        c << "threads: 1\nstate: {backend: local, sync_interval: 1s}\n"
+          << "testing: {time_scale: " << scale << "}\n";
+    } else {
+        c << "threads: 2\nstate: {backend: local, sync_interval: 50ms}\n";
+    }
+    c << "rooms:\n  - {name: Shop, " << room << "}\n";
+    return c.str();
+}
+
+// One visitor with its own cookie jar (the room cookie only), a fresh connection per request.
+class visitor {
+  public:
+    explicit visitor(std::uint16_t port) : port_(port) {}
+
+    http_response get(std::string_view target, bool json = false) {
+        client_connection c(port_);
+        if (!c.connected()) {
+            http_response r;
+            r.error = "connect failed";
+            return r;
+        }
+        http::request<http::string_body> req{http::verb::get, target, 11};
+        req.set(http::field::host, "shop.test");
+        if (json) {
+            req.set(http::field::accept, "application/json");
+        }
+        if (!cookie_.empty()) {
+            req.set(http::field::cookie, cookie_);
+        }
+        auto r = c.request(std::move(req));
+        // Keep what the gateway sets, as a browser would.
+        for (auto it = r.headers.find(http::field::set_cookie);
+             it != r.headers.end() && it->name() == http::field::set_cookie; ++it) {
+            std::string v{it->value()};
+            if (v.rfind(std::string(cookie_name) + "=", 0) == 0) {
+                cookie_ = v.substr(0, v.find(';'));
+            }
+        }
+        return r;
+    }
+
+    const std::string& cookie() const { return cookie_; }  // "name=value", "" before any
+    void set_cookie(std::string c) { cookie_ = std::move(c); }
+
+  private:
+    std::uint16_t port_;
+    std::string cookie_;
+};
+
+// True when the response came from the test origin's /hello route.
+bool from_origin(const http_response& r) { return r.status == 200 && r.body == "hello, world\n"; }
+
+bool is_queue_page(const http_response& r, unsigned status) {
+    return r.status == status && r.body.find("You are in line") != std::string::npos;
+}
+
+std::size_t set_cookie_count(const http_response& r) {
+    return r.headers.count(http::field::set_cookie);
+}
+
+std::string header(const http_response& r, std::string_view name) {
+    auto it = r.headers.find(name);
+    return it == r.headers.end() ? std::string{} : std::string{it->value()};
+}
+
+// Calls `step` every `period` until it returns true or `deadline` passes.
+bool poll_until(std::chrono::milliseconds deadline, std::chrono::milliseconds period,
+                const std::function<bool()>& step) {
+    auto end = std::chrono::steady_clock::now() + deadline;
+    while (std::chrono::steady_clock::now() < end) {
+        if (step()) {
+            return true;
+        }
+        std::this_thread::sleep_for(period);
+    }
+    return false;
+}
+
+// A visitor's cookie with one character of the sealed value changed (authentication fails).
+std::string tampered(const std::string& cookie) {
+    std::string out = cookie;
+    std::size_t i = cookie_name.size() + 1 + (cookie.size() - cookie_name.size() - 1) / 2;
+    out[i] = out[i] == 'A' ? 'B' : 'A';
+    return out;
+}
+
+class Room : public daemon_test {};
+
+TEST_F(Room, AdmitsThreeVisitorsAndQueuesTheFourthWithoutTouchingTheOrigin) {
+    start(room_config(origin_.url(),
+                      "total_active_users: 3, new_users_per_minute: 100, session_duration: 5m, "
+                      "queueing_status_code: 202, refresh_interval: 20s"));
+    std::vector<visitor> v(4, visitor{port_});
+    for (int i = 0; i < 3; ++i) {
+        auto r = v[i].get("/hello");
+        ASSERT_EQ(r.error, "");
+        EXPECT_TRUE(from_origin(r)) << "visitor " << i + 1 << ": " << r.status << " " << r.body;
+        EXPECT_NE(v[i].cookie(), "") << "visitor " << i + 1 << " got no room cookie";
+    }
+    ASSERT_EQ(origin_.requests(), 3u);
+
+    auto q = v[3].get("/hello");
+    ASSERT_EQ(q.error, "");
+    EXPECT_TRUE(is_queue_page(q, 202)) << q.status << "\n" << q.body.substr(0, 300);
+    EXPECT_EQ(header(q, "Cache-Control"), "no-store");
+    std::string refresh = header(q, "Refresh");
+    EXPECT_FALSE(refresh.empty());
+    EXPECT_EQ(refresh.find_first_not_of("0123456789"), std::string::npos) << refresh;
+    EXPECT_EQ(header(q, "Set-Cookie").rfind("_cfwaitingroom=", 0), 0u) << header(q, "Set-Cookie");
+    EXPECT_EQ(origin_.requests(), 3u) << "the origin saw a queued request";
+
+    // Admitted visitors keep passing with their cookie; the queued one stays queued.
+    for (int i = 0; i < 3; ++i) {
+        auto r = v[i].get("/hello");
+        EXPECT_TRUE(from_origin(r)) << "admitted visitor " << i + 1 << ": " << r.status;
+    }
+    EXPECT_EQ(origin_.requests(), 6u);
+    EXPECT_TRUE(is_queue_page(v[3].get("/hello"), 202));
+    EXPECT_EQ(origin_.requests(), 6u);
+}
+
+TEST_F(Room, AnswersJsonWithCloudflaresFieldsToAJsonClient) {
+    start(room_config(origin_.url(),
+                      "total_active_users: 1, new_users_per_minute: 100, "
+                      "json_response_enabled: true, queueing_status_code: 429"));
+    visitor a{port_}, b{port_};
+    ASSERT_TRUE(from_origin(a.get("/hello")));
+
+    auto r = b.get("/hello", true);
+    ASSERT_EQ(r.error, "");
+    EXPECT_EQ(r.status, 429u);
+    EXPECT_EQ(header(r, "Content-Type").rfind("application/json", 0), 0u);
+    EXPECT_EQ(header(r, "Cache-Control"), "no-store");
+    auto doc = nlohmann::json::parse(r.body, nullptr, false);
+    ASSERT_FALSE(doc.is_discarded()) << r.body;
+    ASSERT_TRUE(doc.contains("cfWaitingRoom")) << r.body;
+    const auto& w = doc["cfWaitingRoom"];
+    EXPECT_EQ(w.value("inWaitingRoom", false), true) << r.body;
+    for (const char* field :
+         {"waitTimeKnown", "waitTime", "waitTimeFormatted", "waitTime25Percentile",
+          "waitTime50Percentile", "waitTime75Percentile", "queueIsFull", "queueAll",
+          "lastUpdated", "refreshIntervalSeconds", "queueingMethod", "isFIFOQueue",
+          "isRandomQueue", "isPassthroughQueue", "isRejectQueue", "isEventActive",
+          "isEventPrequeueing", "queuePosition", "roomName"}) {
+        EXPECT_TRUE(w.contains(field)) << "missing " << field << " in " << r.body;
+    }
+    EXPECT_EQ(w.value("queueingMethod", ""), "fifo");
+    EXPECT_EQ(w.value("isFIFOQueue", false), true);
+    EXPECT_EQ(w.value("roomName", ""), "Shop");
+    EXPECT_EQ(origin_.requests(), 1u);
+}
+
+TEST_F(Room, AnswersHtmlToAJsonClientWhenJsonIsDisabled) {
+    start(room_config(origin_.url(), "total_active_users: 1, new_users_per_minute: 100"));
+    visitor a{port_}, b{port_};
+    ASSERT_TRUE(from_origin(a.get("/hello")));
+
+    auto r = b.get("/hello", true);
+    ASSERT_EQ(r.error, "");
+    EXPECT_TRUE(is_queue_page(r, 200)) << r.status << "\n" << r.body.substr(0, 300);
+    EXPECT_EQ(header(r, "Content-Type").rfind("text/html", 0), 0u);
+    EXPECT_EQ(r.body.find("cfWaitingRoom"), std::string::npos);
+    EXPECT_EQ(origin_.requests(), 1u);
+}
+
+// One place, three queued visitors who arrived in distinct 10 s windows (product time). The
+// admitted visitor goes idle; each queued visitor refreshes (the latest arrival first, so an
+// engine that ignored arrival order would let it in) until let in, then goes idle in turn.
+TEST_F(Room, AdmitsQueuedVisitorsInArrivalOrderAsSessionsExpire) {
+    start(room_config(origin_.url(),
+                      "total_active_users: 1, new_users_per_minute: 1000, session_duration: 5s, "
+                      "refresh_interval: 20s",
+                      time_scale));
+    visitor holder{port_};
+    ASSERT_TRUE(from_origin(holder.get("/hello")));
+
+    std::vector<visitor> queued(3, visitor{port_});
+    for (std::size_t i = 0; i < queued.size(); ++i) {
+        auto r = queued[i].get("/hello");
+        ASSERT_TRUE(is_queue_page(r, 200)) << "visitor " << i + 1 << ": " << r.status;
+        // The next arrival falls in a later window. Meanwhile the holder keeps its session
+        // (renewed as windows pass) and the queued keep their place.
+        for (int step = 0; step < window_steps; ++step) {
+            std::this_thread::sleep_for(200ms);
+            ASSERT_TRUE(from_origin(holder.get("/hello"))) << "the admitted visitor lost its place";
+            for (std::size_t j = 0; j <= i; ++j) {
+                ASSERT_TRUE(is_queue_page(queued[j].get("/hello"), 200))
+                    << "visitor " << j + 1 << " got in while the room was held";
+            }
+        }
+    }
+    const std::size_t before = origin_.requests();
+
+    // The holder goes idle now.
+    std::vector<std::size_t> order;
+    std::vector<bool> in(queued.size(), false);
+    bool done = poll_until(45s, 100ms, [&] {
+        for (std::size_t k = queued.size(); k-- > 0;) {
+            if (in[k]) {
+                continue;  // admitted visitors go idle so that their session ends
+            }
+            auto r = queued[k].get("/hello");
+            if (from_origin(r)) {
+                in[k] = true;
+                order.push_back(k + 1);
+            } else if (!is_queue_page(r, 200)) {
+                ADD_FAILURE() << "visitor " << k + 1 << ": " << r.status << " " << r.error;
+                return true;
+            }
+        }
+        return order.size() == queued.size();
+    });
+    ASSERT_TRUE(done) << "only " << order.size() << " of 3 got in";
+    EXPECT_EQ(order, (std::vector<std::size_t>{1, 2, 3}));
+    EXPECT_EQ(origin_.requests(), before + 3) << "queued refreshes reached the origin";
+}
+
+TEST_F(Room, QueuesATamperedCookieAsANewVisitorAtTheBack) {
+    start(room_config(origin_.url(),
+                      "total_active_users: 1, new_users_per_minute: 1000, session_duration: 5s",
+                      time_scale));
+    visitor a{port_}, b{port_};
+    ASSERT_TRUE(from_origin(a.get("/hello")));
+    auto first = b.get("/hello");
+    ASSERT_TRUE(is_queue_page(first, 200)) << first.status << " " << first.error << "\n"
+                                           << first.body.substr(0, 300);
+    // A later window (product time) than b's arrival; a keeps its session meanwhile.
+    for (int step = 0; step < window_steps; ++step) {
+        std::this_thread::sleep_for(200ms);
+        ASSERT_TRUE(from_origin(a.get("/hello")));
+        ASSERT_TRUE(is_queue_page(b.get("/hello"), 200));
+    }
+    const std::size_t before = origin_.requests();
+
+    std::string genuine = a.cookie();
+    a.set_cookie(tampered(genuine));
+    auto r = a.get("/hello");
+    ASSERT_EQ(r.error, "");
+    EXPECT_TRUE(is_queue_page(r, 200)) << r.status << "\n" << r.body.substr(0, 300);
+    EXPECT_EQ(origin_.requests(), before) << "a tampered cookie reached the origin";
+    EXPECT_NE(a.cookie(), tampered(genuine)) << "no fresh cookie for the new visitor";
+
+    // The genuine session goes idle and ends; b, who arrived first, gets in before the
+    // tampered visitor, who refreshes first in every round.
+    bool b_in = false;
+    bool a_in = false;
+    ASSERT_TRUE(poll_until(30s, 100ms, [&] {
+        a_in = from_origin(a.get("/hello"));
+        b_in = from_origin(b.get("/hello"));
+        return a_in || b_in;
+    }));
+    EXPECT_TRUE(b_in);
+    EXPECT_FALSE(a_in) << "the tampered visitor jumped the queue";
+}
+
+TEST_F(Room, QueuesANewVisitorInAnEmptyRoomWithQueueAll) {
+    start(room_config(origin_.url(),
+                      "total_active_users: 10, new_users_per_minute: 100, queue_all: true, "
+                      "json_response_enabled: true"));
+    visitor v{port_};
+    auto r = v.get("/hello");
+    ASSERT_EQ(r.error, "");
+    EXPECT_TRUE(is_queue_page(r, 200)) << r.status << "\n" << r.body.substr(0, 300);
+    EXPECT_NE(v.cookie(), "");
+    auto j = nlohmann::json::parse(v.get("/hello", true).body, nullptr, false);
+    ASSERT_FALSE(j.is_discarded());
+    EXPECT_EQ(j["cfWaitingRoom"].value("queueAll", false), true);
+    EXPECT_FALSE(origin_.saw_any_request());
+}
+
+TEST_F(Room, ProxiesWithoutAnyCookieWhenSuspended) {
+    start(room_config(origin_.url(),
+                      "total_active_users: 1, new_users_per_minute: 100, suspended: true"));
+    for (int i = 0; i < 3; ++i) {
+        visitor v{port_};
+        auto r = v.get("/hello");
+        ASSERT_EQ(r.error, "");
+        EXPECT_TRUE(from_origin(r)) << "visitor " << i + 1 << ": " << r.status;
+        EXPECT_EQ(set_cookie_count(r), 0u) << header(r, "Set-Cookie");
+    }
+    EXPECT_EQ(origin_.requests(), 3u);
+}
+
+TEST_F(Room, ServesTheRejectPageWithoutContactingTheOriginWhenFull) {
+    start(room_config(origin_.url(),
+                      "total_active_users: 1, new_users_per_minute: 100, queueing_method: reject"));
+    visitor a{port_}, b{port_};
+    ASSERT_TRUE(from_origin(a.get("/hello")));
+
+    auto r = b.get("/hello");
+    ASSERT_EQ(r.error, "");
+    EXPECT_EQ(r.status, 200u);
+    EXPECT_NE(r.body.find("This page is not available right now"), std::string::npos)
+        << r.body.substr(0, 300);
+    EXPECT_EQ(r.body.find("You are in line"), std::string::npos);
+    EXPECT_EQ(header(r, "Cache-Control"), "no-store");
+    EXPECT_EQ(header(r, "Refresh"), "");
+    EXPECT_EQ(set_cookie_count(r), 0u);
+    EXPECT_EQ(origin_.requests(), 1u);
+}
+
+TEST_F(Room, PassesBypassedPathsUntouchedUncountedAndWithoutACookie) {
+    start(room_config(origin_.url(),
+                      "total_active_users: 1, new_users_per_minute: 100, "
+                      "bypass: [{path_prefix: /static/}]"));
+    // Many new visitors on bypassed paths take no place in the room.
+    for (int i = 0; i < 5; ++i) {
+        visitor v{port_};
+        auto r = v.get("/static/app.css?v=" + std::to_string(i));
+        ASSERT_EQ(r.error, "");
+        EXPECT_EQ(r.status, 404u);  // the test origin's answer for an unknown route
+        EXPECT_EQ(set_cookie_count(r), 0u);
+        EXPECT_EQ(origin_.last_request().target, "/static/app.css?v=" + std::to_string(i));
+    }
+    ASSERT_EQ(origin_.requests(), 5u);
+
+    visitor a{port_}, b{port_};
+    ASSERT_TRUE(from_origin(a.get("/hello"))) << "bypassed requests were counted";
+    ASSERT_TRUE(is_queue_page(b.get("/hello"), 200));
+    ASSERT_EQ(origin_.requests(), 6u);
+
+    // The room is full; its static files are still served, to the queued visitor too.
+    auto s = b.get("/static/logo.png");
+    EXPECT_EQ(s.status, 404u);
+    EXPECT_EQ(set_cookie_count(s), 0u);
+    EXPECT_EQ(origin_.requests(), 7u);
+    EXPECT_EQ(origin_.last_request().target, "/static/logo.png");
+}
+
+TEST_F(Room, EndsASessionOnTheOriginsRevokeCommandAndHidesTheHeader) {
+    start(room_config(origin_.url(),
+                      "total_active_users: 1, new_users_per_minute: 1000, session_duration: 5m, "
+                      "enabled_origin_commands: [revoke]",
+                      time_scale));
+    visitor a{port_}, b{port_};
+    ASSERT_TRUE(from_origin(a.get("/hello")));
+    ASSERT_TRUE(is_queue_page(b.get("/hello"), 200));
+    // b's arrival window closes (product time) before a's session is revoked.
+    for (int step = 0; step < window_steps; ++step) {
+        std::this_thread::sleep_for(200ms);
+        ASSERT_TRUE(from_origin(a.get("/hello")));
+        ASSERT_TRUE(is_queue_page(b.get("/hello"), 200));
+    }
+
+    std::string admitted_cookie = a.cookie();
+    auto r = a.get("/headers?Cf-Waiting-Room-Command=revoke");
+    ASSERT_EQ(r.error, "");
+    EXPECT_EQ(r.status, 200u);
+    EXPECT_EQ(r.body, "ok\n");
+    EXPECT_EQ(header(r, "Cf-Waiting-Room-Command"), "");
+    EXPECT_EQ(set_cookie_count(r), 1u);
+    EXPECT_NE(a.cookie(), admitted_cookie);
+
+    // a is no longer admitted: it waits behind b, who got in first.
+    const std::size_t before = origin_.requests();
+    auto next = a.get("/hello");
+    EXPECT_TRUE(is_queue_page(next, 200)) << next.status << "\n" << next.body.substr(0, 300);
+    EXPECT_EQ(origin_.requests(), before);
+    ASSERT_TRUE(poll_until(20s, 100ms, [&] { return from_origin(b.get("/hello")); }))
+        << "the revoked session did not free its place";
+    EXPECT_TRUE(is_queue_page(a.get("/hello"), 200));
+}
+
+// Reproduces a product bug (reported, not fixed here: it is in src/state/sync_task.cpp). The
+// sync task's lease TTL (2 × sync_interval) is in configured milliseconds but is compared with
+// the scaled clock, so under time_scale 20 the lease lapses 5 ms after each sync; a top-up then
+// renews it by a whole sync that hands the lapsed lease back before the other worker's counts
+// arrive, and a second visitor is admitted into a room of one. Enable once fixed.
+TEST_F(Room, DISABLED_NeverAdmitsOverTheLimitAcrossWorkersUnderTimeScale) {
+    std::string yaml = room_config(origin_.url(),
+                                   "total_active_users: 1, new_users_per_minute: 1000, "
+                                   "session_duration: 5m");
+    yaml += "testing: {time_scale: 20}\n";
+    start(yaml);
+    visitor a{port_};
+    ASSERT_TRUE(from_origin(a.get("/hello")));
+    int admitted = 0;
+    for (int i = 0; i < 20; ++i) {
+        visitor v{port_};
+        admitted += from_origin(v.get("/hello")) ? 1 : 0;
+        std::this_thread::sleep_for(20ms);
+    }
+    EXPECT_EQ(admitted, 0) << "visitors admitted into a full room of one";
+}
+
+}  // namespace
+}  // namespace waitroom::test
