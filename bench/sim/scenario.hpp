@@ -61,7 +61,7 @@ struct scenario {
     std::int64_t sync_interval_ms = 1'000;
     std::int64_t sync_delay_ms = 0;        // round trip of a store call
     std::int64_t store_timeout_ms = 500;   // a call during an outage fails after this long
-    std::int64_t top_up_retry_ms = -1;     // -1: as the daemon (0 local, interval networked)
+    std::int64_t top_up_retry_ms = -1;     // -1: as the daemon (sync_interval / 4)
     std::int64_t top_up_min = 1;           // sync_options::top_up_min: smallest top-up asked for
     std::vector<outage> outages;
 

@@ -191,9 +191,9 @@ class simulation {
             o.interval_ms = s.sync_interval_ms;
             o.node_ttl_ms = 3 * s.sync_interval_ms;
             o.lease_ttl_ms = 2 * s.sync_interval_ms;
-            o.top_up_retry_ms = s.top_up_retry_ms >= 0 ? s.top_up_retry_ms
-                                : s.sync_delay_ms > 0 ? s.sync_interval_ms
-                                                      : 0;
+            o.top_up_retry_ms = s.top_up_retry_ms >= 0
+                                    ? s.top_up_retry_ms
+                                    : std::max<std::int64_t>(1, s.sync_interval_ms / 4);
             o.top_up_min = s.top_up_min;
             n->sync = std::make_unique<state::sync_task>(n->state, *n->link, o);
             n->sync->set_engine(engine_);

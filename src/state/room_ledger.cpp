@@ -146,7 +146,10 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
     g.room = report.room;
     if (l.needs_slots) {
         // Capacity includes the slots already leased: the lease target is this node's share of
-        // it, and a grant never exceeds what no node holds yet.
+        // it, and a grant never exceeds what no node holds yet. The target is also capped at the
+        // node's decayed demand (about two intervals of it) + 1: leasing out all free capacity
+        // would leave nothing for the top-ups of a node whose traffic just rose, and it would
+        // queue visitors while the room still had room.
         const std::int64_t cap = capacity(l, now_ms);
         const std::int64_t free_unheld = std::max<std::int64_t>(0, cap - held_total());
         double total_demand = 0;
@@ -155,7 +158,10 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
         }
         double share =
             total_demand > 0 ? me.demand / total_demand : 1.0 / static_cast<double>(nodes_.size());
-        auto target = static_cast<std::int64_t>(std::ceil(static_cast<double>(cap) * share));
+        const auto by_share =
+            static_cast<std::int64_t>(std::ceil(static_cast<double>(cap) * share));
+        const auto by_demand = static_cast<std::int64_t>(std::ceil(me.demand / 2)) + 1;
+        const std::int64_t target = std::min(by_share, by_demand);
         g.granted = std::clamp<std::int64_t>(target - me.held, 0, free_unheld);
         g.release = std::max<std::int64_t>(0, me.held - target);
         me.held += g.granted;

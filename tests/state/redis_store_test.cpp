@@ -38,10 +38,14 @@ room::room_limits limits(std::int64_t active, std::int64_t per_minute) {
     return l;
 }
 
-room_report report(const room::room_limits& l, const std::string& room = "shop") {
+// A report from a busy node (a lease follows recent demand: a node that asked for no slot in
+// the last interval leases one).
+room_report report(const room::room_limits& l, const std::string& room = "shop",
+                   std::int64_t demand = 100) {
     room_report r;
     r.room = room;
     r.limits = l;
+    r.deltas.demand = demand;
     return r;
 }
 
@@ -186,14 +190,14 @@ TEST(RedisStore, TopUpGrantsOnlyCapacityNobodyHolds) {
     boost::asio::io_context ioc;
     redis_store st(ioc.get_executor(), options(srv));
     auto l = limits(10, 100);
-    auto r = report(l);
+    auto r = report(l, "shop", 10);  // decayed demand 10: lease up to ceil(10 / 2) + 1 = 6
     r.deltas.active.add(t0, 4);
     r.deltas.admitted.add(t0, 4);
     auto g = call_sync(ioc, st, node("a", "dc", t0, {r}));
     ASSERT_FALSE(g.ec);
     EXPECT_EQ(g.rooms[0].granted, 6);
     EXPECT_EQ(call_top_up(ioc, st, top_up("b", "dc", l, 5, t0 + 100)).granted, 0);
-    auto back = report(l);
+    auto back = report(l, "shop", 0);  // quieter (demand 5, lease cap 4): 2 go back
     back.slots_returned = 2;
     ASSERT_FALSE(call_sync(ioc, st, node("a", "dc", t0 + 200, {back})).ec);
     auto t = call_top_up(ioc, st, top_up("b", "dc", l, 5, t0 + 300));
@@ -565,6 +569,9 @@ TEST(RedisStore, DrivesTheSyncTaskOfTwoNodes) {
         EXPECT_TRUE(run_until(ioc, [&] { return ec.has_value(); }));
         return ec.value_or(make_error_code(errc::timeout));
     };
+    room::delta_set busy;
+    busy["shop"].demand = 100;  // node a saw visitors: its lease covers the free capacity
+    na.submit(busy);
     ASSERT_FALSE(run(ta, t0));
     ASSERT_FALSE(run(tb, t0 + 10));
     EXPECT_EQ(na.pool("shop").available() + nb.pool("shop").available(), 10);

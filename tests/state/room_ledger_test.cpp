@@ -28,6 +28,14 @@ room_report report(const room::room_limits& l) {
     return r;
 }
 
+// A report from a node whose visitors asked for `demand` slots in the last interval (a lease
+// follows recent demand, so a node that asked for none gets one slot).
+room_report busy_report(const room::room_limits& l, std::int64_t demand = 100) {
+    room_report r = report(l);
+    r.deltas.demand = demand;
+    return r;
+}
+
 TEST(Ledger, DeltasFromTwoNodesSum) {
     room_ledger ledger;
     auto l = limits(100, 100);
@@ -129,9 +137,9 @@ TEST(Ledger, LeaseFollowsEachNodesShareOfDemand) {
     room_ledger ledger;
     auto l = limits(100, 1000);
     auto busy = report(l);
-    busy.deltas.demand = 30;
+    busy.deltas.demand = 300;
     auto quiet = report(l);
-    quiet.deltas.demand = 10;
+    quiet.deltas.demand = 100;
     auto ga = ledger.sync("busy", "dc", busy, t0, 3000);
     auto gb = ledger.sync("quiet", "dc", quiet, t0, 3000);
     // The first node alone got everything; the second gets what is left.
@@ -141,7 +149,7 @@ TEST(Ledger, LeaseFollowsEachNodesShareOfDemand) {
     auto ga2 = ledger.sync("busy", "dc", busy, t0 + 1000, 3000);
     EXPECT_GT(ga2.release, 0);  // above its 3/4 share: gives some back
     auto back = report(l);
-    back.deltas.demand = 30;
+    back.deltas.demand = 300;
     back.slots_returned = ga2.release;
     ledger.sync("busy", "dc", back, t0 + 2000, 3000);
     auto gq = ledger.sync("quiet", "dc", quiet, t0 + 2000, 3000);
@@ -152,10 +160,10 @@ TEST(Ledger, LeaseFollowsEachNodesShareOfDemand) {
 TEST(Ledger, SilentNodesLeaseExpires) {
     room_ledger ledger;
     auto l = limits(10, 100);
-    auto g = ledger.sync("gone", "dc", report(l), t0, 3000);
+    auto g = ledger.sync("gone", "dc", busy_report(l), t0, 3000);
     EXPECT_EQ(g.granted, 10);
     EXPECT_EQ(ledger.top_up("other", "dc", l, 5, t0 + 1000), 0);
-    auto g2 = ledger.sync("other", "dc", report(l), t0 + 3000, 3000);
+    auto g2 = ledger.sync("other", "dc", busy_report(l), t0 + 3000, 3000);
     EXPECT_EQ(g2.granted, 10);
     EXPECT_EQ(ledger.held_by("gone"), 0);
 }
@@ -163,7 +171,7 @@ TEST(Ledger, SilentNodesLeaseExpires) {
 TEST(Ledger, TopUpGrantsOnlyCapacityNobodyHolds) {
     room_ledger ledger;
     auto l = limits(10, 100);
-    auto r = report(l);
+    auto r = busy_report(l);
     r.deltas.active.add(t0, 4);
     r.deltas.admitted.add(t0, 4);
     auto g = ledger.sync("a", "dc", r, t0, 3000);
@@ -180,12 +188,30 @@ TEST(Ledger, TopUpGrantsOnlyCapacityNobodyHolds) {
 TEST(Ledger, RoomWithoutSlotsGivesTheLeaseBack) {
     room_ledger ledger;
     auto l = limits(10, 100);
-    ledger.sync("a", "dc", report(l), t0, 3000);
+    ledger.sync("a", "dc", busy_report(l), t0, 3000);
     l.needs_slots = false;  // e.g. queue_all switched on
     auto g = ledger.sync("a", "dc", report(l), t0 + 1000, 3000);
     EXPECT_EQ(g.granted, 0);
     EXPECT_EQ(g.release, 10);
     EXPECT_EQ(ledger.top_up("a", "dc", l, 3, t0 + 1100), 0);
+}
+
+TEST(Ledger, LeaseIsCappedAtRecentDemandSoTopUpsFindFreeSlots) {
+    room_ledger ledger;
+    auto l = limits(1000, 200);
+    // A quiet node asking for 3 slots an interval leases about two intervals of that, not the
+    // whole free capacity.
+    auto g = ledger.sync("a", "dc", busy_report(l, 3), t0, 3000);
+    EXPECT_EQ(g.granted, 3);  // ceil(3 / 2) + 1
+    g = ledger.sync("a", "dc", busy_report(l, 3), t0 + 1000, 3000);
+    EXPECT_EQ(ledger.held_by("a"), 4);  // decayed demand 4.5: ceil(2.25) + 1 = 4
+    // The rest stays free: a second node whose traffic just rose tops up from it at once.
+    EXPECT_EQ(ledger.top_up("b", "dc", l, 150, t0 + 1100), 150);
+    EXPECT_EQ(ledger.top_up("b", "dc", l, 150, t0 + 1200), 200 - 4 - 150);
+    // Once demand falls, a lease above the cap is handed back at the next sync.
+    auto gb = ledger.sync("b", "dc", busy_report(l, 2), t0 + 2000, 3000);
+    EXPECT_EQ(gb.granted, 0);
+    EXPECT_EQ(gb.release, 196 - 2);
 }
 
 }  // namespace

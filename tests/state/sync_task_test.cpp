@@ -66,6 +66,14 @@ class deferred_store final : public store {
     int top_up_calls = 0;
 };
 
+// Visitors asked for `n` slots since the last sync. A lease follows recent demand, so a node
+// that saw none leases a single slot; tests about what a lease holds make the node busy first.
+void add_demand(room::node_state& node, std::int64_t n) {
+    room::delta_set d;
+    d["shop"].demand = n;
+    node.submit(d);
+}
+
 room::decision decide(room::engine& e, room::worker_state& ws, sync_task& sync, std::int64_t now,
                       room::rng& rng) {
     auto d = e.decide(e.rooms()[0], ws, nullptr, now, rng);
@@ -116,6 +124,7 @@ TEST(SyncTask, LeaseCoversTheFreeCapacityOfASingleNode) {
     local_store st;
     sync_task sync(node, st, {});
     sync.set_engine(eng);
+    add_demand(node, 100);
     sync.run_once(t0);
     EXPECT_EQ(node.pool("shop").available(), 25);
     EXPECT_EQ(st.held_total("shop"), 25);
@@ -127,6 +136,7 @@ TEST(SyncTask, FailedSyncKeepsTheDeltasForTheNextOne) {
     deferred_store st;
     sync_task sync(node, st, {});
     sync.set_engine(eng);
+    add_demand(node, 100);
     sync.run_once(t0);
     st.release_all();
     room::worker_state w(node);
@@ -171,6 +181,7 @@ TEST(SyncTask, LapsedLeaseIsNotUsedAndGoesBackWhenTheStoreReturns) {
     opt.degraded_allowance = false;  // the lapsed lease alone (allowance: Degraded tests)
     sync_task sync(node, st, opt);
     sync.set_engine(eng);
+    add_demand(node, 100);
     sync.run_once(t0);
     st.release_all();
     auto& pool = node.pool("shop");
@@ -198,6 +209,7 @@ TEST(SyncTask, ConcurrentTopUpsShareOneStoreCall) {
     deferred_store st;
     sync_task sync(node, st, {});
     sync.set_engine(eng);
+    add_demand(node, 100);
     sync.run_once(t0);
     st.release_all();
     node.pool("shop").take_up_to(10);  // dry pool; the store still counts them held
@@ -210,6 +222,52 @@ TEST(SyncTask, ConcurrentTopUpsShareOneStoreCall) {
     st.release_all();
     EXPECT_EQ(answers, 2);
     EXPECT_FALSE(any);  // nothing is free beyond the lease
+}
+
+TEST(SyncTask, TopUpsBeforeTheNextSyncAskForTwiceThePreviousOne) {
+    auto eng = make_engine(1000, 1000);
+    room::node_state node;
+    local_store st;
+    sync_task sync(node, st, {});
+    sync.set_engine(eng);
+    sync.run_once(t0);
+    auto& pool = node.pool("shop");
+    EXPECT_EQ(pool.available(), 1);  // no demand yet: the rest stays free in the store
+    std::vector<std::int64_t> got;
+    for (int i = 0; i < 4; ++i) {
+        pool.take_up_to(pool.available());  // a spike drains the pool each time
+        sync.top_up("shop", t0 + 100 + i, [](bool) {});
+        got.push_back(pool.available());
+    }
+    EXPECT_EQ(got, (std::vector<std::int64_t>{1, 2, 4, 8}));
+    sync.run_once(t0 + 1000);  // the lease now follows the demand: top-ups start small again
+    pool.take_up_to(pool.available());
+    sync.top_up("shop", t0 + 1100, [](bool) {});
+    EXPECT_EQ(pool.available(), 1);
+}
+
+TEST(SyncTask, TopUpAsksAgainForTheVisitorsWhoJoinedItsCall) {
+    auto eng = make_engine(1000, 1000);
+    room::node_state node;
+    deferred_store st;
+    sync_task sync(node, st, {});
+    sync.set_engine(eng);
+    sync.run_once(t0);
+    st.release_all();
+    auto& pool = node.pool("shop");
+    pool.take_up_to(pool.available());
+    int answers = 0;
+    for (int i = 0; i < 3; ++i) {
+        sync.top_up("shop", t0 + 10, [&](bool g) { answers += g ? 1 : 0; });
+    }
+    EXPECT_EQ(st.top_up_calls, 1);
+    st.release_all();  // 1 slot for 3 visitors, and the store gave all it was asked: ask again
+    EXPECT_EQ(st.top_up_calls, 2);
+    EXPECT_EQ(answers, 0);
+    st.release_all();
+    EXPECT_EQ(answers, 3);
+    EXPECT_EQ(pool.available(), 3);
+    EXPECT_EQ(st.inner.held_total("shop"), 4);  // with the lease slot taken, not yet reported
 }
 
 TEST(SyncTask, TopUpAddsSlotsWhenCapacityFreedSinceTheLastSync) {
@@ -245,9 +303,10 @@ TEST(SyncTask, OptionsScaleWithTheSyncInterval) {
     EXPECT_EQ(o.interval_ms, 2000);
     EXPECT_LT(o.lease_ttl_ms, o.node_ttl_ms);
     EXPECT_GT(o.lease_ttl_ms, o.interval_ms);
-    EXPECT_EQ(o.top_up_retry_ms, 2000);
+    EXPECT_EQ(o.top_up_retry_ms, 500);  // a quarter interval
+    // The local store too: asked per request it tied its load to the request rate (issue 6).
     cfg.state.backend = config::state_backend::local;
-    EXPECT_EQ(make_sync_options(cfg).top_up_retry_ms, 0);
+    EXPECT_EQ(make_sync_options(cfg).top_up_retry_ms, 500);
 }
 
 TEST(SyncTimer, DrivesTheSyncTaskOnTheExecutor) {
@@ -342,6 +401,7 @@ TEST(Degraded, NodeKeepsAdmittingFromItsAllowanceButNoMoreThanItsShareEachInterv
     tick(w, sync, t0 + 500);
 
     st.down = true;
+    const int top_ups_before = st.top_up_calls;  // the quiet node's first lease was 1 slot
     tick(w, sync, t0 + 1500);  // the lease still holds: not degraded yet
     EXPECT_FALSE(sync.degraded(t0 + 1500));
     EXPECT_EQ(sync.degraded_since_ms(), 0);
@@ -365,7 +425,7 @@ TEST(Degraded, NodeKeepsAdmittingFromItsAllowanceButNoMoreThanItsShareEachInterv
     EXPECT_EQ(sync.degraded_room("shop").share, 1.0);
     EXPECT_EQ(sync.degraded_admissions(), static_cast<std::uint64_t>(degraded_total));
     // The dead store is asked once per interval (the sync), never per visitor.
-    EXPECT_EQ(st.top_up_calls, 0);
+    EXPECT_EQ(st.top_up_calls, top_ups_before);
     EXPECT_EQ(sync.failed_syncs(), 9u);
 }
 
@@ -380,6 +440,7 @@ TEST(Degraded, AdmissionsWhileDegradedNeverExceedTheShareOfTheFreeActiveCapacity
     room::rng rng(3);
     tick(w, sync, t0);
     ASSERT_EQ(offer(*eng, w, sync, t0 + 100, 5, rng).size(), 5u);
+    add_demand(node, 20);     // busy: the lease covers the free capacity
     tick(w, sync, t0 + 500);  // the store knows 5 active
     ASSERT_EQ(node.snapshot()->find("shop")->counts().active, 5);
     ASSERT_EQ(offer(*eng, w, sync, t0 + 600, 2, rng).size(), 2u);  // not reported yet

@@ -10,7 +10,9 @@ namespace waitroom::room {
 // Granularity of the counters. The defaults are the tuned values; the simulator may vary them.
 struct windowing {
     std::int64_t window_ms = 10'000;         // active/waiting windows and arrival buckets
-    std::int64_t rate_window_ms = 1'000;     // sub-windows of the sliding minute (admitted)
+    std::int64_t rate_window_ms = 250;       // sub-windows of the sliding minute (admitted);
+                                             // the oldest counts whole, so the minute is in
+                                             // effect span + this (1 s left ~3% idle)
     std::int64_t rate_span_ms = 60'000;      // new_users_per_minute is per this span
     std::int64_t abandon_margin_ms = 5'000;  // slack over refresh_interval before a queued
                                              // visitor who stopped refreshing is dropped
@@ -27,7 +29,7 @@ struct room_limits {
     std::int64_t session_ms = 300'000;       // session_duration
     std::int64_t abandon_after_ms = 25'000;  // refresh_interval + abandon margin
     std::int64_t window_ms = 10'000;
-    std::int64_t rate_window_ms = 1'000;
+    std::int64_t rate_window_ms = 250;
     std::int64_t rate_span_ms = 60'000;
     bool needs_slots = true;  // false while suspended, passthrough, queue_all or prequeueing
 };

@@ -1,7 +1,8 @@
 #pragma once
 // The counting and lease arithmetic of one room inside a store: sums the counter windows, forgets
-// dead windows and silent nodes, and sizes leases by each node's share of recent demand without
-// ever leasing more than is free. The local store uses it directly; the Redis script mirrors it.
+// dead windows and silent nodes, and sizes leases by each node's share of recent demand (capped
+// at about one interval of that demand, so the rest stays free for top-ups) without ever leasing
+// more than is free. The local store uses it directly; the Redis script mirrors it.
 
 #include <cstdint>
 #include <map>

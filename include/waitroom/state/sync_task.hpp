@@ -29,8 +29,9 @@ struct sync_options {
     std::int64_t lease_ttl_ms = 2'000;  // the node drops its slots after this long without a
                                         // successful sync (below node_ttl: never both hold them)
     std::int64_t top_up_retry_ms = 0;   // after a top-up granted nothing, none for this long
-                                        // (0 for the local store; about interval for Redis)
-    std::int64_t top_up_min = 1;        // smallest top-up asked for
+                                        // (make_sync_options: interval / 4, any store)
+    std::int64_t top_up_min = 1;        // smallest top-up asked for (later top-ups before the
+                                        // next sync ask for twice the previous one)
     bool degraded_allowance = true;     // degraded mode admits from a local allowance (false:
                                         // it admits nobody new until the store returns)
 };
@@ -61,8 +62,10 @@ class sync_task {
     void run_once(std::int64_t now_ms, std::function<void(std::error_code)> done = {});
 
     // Asks the store for more slots for a room whose pool ran dry (decision wait_for_slots).
-    // Concurrent requests for a room share one store call. `done(granted_any)` runs on any
-    // thread, possibly inline.
+    // Concurrent requests for a room share one store call; when they outnumber the slots it got
+    // and the store gave all it was asked, it asks again before answering them. The ask is the
+    // last interval's demand, doubling with each top-up until the next sync.
+    // `done(pool_has_slots)` runs on any thread, possibly inline.
     void top_up(const std::string& room_id, std::int64_t now_ms, std::function<void(bool)> done);
 
     // No successful sync for longer than the lease TTL.
@@ -114,6 +117,8 @@ class sync_task {
     void refill(const std::string& room_id, episode& ep, const room::room_limits& limits,
                 std::int64_t now_ms);
     void notify(bool degraded, std::int64_t now_ms);
+    // One top-up call; asks again while its waiters outnumber the slots it got.
+    void ask_store(top_up_request req);
     void on_synced(std::int64_t now_ms, std::map<std::string, room::room_limits> limits,
                    std::vector<room_report> sent, std::vector<adjust> adj, sync_result res,
                    std::function<void(std::error_code)> done);
@@ -130,6 +135,7 @@ class sync_task {
     std::uint64_t top_ups_ = 0;
     std::map<std::string, std::int64_t> pending_release_;  // room → slots to give back
     std::map<std::string, std::int64_t> last_demand_;      // room → demand in the last interval
+    std::map<std::string, std::int64_t> top_up_asked_;     // room → last top-up asked since sync
     std::map<std::string, std::vector<std::function<void(bool)>>> top_up_waiters_;
 
     // Degraded mode.

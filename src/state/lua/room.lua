@@ -192,14 +192,15 @@ me.demand = me.demand / 2 + tonumber(ARGV[16])
 local granted, release = 0, 0
 if L.needs_slots then
     -- Capacity includes the slots already leased: the lease target is this node's share of
-    -- it, and a grant never exceeds what no node holds yet.
+    -- it, and a grant never exceeds what no node holds yet. The target is also capped at the
+    -- node's decayed demand + 1, so the rest of the free capacity stays free for top-ups.
     local cap = capacity(active, admitted)
     local free_unheld = math.max(0, cap - held_total(nodes, ids))
     local total_demand = 0
     for _, id in ipairs(ids) do total_demand = total_demand + nodes[id].demand end
     local share
     if total_demand > 0 then share = me.demand / total_demand else share = 1.0 / #ids end
-    local target = math.ceil(cap * share)
+    local target = math.min(math.ceil(cap * share), math.ceil(me.demand / 2) + 1)
     granted = math.min(math.max(target - me.held, 0), free_unheld)
     release = math.max(0, me.held - target)
     me.held = me.held + granted
