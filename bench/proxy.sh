@@ -30,6 +30,7 @@ wait_port() { for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/"$1") 2>/dev/nul
 
 origin_port=$(free_port); nginx_port=$(free_port); wr_port=$(free_port); admin_port=$(free_port)
 mkdir -p "$work/www" "$work/origin" "$work/proxy"
+chmod 755 "$work" "$work/www"   # nginx workers run as an unprivileged user
 head -c 64 /dev/zero | tr '\0' 'a' > "$work/www/64"
 head -c 16384 /dev/zero | tr '\0' 'b' > "$work/www/16k"
 
