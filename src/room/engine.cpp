@@ -509,16 +509,18 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
         }
         // Adaptive refresh: come back about when the turn is expected, soon when it is near.
         if (ph.prequeueing) {
-            refresh_ms = std::clamp(ph.start_ms - now_ms, win_.min_refresh_ms, s.refresh_ms);
+            refresh_ms = std::clamp(ph.start_ms - now_ms,
+                                    std::min(win_.min_refresh_ms, s.refresh_ms), s.refresh_ms);
         } else if (s.queue_all) {
             refresh_ms = s.refresh_ms;
         } else if (eligible) {
-            refresh_ms = win_.min_refresh_ms;
+            refresh_ms = std::min(win_.min_refresh_ms, s.refresh_ms);
         } else if (rate > 0) {
             double beyond = static_cast<double>(older - free);
             double turn_ms = beyond <= 0 ? 0.0 : beyond / (rate / 60'000.0);
             refresh_ms =
-                std::clamp(static_cast<std::int64_t>(turn_ms), win_.min_refresh_ms, s.refresh_ms);
+                std::clamp(static_cast<std::int64_t>(turn_ms),
+                           std::min(win_.min_refresh_ms, s.refresh_ms), s.refresh_ms);
         }
     }
     if (p.wait_time_known) {

@@ -11,7 +11,11 @@ sync_options make_sync_options(const config::config& cfg) {
     sync_options o;
     o.node_id = cfg.node.id.empty() ? std::string("node") : cfg.node.id;
     o.datacenter = cfg.node.datacenter;
-    o.interval_ms = std::max<std::int64_t>(1, cfg.state.sync_interval.count());
+    // Every *_ms here is compared with the product clock, which runs `testing.time_scale`
+    // times faster than the real-time sync timer: a sync interval lasts that much product time.
+    o.interval_ms = std::max<std::int64_t>(
+        1, static_cast<std::int64_t>(static_cast<double>(cfg.state.sync_interval.count()) *
+                                     std::max(1.0, cfg.testing.time_scale)));
     o.node_ttl_ms = 3 * o.interval_ms;
     o.lease_ttl_ms = 2 * o.interval_ms;
     // After a store had nothing to give, it is asked again a quarter interval later at the
