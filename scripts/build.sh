@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir="${1:-build}"
+# Let ccache reuse objects across clones and folders (CI builds a fresh clone each time).
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 shift || true
 cmake -S . -B "$dir" -G Ninja "$@" >/dev/null
 ninja -C "$dir"
