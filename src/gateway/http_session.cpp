@@ -499,6 +499,10 @@ void http_session<Stream>::on_read_response_header(error_code ec, std::size_t) {
     out_res_.body().size = 0;
     out_res_.body().more = true;
     res_sr_.emplace(out_res_);
+    if (res_parser_->is_done() || origin_->buffer().size() > 0) {
+        // Body bytes are already here: the header goes out with them in one write.
+        return do_read_response_body();
+    }
     http::async_write_header(
         stream_, *res_sr_,
         beast::bind_front_handler(&http_session::on_write_response_header, self()));

@@ -7,6 +7,9 @@
 namespace waitroom::gateway {
 
 origin_connection::origin_connection(asio::any_io_executor ex, ssl::context* tls) : idle_timer(ex) {
+    // Beast reads at most the buffer's free capacity (>= 512 bytes) per recv: without room a
+    // 16 KiB body takes some 32 system calls.
+    buffer_.reserve(16 * 1024);
     if (tls != nullptr) {
         tls_.emplace(ex, *tls);
     } else {
