@@ -326,19 +326,6 @@ bool read_plaintext(const std::uint8_t* data, std::size_t size, payload& p) noex
     return r.p == r.end;
 }
 
-bool valid_key_id(std::string_view id) noexcept {
-    if (id.empty() || id.size() > max_key_id) {
-        return false;
-    }
-    for (char c : id) {
-        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                  c == '_' || c == '-';
-        if (!ok) {
-            return false;
-        }
-    }
-    return true;
-}
 
 }  // namespace
 

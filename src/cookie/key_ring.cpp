@@ -20,19 +20,6 @@ namespace {
 
 std::atomic<std::uint64_t> next_serial{1};
 
-bool valid_id(std::string_view id) {
-    if (id.empty() || id.size() > 8) {
-        return false;
-    }
-    for (char c : id) {
-        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                  c == '_' || c == '-';
-        if (!ok) {
-            return false;
-        }
-    }
-    return true;
-}
 
 std::string errno_text(int e) {
     return std::strerror(e);
@@ -125,7 +112,7 @@ key_ring::key_ring(std::vector<key> keys) : keys_(std::move(keys)), serial_(next
         throw std::invalid_argument("cookie key ring needs at least one key");
     }
     for (std::size_t i = 0; i < keys_.size(); ++i) {
-        if (!valid_id(keys_[i].id)) {
+        if (!valid_key_id(keys_[i].id)) {
             throw std::invalid_argument("cookie key id '" + keys_[i].id +
                                         "' must be 1-8 characters of [A-Za-z0-9_-]");
         }
@@ -150,6 +137,20 @@ int key_ring::find(std::string_view id) const noexcept {
         }
     }
     return -1;
+}
+
+bool valid_key_id(std::string_view id) noexcept {
+    if (id.empty() || id.size() > 8) {
+        return false;
+    }
+    for (char c : id) {
+        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                  c == '_' || c == '-';
+        if (!ok) {
+            return false;
+        }
+    }
+    return true;
 }
 
 std::string generate_key_base64() {
@@ -247,7 +248,7 @@ key_ring_result load_key_ring(const config::cookie_settings& settings, key_ring_
         for (std::size_t i = 0; i < settings.keys.size(); ++i) {
             const auto& ck = settings.keys[i];
             std::string where = "cookie.keys[" + std::to_string(i) + "]";
-            if (!valid_id(ck.id)) {
+            if (!valid_key_id(ck.id)) {
                 res.error = where + ".id: must be 1-8 characters of [A-Za-z0-9_-]";
                 wipe();
                 return res;

@@ -1,4 +1,5 @@
 #include "waitroom/room/engine.hpp"
+#include "waitroom/util/clock.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -19,14 +20,6 @@ std::int64_t ceil_div_ms(std::int64_t ms, std::int64_t unit) {
     return ms <= 0 ? 0 : (ms + unit - 1) / unit;
 }
 
-std::string iso8601(std::int64_t ms) {
-    std::time_t secs = static_cast<std::time_t>(ms / 1000);
-    std::tm tm{};
-    gmtime_r(&secs, &tm);
-    char buf[32];
-    std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return std::string(buf, n);
-}
 
 // Admissions per minute the queue can expect: the observed rate, or when nothing was admitted
 // lately the turnover of a full room (sessions ending), never above new_users_per_minute.
@@ -448,7 +441,7 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
         p.last_updated = st.last_updated_iso();
         p.last_updated_ms = st.counts().as_of_ms;
     } else {
-        p.last_updated = iso8601(now_ms);
+        p.last_updated = util::iso8601_utc(now_ms);
         p.last_updated_ms = now_ms;
     }
     p.is_event_active = ph.active;

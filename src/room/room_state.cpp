@@ -1,20 +1,10 @@
 #include "waitroom/room/room_state.hpp"
 
 #include <algorithm>
-#include <ctime>
+
+#include "waitroom/util/clock.hpp"
 
 namespace waitroom::room {
-
-namespace {
-std::string iso8601(std::int64_t ms) {
-    std::time_t secs = static_cast<std::time_t>(ms / 1000);
-    std::tm tm{};
-    gmtime_r(&secs, &tm);
-    char buf[32];
-    std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return std::string(buf, n);
-}
-}  // namespace
 
 room_state::room_state(room_counts counts, const room_limits& limits)
     : counts_(std::move(counts)), known_(true) {
@@ -28,7 +18,7 @@ room_state::room_state(room_counts counts, const room_limits& limits)
         waiting_total_ += std::max<std::int64_t>(0, n);
         prefix_.push_back(waiting_total_);
     }
-    last_updated_ = iso8601(counts_.as_of_ms);
+    last_updated_ = util::iso8601_utc(counts_.as_of_ms);
 }
 
 std::int64_t room_state::waiting_before(std::int64_t bucket) const {

@@ -1,5 +1,7 @@
 #include "waitroom/util/clock.hpp"
 
+#include <ctime>
+
 namespace waitroom::util {
 
 scaled_clock::scaled_clock(double scale)
@@ -13,6 +15,15 @@ sys_time scaled_clock::now() const {
         std::chrono::duration<double, std::nano>(
             std::chrono::duration<double, std::nano>(real).count() * scale_));
     return start_wall_ + scaled;
+}
+
+std::string iso8601_utc(std::int64_t unix_ms) {
+    std::time_t secs = static_cast<std::time_t>(unix_ms / 1000);
+    std::tm tm{};
+    gmtime_r(&secs, &tm);
+    char buf[32];
+    std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return std::string(buf, n);
 }
 
 }  // namespace waitroom::util

@@ -43,6 +43,9 @@ class key_ring {
     std::uint64_t serial_;
 };
 
+// A key id as carried in clear in cookies: 1-8 characters of [A-Za-z0-9_-].
+bool valid_key_id(std::string_view id) noexcept;
+
 // The id given to the key generated into `cookie.key_file`.
 inline constexpr std::string_view generated_key_id = "local";
 

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <string>
 
 namespace waitroom::util {
 
@@ -59,5 +60,8 @@ private:
 inline std::int64_t unix_ms(sys_time t) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
 }
+
+// "2026-12-01T10:00:00Z" for a unix-ms instant (whole seconds, UTC).
+std::string iso8601_utc(std::int64_t unix_ms);
 
 }  // namespace waitroom::util
