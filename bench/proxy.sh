@@ -4,6 +4,8 @@
 # by wrk pinned to core 1 (the origin shares core 1). Prints req/s, p50, p99 and the proxy's CPU
 # time per request (utime+stime from /proc), and waitroomd's ratio to nginx.
 #   bench/proxy.sh [BUILD_DIR] [DURATION_S] [CONNECTIONS]
+# With SYSCALLS=1 it then counts each proxy's system calls per request (strace -c on the nginx
+# worker / waitroomd during an extra, untimed 3 s run) and prints them by call.
 # Needs: scripts/install-deps.sh bench (nginx-light, wrk). A room with limits far above the load
 # checks every request; wrk sends the admission cookie a first request received, as a returning
 # admitted visitor would.
@@ -147,3 +149,29 @@ for path in /64 /16k; do
       -v e="$w_cpu" -v f="$n_cpu" \
       'BEGIN{printf "%-6s throughput %.2fx   p99 %.2fx   cpu/req %.2fx\n", p, a/b, c/d, e/f}'
 done
+
+if [[ "${SYSCALLS:-0}" == 1 ]] && command -v strace >/dev/null; then
+  # syscalls NAME PORT PATH PID -> "NAME PATH total/req  call/req ..." (strace slows the proxy,
+  # so only the counts per request mean anything here, never the times)
+  syscalls() {
+    local name=$1 port=$2 path=$3 pid=$4 extra=("${@:5}") out reqs sp
+    strace -c -f -p "$pid" -o "$work/strace.$name" 2>/dev/null & sp=$!
+    sleep 0.5
+    out=$(taskset -c 1 wrk -t1 -c"$conns" -d3s "${extra[@]}" "http://127.0.0.1:$port$path")
+    kill -INT "$sp"; wait "$sp" 2>/dev/null || true
+    reqs=$(awk '/requests in/{print $1}' <<<"$out")
+    awk -v n="$reqs" -v who="$name" -v p="$path" '
+      $1 ~ /^[0-9.]+$/ && NF >= 5 && $NF != "total" { c[$NF] = $4 }
+      $NF == "total" { t = $4 }
+      END { printf "%-10s %-6s %6.2f/req ", who, p, t / n
+            for (k in c) if (c[k] / n >= 0.05) printf " %s %.2f", k, c[k] / n; print "" }' \
+      "$work/strace.$name"
+  }
+  echo
+  echo "system calls per request (strace -c; counts only)"
+  nginx_worker=$(pgrep -P "$nginx_pid" | head -1)
+  for path in /64 /16k; do
+    syscalls nginx "$nginx_port" "$path" "$nginx_worker"
+    syscalls waitroomd "$wr_port" "$path" "$wr_pid" "${hdr[@]}"
+  done
+fi

@@ -160,6 +160,7 @@ void build_origin_request(const http::request_header<>& in, http::request_header
 
     std::string forwarded_for;
     std::string_view original_host;
+    const bool names = has_connection_token(in);
     for (const auto& f : in) {
         switch (f.name()) {
             case http::field::host:
@@ -188,10 +189,11 @@ void build_origin_request(const http::request_header<>& in, http::request_header
                 continue;
             }
         }
-        if (has_connection_token(in) && named_by_connection(in, f.name_string())) {
+        if (names && named_by_connection(in, f.name_string())) {
             continue;
         }
-        out.insert(f.name_string(), f.value());
+        // The parsed field enum goes along: no second name lookup per copied field.
+        out.insert(f.name(), f.name_string(), f.value());
     }
     if (!forwarded_for.empty()) {
         forwarded_for += ", ";
@@ -232,7 +234,7 @@ void build_client_response(const http::response_header<>& in, http::response_hea
         if (names && named_by_connection(in, f.name_string())) {
             continue;
         }
-        out.insert(f.name_string(), f.value());
+        out.insert(f.name(), f.name_string(), f.value());
     }
     if (websocket_101) {
         out.set(http::field::upgrade, "websocket");

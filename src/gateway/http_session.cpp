@@ -1,5 +1,6 @@
 #include "http_session.hpp"
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/bind_handler.hpp>
 #include <boost/beast/core/string.hpp>
@@ -96,6 +97,28 @@ metrics::origin_error origin_error_kind(const error_code& ec, bool connecting) {
     return metrics::origin_error::reset;
 }
 
+// Plain TCP sockets are put in non-blocking mode, so Beast's synchronous write sends what the
+// socket takes right now and stops at would_block instead of waiting. A message that fits the
+// socket buffer (nearly always) then goes out inline: no timer armed and cancelled, no
+// operation allocated, no completion posted. True when nothing is left to send now (`ec` holds
+// a real error, if any); false when the socket is full and the rest must go asynchronously.
+template <class Serializer>
+bool write_now(beast::tcp_stream& s, Serializer& sr, bool header_only, error_code& ec) {
+    if (header_only) {
+        http::write_header(s, sr, ec);
+    } else {
+        http::write(s, sr, ec);
+    }
+    if (ec == asio::error::would_block || ec == asio::error::try_again) {
+        ec = {};
+        return false;
+    }
+    if (ec == http::error::need_buffer) {
+        ec = {};  // the piece is sent; the serializer waits for the next one
+    }
+    return true;
+}
+
 }  // namespace
 
 template <class Stream>
@@ -113,6 +136,9 @@ http_session<Stream>::http_session(std::shared_ptr<worker_state> state, tcp::soc
             addr = asio::ip::make_address_v4(asio::ip::v4_mapped, addr.to_v6());
         }
         info_.client_ip = addr.to_string();
+    }
+    if constexpr (!is_tls) {
+        lowest().socket().non_blocking(true, ec);  // for write_now
     }
     info_.tls = is_tls;
     info_.worker = state_->index;
@@ -165,7 +191,7 @@ void http_session<Stream>::drain() {
     draining_ = true;
     if (!busy_) {
         // Waiting for a request: cancel the read; on_read_header closes.
-        ++header_generation_;
+        header_waiting_ = false;
         header_timer_.cancel();
         error_code ignored;
         lowest().socket().cancel(ignored);
@@ -203,19 +229,44 @@ void http_session<Stream>::do_read_header() {
     // keep-alive connection is simply closed after keepalive_timeout.
     const bool started = first_request_ || buffer_.size() > 0;
     header_timed_out_ = false;
-    header_timer_.expires_after(started ? cfg_->limits.header_timeout
-                                        : cfg_->limits.keepalive_timeout);
-    header_timer_.async_wait(
-        beast::bind_front_handler(&http_session::on_header_timeout, self(), ++header_generation_));
+    header_deadline_ = std::chrono::steady_clock::now() +
+                       (started ? cfg_->limits.header_timeout : cfg_->limits.keepalive_timeout);
+    header_waiting_ = true;
+    // The timer is re-armed only when the new deadline is earlier than the armed one; a later
+    // deadline is picked up when the armed one fires. Back-to-back keep-alive requests then
+    // cost no timer operation at all.
+    if (!header_timer_armed_ || header_timer_.expiry() > header_deadline_) {
+        arm_header_timer();
+    }
     lowest().expires_never();
     http::async_read_header(stream_, buffer_, *parser_,
                             beast::bind_front_handler(&http_session::on_read_header, self()));
 }
 
 template <class Stream>
+void http_session<Stream>::arm_header_timer() {
+    header_timer_armed_ = true;
+    header_timer_.expires_at(header_deadline_);  // a pending wait ends as a stale generation
+    // A weak owner: the timer may stay armed while the session is busy or gone.
+    header_timer_.async_wait(
+        [weak = this->weak_from_this(), generation = ++header_generation_](error_code ec) {
+            if (auto s = weak.lock()) {
+                s->on_header_timeout(generation, ec);
+            }
+        });
+}
+
+template <class Stream>
 void http_session<Stream>::on_header_timeout(std::uint64_t generation, error_code ec) {
-    if (ec || generation != header_generation_) {
-        return;
+    if (generation != header_generation_) {
+        return;  // superseded by a re-arm
+    }
+    header_timer_armed_ = false;
+    if (ec || !header_waiting_ || closed_) {
+        return;  // cancelled, or a request is in flight: the next header read arms it again
+    }
+    if (std::chrono::steady_clock::now() < header_deadline_) {
+        return arm_header_timer();  // armed for an older, earlier deadline
     }
     header_timed_out_ = true;
     error_code ignored;
@@ -224,8 +275,7 @@ void http_session<Stream>::on_header_timeout(std::uint64_t generation, error_cod
 
 template <class Stream>
 void http_session<Stream>::on_read_header(error_code ec, std::size_t) {
-    ++header_generation_;
-    header_timer_.cancel();
+    header_waiting_ = false;
     if (ec == asio::error::operation_aborted && header_timed_out_) {
         if (first_request_ || buffer_.size() > 0) {
             return send_error(408, "request header timed out", true);
@@ -277,7 +327,7 @@ void http_session<Stream>::on_filter(filter_result r) {
     if (filter_.what == filter_result::action::respond) {
         // The origin never sees this request; an unread body forces a close.
         return send_response(filter_.status, filter_.headers, std::move(filter_.body),
-                             request_has_body_);
+                             std::move(filter_.shared_body), request_has_body_);
     }
     // Build the origin's request header once; a retry reuses it.
     out_req_ = {};
@@ -311,7 +361,16 @@ void http_session<Stream>::on_filter(filter_result r) {
 
 template <class Stream>
 void http_session<Stream>::do_forward(bool fresh) {
-    state_->pool->acquire(beast::bind_front_handler(&http_session::on_origin, self()), fresh);
+    // Idempotent and bodiless: a stale pooled connection is retried, so reuse needs no peek.
+    const bool retryable = !request_has_body_ && is_idempotent(parser_->get().method());
+    if (!fresh) {
+        // The common case, a warm idle connection, goes on inline: no handler, no post.
+        if (auto c = state_->pool->take_idle(retryable)) {
+            return on_origin({}, std::move(c));
+        }
+    }
+    state_->pool->acquire(beast::bind_front_handler(&http_session::on_origin, self()), fresh,
+                          retryable);
 }
 
 template <class Stream>
@@ -337,6 +396,18 @@ void http_session<Stream>::on_origin(error_code ec, std::shared_ptr<origin_conne
     out_req_.body().size = 0;
     out_req_.body().more = request_has_body_;
     out_sr_.emplace(out_req_);
+    if (!origin_->is_tls()) {
+        error_code wec;
+        if (write_now(origin_->lowest(), *out_sr_, true, wec)) {
+            if (wec || request_has_body_) {
+                return on_origin_write_header(wec, 0);
+            }
+            // The answer cannot be there yet: reading now would only cost a system call that
+            // returns EAGAIN. Going to the back of the queue first lets the origin answer.
+            return asio::post(lowest().get_executor(),
+                              [self = self()] { self->do_read_response_header(); });
+        }
+    }
     origin_->lowest().expires_after(cfg_->origin.timeout);
     origin_->visit([&](auto& s) {
         http::async_write_header(
@@ -503,6 +574,12 @@ void http_session<Stream>::on_read_response_header(error_code ec, std::size_t) {
         // Body bytes are already here: the header goes out with them in one write.
         return do_read_response_body();
     }
+    if constexpr (!is_tls) {
+        error_code wec;
+        if (write_now(lowest(), *res_sr_, true, wec)) {
+            return on_write_response_header(wec, 0);
+        }
+    }
     http::async_write_header(
         stream_, *res_sr_,
         beast::bind_front_handler(&http_session::on_write_response_header, self()));
@@ -527,14 +604,38 @@ void http_session<Stream>::do_read_response_body() {
         out_res_.body().data = nullptr;
         out_res_.body().size = 0;
         out_res_.body().more = false;
-        lowest().expires_after(cfg_->limits.body_timeout);
-        return http::async_write(
-            stream_, *res_sr_,
-            beast::bind_front_handler(&http_session::on_write_response_body, self()));
+        return write_response_piece();
     }
     auto& body = res_parser_->get().body();
     body.data = piece();
     body.size = piece_size;
+    if (auto& buf = origin_->buffer(); buf.size() > 0) {
+        // Bytes already read from the origin are parsed here and now; only a body that is not
+        // all here yet takes an asynchronous read (which goes on from where this stops).
+        // A piece that is neither full nor the end is not sent yet: the read below goes on
+        // filling it, so a 16 KiB body still leaves in one write with its header.
+        res_parser_->eager(true);
+        error_code ec;
+        bool full = false;
+        while (buf.size() > 0 && !res_parser_->is_done()) {
+            const std::size_t n = res_parser_->put(buf.data(), ec);
+            buf.consume(n);
+            if (ec == http::error::need_buffer) {
+                ec = {};
+                full = true;
+                break;
+            }
+            if (ec || n == 0) {
+                break;
+            }
+        }
+        if (ec == http::error::need_more) {
+            ec = {};
+        }
+        if (ec || full || res_parser_->is_done()) {
+            return on_read_response_body(ec, 0);
+        }
+    }
     origin_->lowest().expires_after(cfg_->limits.body_timeout);
     origin_->visit([&](auto& s) {
         http::async_read(s, origin_->buffer(), *res_parser_,
@@ -561,6 +662,17 @@ void http_session<Stream>::on_read_response_body(error_code ec, std::size_t) {
     out_res_.body().size = n;
     bytes_sent_ += n;
     out_res_.body().more = more;
+    write_response_piece();
+}
+
+template <class Stream>
+void http_session<Stream>::write_response_piece() {
+    if constexpr (!is_tls) {
+        error_code ec;
+        if (write_now(lowest(), *res_sr_, false, ec)) {
+            return on_write_response_body(ec, 0);
+        }
+    }
     lowest().expires_after(cfg_->limits.body_timeout);
     http::async_write(stream_, *res_sr_,
                       beast::bind_front_handler(&http_session::on_write_response_body, self()));
@@ -591,7 +703,8 @@ void http_session<Stream>::finish_exchange() {
     if (!client_keep_alive_) {
         return do_close();
     }
-    do_read_header();
+    // As for the origin's answer: the client's next request cannot be there yet.
+    asio::post(lowest().get_executor(), [self = self()] { self->do_read_header(); });
 }
 
 template <class Stream>
@@ -644,25 +757,37 @@ void http_session<Stream>::origin_failed(error_code ec, bool before_response) {
 
 template <class Stream>
 void http_session<Stream>::send_response(unsigned status, const header_list& headers,
-                                         std::string body, bool close) {
+                                         std::string body,
+                                         std::shared_ptr<const std::string> shared_body,
+                                         bool close) {
     memory_res_ = {};
     memory_res_.result(status);
     memory_res_.version(parser_ ? parser_->get().version() : 11);
     for (const auto& [name, value] : headers) {
         memory_res_.insert(name, value);
     }
+    // The body is either our own text or a page the render cache shares with us (no copy);
+    // either way it stays alive in a member until the write completes.
+    memory_body_ = std::move(body);
+    memory_shared_ = std::move(shared_body);
+    const std::string& text = memory_shared_ ? *memory_shared_ : memory_body_;
     const bool head = parser_ && parser_->get().method() == http::verb::head;
-    const std::size_t length = body.size();
-    memory_res_.body() = head ? std::string{} : std::move(body);
-    memory_res_.prepare_payload();
-    if (head) {
-        memory_res_.content_length(length);
-    }
+    memory_res_.body() = head ? boost::span<const char>{}
+                              : boost::span<const char>{text.data(), text.size()};
+    memory_res_.content_length(text.size());
     close = close || draining_ || !parser_ || !parser_->get().keep_alive();
     memory_res_.keep_alive(!close);
+    memory_sr_.emplace(memory_res_);
+    if constexpr (!is_tls) {
+        // A queue page goes out as a proxied response does: inline while the socket takes it.
+        error_code ec;
+        if (write_now(lowest(), *memory_sr_, false, ec)) {
+            return on_write_memory_response(close, ec, 0);
+        }
+    }
     lowest().expires_after(cfg_->limits.body_timeout);
     http::async_write(
-        stream_, memory_res_,
+        stream_, *memory_sr_,
         beast::bind_front_handler(&http_session::on_write_memory_response, self(), close));
 }
 
@@ -672,7 +797,7 @@ void http_session<Stream>::send_error(unsigned status, std::string_view text, bo
         std::to_string(status) + " " + reason_text(status) + "\n" + std::string(text) + "\n";
     send_response(status,
                   {{"Content-Type", "text/plain; charset=utf-8"}, {"Cache-Control", "no-store"}},
-                  std::move(body), close);
+                  std::move(body), nullptr, close);
 }
 
 template <class Stream>
@@ -683,10 +808,13 @@ void http_session<Stream>::on_write_memory_response(bool close, error_code ec, s
     }
     bytes_sent_ = memory_res_.body().size();
     log_request(memory_res_.result_int());
+    memory_sr_.reset();
+    memory_res_.body() = {};
+    memory_shared_.reset();
     if (close) {
         return do_close();
     }
-    do_read_header();
+    asio::post(lowest().get_executor(), [self = self()] { self->do_read_header(); });
 }
 
 template <class Stream>

@@ -13,7 +13,7 @@
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/serializer.hpp>
-#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/span_body.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -55,6 +55,7 @@ class http_session : public session_base,
 
     void on_handshake(error_code ec);
     void do_read_header();
+    void arm_header_timer();
     void on_header_timeout(std::uint64_t generation, error_code ec);
     void on_read_header(error_code ec, std::size_t);
     void on_filter(filter_result r);
@@ -71,11 +72,13 @@ class http_session : public session_base,
     void on_write_response_header(error_code ec, std::size_t);
     void do_read_response_body();
     void on_read_response_body(error_code ec, std::size_t);
+    void write_response_piece();
     void on_write_response_body(error_code ec, std::size_t);
     void finish_exchange();
     void start_tunnel();
     void origin_failed(error_code ec, bool before_response);
-    void send_response(unsigned status, const header_list& headers, std::string body, bool close);
+    void send_response(unsigned status, const header_list& headers, std::string body,
+                       std::shared_ptr<const std::string> shared_body, bool close);
     void send_error(unsigned status, std::string_view text, bool close);
     void on_write_memory_response(bool close, error_code ec, std::size_t);
     void log_request(unsigned status);
@@ -89,7 +92,10 @@ class http_session : public session_base,
     Stream stream_;
     beast::flat_buffer buffer_;
     asio::steady_timer header_timer_;
-    std::uint64_t header_generation_ = 0;
+    std::uint64_t header_generation_ = 0;  // of the last arm; older waits are stale
+    std::chrono::steady_clock::time_point header_deadline_;  // of the header read in progress
+    bool header_waiting_ = false;      // a header read is in progress
+    bool header_timer_armed_ = false;  // header_timer_ has a wait of header_generation_
     bool header_timed_out_ = false;
     bool first_request_ = true;
     bool busy_ = false;  // a request is being handled
@@ -116,7 +122,10 @@ class http_session : public session_base,
     http::response<http::buffer_body> out_res_;
     std::optional<http::response_serializer<http::buffer_body>> res_sr_;
     http::response<http::empty_body> interim_;  // 100 Continue, bodyless responses
-    http::response<http::string_body> memory_res_;
+    http::response<http::span_body<const char>> memory_res_;
+    std::optional<http::response_serializer<http::span_body<const char>>> memory_sr_;
+    std::string memory_body_;                            // its body when we wrote it
+    std::shared_ptr<const std::string> memory_shared_;  // its body when a cache shares it
     std::unique_ptr<char[]> piece_;  // body relay buffer, made on first use
 };
 

@@ -17,13 +17,16 @@ origin_connection::origin_connection(asio::any_io_executor ex, ssl::context* tls
     }
 }
 
-bool origin_connection::looks_dead() {
+bool origin_connection::looks_dead(bool peek) {
     auto& sock = lowest().socket();
     if (!sock.is_open()) {
         return true;
     }
     if (buffer_.size() > 0) {
         return true;  // the origin sent bytes nobody asked for
+    }
+    if (!peek) {
+        return false;
     }
     char byte = 0;
     ssize_t n = ::recv(sock.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);

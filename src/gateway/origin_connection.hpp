@@ -10,6 +10,7 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 
@@ -37,16 +38,20 @@ class origin_connection {
     // Bytes read from the origin past the last message (kept with the connection).
     beast::flat_buffer& buffer() { return buffer_; }
 
-    // True when the peer has closed or sent something unasked while the connection sat idle:
-    // a cheap non-blocking peek, so a stale pooled connection is dropped before use.
-    bool looks_dead();
+    // True when the peer has closed or sent something unasked while the connection sat idle.
+    // `peek`: also ask the kernel (one non-blocking MSG_PEEK recv, a system call); without it
+    // only what is known for free is checked (closed here, stray bytes already buffered).
+    bool looks_dead(bool peek);
 
     void close();
 
     std::uint64_t requests_served = 0;  // > 0: came from the pool (retry a stale failure once)
-    std::uint64_t idle_generation = 0;  // bumped on every pool exit; guards the idle timer
-    asio::steady_timer idle_timer;
+    std::uint64_t idle_generation = 0;  // bumped on every pool exit
+    asio::steady_timer idle_timer;      // closes it after origin.idle_timeout unused
+    bool idle_watched = false;          // idle_timer is pending
     std::uint64_t pool_generation = 0;  // pool configuration it was made under
+    std::chrono::steady_clock::time_point idle_since;  // when it last went back to the pool
+    bool counted = false;  // connected and counted in the open-connections gauge
 
   private:
     std::optional<beast::tcp_stream> tcp_;

@@ -45,6 +45,8 @@ class origin_pool::connector : public std::enable_shared_from_this<connector> {
         conn_->lowest().socket().set_option(tcp::no_delay(true), ec);
         auto* tls = conn_->tls_stream();
         if (tls == nullptr) {
+            // Plain TCP: the session writes inline while the socket takes it (write_now).
+            conn_->lowest().socket().non_blocking(true, ec);
             return finish({});
         }
         const auto& o = pool_->origin_;
@@ -78,7 +80,36 @@ class origin_pool::connector : public std::enable_shared_from_this<connector> {
     std::chrono::steady_clock::time_point deadline_;
 };
 
-origin_pool::origin_pool(asio::any_io_executor ex) : ex_(std::move(ex)) {}
+origin_pool::origin_pool(asio::any_io_executor ex, metrics::metric_set* metrics, unsigned slot)
+    : ex_(std::move(ex)), metrics_(metrics), slot_(slot) {}
+
+void origin_pool::discard(origin_connection& c) {
+    c.close();
+    --total_;
+    if (c.counted) {
+        c.counted = false;
+        if (metrics_ != nullptr) {
+            metrics_->origin_connections().sub(slot_, 1);
+        }
+    }
+}
+
+std::shared_ptr<origin_connection> origin_pool::take_idle(bool retryable) {
+    const auto now = idle_.empty() ? std::chrono::steady_clock::time_point{}
+                                   : std::chrono::steady_clock::now();
+    while (!idle_.empty()) {
+        auto c = std::move(idle_.back());
+        idle_.pop_back();
+        ++c->idle_generation;
+        const bool peek = !retryable || now - c->idle_since >= peek_after;
+        if (c->looks_dead(peek)) {
+            discard(*c);
+            continue;
+        }
+        return c;
+    }
+    return nullptr;
+}
 
 void origin_pool::configure(const config::origin& o) {
     if (configured_ && o.url == origin_.url && o.verify_tls == origin_.verify_tls &&
@@ -116,25 +147,20 @@ void origin_pool::configure(const config::origin& o) {
     }
 }
 
-void origin_pool::acquire(handler h, bool fresh) {
-    while (!fresh && !idle_.empty()) {
-        auto c = std::move(idle_.back());
-        idle_.pop_back();
-        ++c->idle_generation;
-        c->idle_timer.cancel();
-        if (c->looks_dead()) {
-            c->close();
-            --total_;
-            continue;
+void origin_pool::acquire(handler h, bool fresh, bool retryable) {
+    if (!fresh) {
+        if (auto c = take_idle(retryable)) {
+            asio::post(ex_,
+                       [h = std::move(h), c = std::move(c)]() mutable { h({}, std::move(c)); });
+            return;
         }
-        asio::post(ex_, [h = std::move(h), c = std::move(c)]() mutable { h({}, std::move(c)); });
-        return;
     }
     if (fresh && !idle_.empty() && total_ >= std::max<std::size_t>(origin_.max_connections, 1)) {
         // Make room for the fresh connection by dropping the oldest idle one.
-        idle_.front()->close();
+        auto oldest = std::move(idle_.front());
         idle_.erase(idle_.begin());
-        --total_;
+        ++oldest->idle_generation;
+        discard(*oldest);
     }
     if (total_ < std::max<std::size_t>(origin_.max_connections, 1)) {
         ++total_;
@@ -153,11 +179,14 @@ void origin_pool::connect(handler h) {
 void origin_pool::on_connected(error_code ec, std::shared_ptr<origin_connection> c, handler h) {
     if (ec) {
         fail(ec, "origin connect");
-        c->close();
-        --total_;
+        discard(*c);
         h(ec, nullptr);
         serve_waiter();
         return;
+    }
+    c->counted = true;
+    if (metrics_ != nullptr) {
+        metrics_->origin_connections().add(slot_, 1);
     }
     h({}, std::move(c));
 }
@@ -165,8 +194,7 @@ void origin_pool::on_connected(error_code ec, std::shared_ptr<origin_connection>
 void origin_pool::release(std::shared_ptr<origin_connection> c, bool reusable) {
     ++c->requests_served;
     if (!reusable || c->pool_generation != generation_) {
-        c->close();
-        --total_;
+        discard(*c);
         serve_waiter();
         return;
     }
@@ -176,7 +204,10 @@ void origin_pool::release(std::shared_ptr<origin_connection> c, bool reusable) {
         asio::post(ex_, [h = std::move(h), c = std::move(c)]() mutable { h({}, std::move(c)); });
         return;
     }
-    watch_idle(c);
+    c->idle_since = std::chrono::steady_clock::now();
+    if (!c->idle_watched) {
+        watch_idle(c);
+    }
     idle_.push_back(std::move(c));
 }
 
@@ -189,28 +220,38 @@ void origin_pool::serve_waiter() {
     }
 }
 
+// One timer per connection, armed lazily: a connection reused again and again keeps the timer
+// it already has instead of re-arming it on every release; when it fires, a connection that
+// was used meanwhile is simply watched again from its latest release.
 void origin_pool::watch_idle(const std::shared_ptr<origin_connection>& c) {
-    auto gen = ++c->idle_generation;
-    c->idle_timer.expires_after(origin_.idle_timeout);
+    c->idle_watched = true;
+    c->idle_timer.expires_at(c->idle_since + origin_.idle_timeout);
     c->idle_timer.async_wait(
-        [self = shared_from_this(), weak = std::weak_ptr(c), gen](error_code ec) {
+        [self = shared_from_this(), weak = std::weak_ptr(c)](error_code ec) {
             auto conn = weak.lock();
-            if (ec || !conn || conn->idle_generation != gen) {
+            if (!conn) {
+                return;
+            }
+            conn->idle_watched = false;
+            if (ec) {
                 return;
             }
             auto it = std::find(self->idle_.begin(), self->idle_.end(), conn);
-            if (it != self->idle_.end()) {
-                self->idle_.erase(it);
-                conn->close();
-                --self->total_;
+            if (it == self->idle_.end()) {
+                return;  // in use: watched again when it comes back
             }
+            if (std::chrono::steady_clock::now() - conn->idle_since < self->origin_.idle_timeout) {
+                return self->watch_idle(conn);
+            }
+            self->idle_.erase(it);
+            self->discard(*conn);
         });
 }
 
 void origin_pool::close_idle() {
     for (auto& c : idle_) {
-        c->close();
-        --total_;
+        ++c->idle_generation;
+        discard(*c);
     }
     idle_.clear();
 }

@@ -19,14 +19,20 @@
 #include "common.hpp"
 #include "origin_connection.hpp"
 #include "waitroom/config/config.hpp"
+#include "waitroom/gateway/metrics.hpp"
 
 namespace waitroom::gateway {
 
 class origin_pool : public std::enable_shared_from_this<origin_pool> {
   public:
+    // Idle for longer than this, a pooled connection is checked with a peek before reuse.
+    static constexpr std::chrono::milliseconds peek_after{1000};
+
     using handler = std::function<void(error_code, std::shared_ptr<origin_connection>)>;
 
-    explicit origin_pool(asio::any_io_executor ex);
+    // `metrics` (optional, outlives the pool): the open-connections gauge, in slot `slot`.
+    explicit origin_pool(asio::any_io_executor ex, metrics::metric_set* metrics = nullptr,
+                         unsigned slot = 0);
 
     // Adopts the origin settings; when they differ from the current ones the idle connections
     // are closed and connections in use are not taken back. Cheap when nothing changed.
@@ -34,7 +40,14 @@ class origin_pool : public std::enable_shared_from_this<origin_pool> {
 
     // Hands a connected connection to `h` (always posted, never inline): an idle one unless
     // `fresh`, else a new one while below max_connections, else the next one released.
-    void acquire(handler h, bool fresh = false);
+    void acquire(handler h, bool fresh = false, bool retryable = false);
+
+    // The warmest idle connection that still looks alive, or null (then call acquire). Inline
+    // and without a system call for a `retryable` request (idempotent, no body) on a connection
+    // idle for less than `peek_after`: if the origin closed it meanwhile, the failure comes
+    // before any response byte and the session retries once on a new connection, as nginx's
+    // `proxy_next_upstream error` does. Anything else pays one MSG_PEEK recv first.
+    std::shared_ptr<origin_connection> take_idle(bool retryable);
 
     // Gives a connection back; `reusable` only when its last response was read completely and
     // both sides allow keep-alive.
@@ -56,6 +69,8 @@ class origin_pool : public std::enable_shared_from_this<origin_pool> {
     void on_connected(error_code ec, std::shared_ptr<origin_connection> c, handler h);
     void watch_idle(const std::shared_ptr<origin_connection>& c);
     void serve_waiter();
+    // Closes a connection that leaves the pool's count for good.
+    void discard(origin_connection& c);
 
     asio::any_io_executor ex_;
     config::origin origin_;
@@ -66,6 +81,8 @@ class origin_pool : public std::enable_shared_from_this<origin_pool> {
     std::vector<std::shared_ptr<origin_connection>> idle_;
     std::deque<handler> waiters_;
     std::size_t total_ = 0;  // idle + in use + connecting
+    metrics::metric_set* metrics_ = nullptr;
+    unsigned slot_ = 0;
 };
 
 }  // namespace waitroom::gateway

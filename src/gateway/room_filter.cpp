@@ -206,7 +206,7 @@ void room_filter::on_request(const http::request_header<>& req, const request_in
     const std::int64_t now_ms = util::unix_ms(clock_.now());
     auto d = eng.decide(room, w.ws, visitor ? &*visitor : nullptr, now_ms, w.random);
     if (d.what != room::action::wait_for_slots) {
-        apply(w, rt, d, visitor ? &*visitor : nullptr, visitor_tls, wants_json, done);
+        apply(w, rt, d, visitor ? &*visitor : nullptr, visitor_tls, wants_json, now_ms, done);
         return;
     }
 
@@ -220,18 +220,19 @@ void room_filter::on_request(const http::request_header<>& req, const request_in
                                    visitor_tls, wants_json, index,
                                    done = std::move(done)]() mutable {
                 per_worker& w = worker(index);
+                const std::int64_t at_ms = util::unix_ms(clock_.now());
                 auto again = rt->engine->decide(room, w.ws, visitor ? &*visitor : nullptr,
-                                                util::unix_ms(clock_.now()), w.random,
-                                                room::attempt::after_top_up);
+                                                at_ms, w.random, room::attempt::after_top_up);
                 apply(w, rt, again, visitor ? &*visitor : nullptr, visitor_tls, wants_json,
-                      done);
+                      at_ms, done);
             });
         });
 }
 
 void room_filter::apply(per_worker& w, const std::shared_ptr<const room_runtime>& rt,
                         const room::decision& d, const cookie::payload* visitor,
-                        bool visitor_tls, bool wants_json, completion& done) {
+                        bool visitor_tls, bool wants_json, std::int64_t now_ms,
+                        completion& done) {
     if (d.what == room::action::pass || d.room == nullptr) {
         auto r = filter_result::pass();
         r.decision = "pass";
@@ -257,15 +258,19 @@ void room_filter::apply(per_worker& w, const std::shared_ptr<const room_runtime>
 
     if (d.what == room::action::admit) {
         auto r = filter_result::pass();
-        // The cookie is added in on_response (after any revoke command of the origin).
-        auto ctx = std::make_shared<admitted_context>();
-        ctx->runtime = rt;
-        ctx->room = &room;
-        ctx->cookie = d.cookie;
-        ctx->set_cookie = std::move(set_cookie);
-        ctx->visitor_tls = visitor_tls;
-        ctx->worker = w.index;
-        r.context = std::move(ctx);
+        // The cookie is added in on_response (after any revoke command of the origin). A
+        // returning visitor whose cookie did not change, in a room that takes no revoke, needs
+        // nothing there: no context is allocated for the most common request.
+        if (!set_cookie.empty() || rc.revoke_enabled) {
+            auto ctx = std::make_shared<admitted_context>();
+            ctx->runtime = rt;
+            ctx->room = &room;
+            ctx->cookie = d.cookie;
+            ctx->set_cookie = std::move(set_cookie);
+            ctx->visitor_tls = visitor_tls;
+            ctx->worker = w.index;
+            r.context = std::move(ctx);
+        }
         r.room = room.id();
         r.decision = "admit";
         done(std::move(r));
@@ -284,11 +289,15 @@ void room_filter::apply(per_worker& w, const std::shared_ptr<const room_runtime>
         if (wants_json) {
             body = w.renderer.json(room.id(), key, d.page);
         } else {
-            auto phase = room.phase_at(util::unix_ms(clock_.now()));
-            std::string_view event_name =
-                phase.event != nullptr && (phase.active || phase.prequeueing)
-                    ? std::string_view{phase.event->name}
-                    : std::string_view{};
+            // The decision's page model says whether an event runs; only then is its name (for
+            // its custom page) looked up, at the decision's own time: no second clock read.
+            std::string_view event_name;
+            if (d.page.is_event_active || d.page.is_event_prequeueing) {
+                auto phase = room.phase_at(now_ms);
+                if (phase.event != nullptr && (phase.active || phase.prequeueing)) {
+                    event_name = phase.event->name;
+                }
+            }
             body = w.renderer.queue_page(room.id(), event_name, key, d.page);
         }
     }
@@ -297,7 +306,8 @@ void room_filter::apply(per_worker& w, const std::shared_ptr<const room_runtime>
     if (!set_cookie.empty()) {
         headers.emplace_back("Set-Cookie", std::move(set_cookie));
     }
-    auto r = filter_result::respond(rc.queueing_status_code, std::move(headers), *body);
+    // The cached page itself goes out, shared: no copy of the body per queued request.
+    auto r = filter_result::respond(rc.queueing_status_code, std::move(headers), std::move(body));
     r.room = room.id();
     r.decision = decision_name(d.what);
     done(std::move(r));

@@ -33,7 +33,7 @@ struct worker_state {
         : ioc(io),
           ctx(std::move(c)),
           index(i),
-          pool(std::make_shared<origin_pool>(io.get_executor())) {}
+          pool(std::make_shared<origin_pool>(io.get_executor(), ctx->metrics(), i)) {}
 
     asio::io_context& ioc;
     std::shared_ptr<shared_context> ctx;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <boost/asio/connect.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/http/read.hpp>
@@ -38,7 +39,8 @@ using test::test_client;
 class gateway_fixture {
   public:
     explicit gateway_fixture(const test::test_origin& origin,
-                             const std::function<void(config::config&)>& adjust = {}) {
+                             const std::function<void(config::config&)>& adjust = {},
+                             std::shared_ptr<metrics::metric_set> metrics = nullptr) {
         auto cfg = std::make_shared<config::config>();
         cfg->origin.url = origin.url();
         cfg->origin.host = "127.0.0.1";
@@ -50,6 +52,7 @@ class gateway_fixture {
             adjust(*cfg);
         }
         ctx_ = std::make_shared<shared_context>(cfg, std::make_shared<util::system_clock>());
+        ctx_->set_metrics(std::move(metrics));  // before the worker, as server/ does
         worker_ = std::make_unique<worker>(ioc_, ctx_, 0);
     }
 
@@ -94,6 +97,9 @@ class gateway_fixture {
 
   private:
     asio::io_context ioc_{1};
+    // Keeps run() going while the worker has nothing to do (after a drain closed everything),
+    // so run_on_worker always finds the thread there to run its task.
+    asio::executor_work_guard<asio::io_context::executor_type> work_{ioc_.get_executor()};
     std::shared_ptr<shared_context> ctx_;
     std::unique_ptr<worker> worker_;
     std::thread thread_;
@@ -102,8 +108,9 @@ class gateway_fixture {
 
 class Proxy : public ::testing::Test {
   protected:
-    void start(const std::function<void(config::config&)>& adjust = {}) {
-        gw_ = std::make_unique<gateway_fixture>(origin_, adjust);
+    void start(const std::function<void(config::config&)>& adjust = {},
+               std::shared_ptr<metrics::metric_set> metrics = nullptr) {
+        gw_ = std::make_unique<gateway_fixture>(origin_, adjust, std::move(metrics));
         gw_->start();
     }
     test::test_origin origin_;
@@ -251,6 +258,20 @@ TEST_F(Proxy, ClosesIdleKeepAliveConnections) {
     EXPECT_TRUE(c.closed_by_server());
 }
 
+TEST_F(Proxy, KeepsAKeepAliveConnectionOpenPastAnEarlierHeaderDeadline) {
+    // The header timer armed for the first request (short) must give way to the keep-alive
+    // deadline (long) of the wait that follows, not close the idle connection early.
+    start([](config::config& c) {
+        c.limits.header_timeout = std::chrono::milliseconds(150);
+        c.limits.keepalive_timeout = std::chrono::seconds(5);
+    });
+    test_client c{gw_->port()};
+    EXPECT_EQ(c.get("/hello").result_int(), 200u);
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    EXPECT_EQ(c.get("/hello").result_int(), 200u);
+    EXPECT_EQ(gw_->open_connections(), 1u);
+}
+
 class AmbiguousFraming : public Proxy, public ::testing::WithParamInterface<std::string> {};
 
 TEST_P(AmbiguousFraming, IsRefusedWith400AndNeverForwarded) {
@@ -316,6 +337,57 @@ TEST_F(Proxy, RetriesAStalePooledConnectionOnce) {
     origin_.close_idle_connections();
     EXPECT_EQ(c.get("/hello").result_int(), 200u);
     EXPECT_EQ(origin_.connections(), 2u);
+}
+
+TEST_F(Proxy, ChecksAPooledConnectionBeforeSendingABodyOnIt) {
+    // A POST is not retried, so a pooled connection the origin has closed must be noticed
+    // before the request goes out on it.
+    start();
+    test_client c{gw_->port()};
+    EXPECT_EQ(c.get("/hello").result_int(), 200u);
+    origin_.close_idle_connections();
+    // A connection whose response was still going out closes once its handler loops: let the
+    // close happen before the POST (a POST racing a close in flight fails, as with nginx).
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    test::request req{http::verb::post, "/echo", 11};
+    req.body() = "posted after the origin closed";
+    auto res = c.send(req);
+    EXPECT_EQ(res.result_int(), 200u);
+    EXPECT_EQ(res.body(), "posted after the origin closed");
+    EXPECT_EQ(origin_.connections(), 2u);
+}
+
+TEST_F(Proxy, CountsOpenOriginConnectionsAndHowRequestsReachedThem) {
+    auto m = std::make_shared<metrics::metric_set>(1);
+    start({}, m);
+    {
+        test_client c{gw_->port()};
+        for (int i = 0; i < 3; ++i) {
+            ASSERT_EQ(c.get("/hello").result_int(), 200u);
+        }
+    }
+    auto text = m->text();
+    EXPECT_NE(text.find("waitroom_origin_connections 1\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("waitroom_origin_requests_total{connection=\"new\"} 1\n"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("waitroom_origin_requests_total{connection=\"reused\"} 2\n"),
+              std::string::npos)
+        << text;
+
+    // A stale pooled connection: the attempt on it, then the retry on a new one; the stale
+    // one is no longer counted as open.
+    origin_.close_idle_connections();
+    test_client c{gw_->port()};
+    ASSERT_EQ(c.get("/hello").result_int(), 200u);
+    text = m->text();
+    EXPECT_NE(text.find("waitroom_origin_connections 1\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("waitroom_origin_requests_total{connection=\"new\"} 2\n"),
+              std::string::npos)
+        << text;
+
+    gw_->drain();  // closes the idle pooled connection
+    EXPECT_NE(m->text().find("waitroom_origin_connections 0\n"), std::string::npos);
 }
 
 TEST_F(Proxy, TunnelsWebSocketAfterTheOriginAccepts) {

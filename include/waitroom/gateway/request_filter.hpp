@@ -33,7 +33,10 @@ struct filter_result {
     action what = action::pass;
     unsigned status = 200;  // respond only
     header_list headers;    // pass: added to the origin response (Set-Cookie…); respond: sent
-    std::string body;       // respond only
+    std::string body;       // respond only (when `shared_body` is null)
+    // respond only: a body shared with a cache (the rendered queue page), sent without a copy;
+    // wins over `body` when set. Immutable while any response holds it.
+    std::shared_ptr<const std::string> shared_body;
     // Handed back to on_response for this request (e.g. the room and visitor of the decision).
     std::shared_ptr<void> context;
     // For the access log: the room id ("" = none) and the decision (a string literal: admit,
@@ -48,6 +51,15 @@ struct filter_result {
         r.status = status;
         r.headers = std::move(headers);
         r.body = std::move(body);
+        return r;
+    }
+    static filter_result respond(unsigned status, header_list headers,
+                                 std::shared_ptr<const std::string> body) {
+        filter_result r;
+        r.what = action::respond;
+        r.status = status;
+        r.headers = std::move(headers);
+        r.shared_body = std::move(body);
         return r;
     }
 };

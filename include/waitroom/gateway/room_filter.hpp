@@ -71,7 +71,7 @@ private:
     per_worker& worker(unsigned index);
     void apply(per_worker& w, const std::shared_ptr<const room_runtime>& rt,
                const room::decision& d, const cookie::payload* visitor, bool visitor_tls,
-               bool wants_json, completion& done);
+               bool wants_json, std::int64_t now_ms, completion& done);
     void count(per_worker& w, const room::decision& d, const cookie::payload* visitor);
 
     room::node_state& node_;
