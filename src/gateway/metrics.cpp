@@ -372,8 +372,9 @@ metric_set::metric_set(unsigned slots) : reg_(slots) {
     r.declare("waitroom_room_sessions_expired_total",
               "Visitors whose session expired and who had to queue again.", kind::counter,
               L{"room"});
-    r.declare("waitroom_room_lease_top_ups_total", "Extra slots asked of the store between syncs.",
-              kind::counter, L{"room"});
+    r.declare("waitroom_room_lease_top_ups_total",
+              "Top-ups: calls asking the store for more slots between syncs.", kind::counter,
+              L{"room"});
 
     r.declare("waitroom_http_requests_total", "Requests answered on the public listener.",
               kind::counter, L{"code"});

@@ -276,6 +276,45 @@ TEST_F(Admin, MetricsCountersMoveByExactlyTheTrafficSent) {
         10s, [&] { return metric(scrape(), R"(waitroom_room_active_users{room="shop"})") == n; }));
 }
 
+TEST_F(Admin, MetricsShowStoreSyncRoundTripsAndLeaseTopUps) {
+    // Syncs 2 s apart: the first, at startup, leases one slot (no demand yet), so a burst of
+    // new visitors before the next sync can only be admitted through top-ups.
+    token_file_ = dir_.write("admin.token", std::string(token) + "\n");
+    std::string yaml = admin_config(origin_.url(), token_file_);
+    const std::string fast = "sync_interval: 50ms";
+    ASSERT_NE(yaml.find(fast), std::string::npos);
+    yaml.replace(yaml.find(fast), fast.size(), "sync_interval: 2s");
+    start(yaml);
+    ASSERT_NE(port_, 0);
+    ASSERT_TRUE(proc().wait_for_output("admin listening on", 10s)) << output();
+    static const std::regex re(R"(admin listening on http://127\.0\.0\.1:(\d+))");
+    std::smatch found;
+    std::string text = output();
+    ASSERT_TRUE(std::regex_search(text, found, re)) << text;
+    admin_port_ = static_cast<std::uint16_t>(std::stoi(found[1].str()));
+
+    const std::string syncs = "waitroom_store_sync_duration_seconds_count";
+    const std::string top_ups = R"(waitroom_room_lease_top_ups_total{room="shop"})";
+    const std::string admitted = R"(waitroom_room_admitted_total{room="shop"})";
+    // The startup sync is observed once it has completed.
+    ASSERT_TRUE(poll_until(10s, [&] { return metric(scrape(), syncs) >= 1; })) << scrape();
+    auto t0 = scrape();
+    EXPECT_NE(t0.find("# TYPE waitroom_store_sync_duration_seconds histogram"), std::string::npos);
+    EXPECT_EQ(metric(t0, R"(waitroom_store_sync_duration_seconds_bucket{le="+Inf"})"),
+              metric(t0, syncs));
+
+    constexpr int n = 10;
+    for (int i = 0; i < n; ++i) {
+        ASSERT_TRUE(from_origin(new_visitor(port_)));
+    }
+    auto t1 = scrape();
+    EXPECT_EQ(metric(t1, admitted) - metric(t0, admitted), n) << t1;
+    EXPECT_GE(metric(t1, top_ups) - metric(t0, top_ups), 1) << t1;
+    // The next timed sync adds one more observation.
+    const double before = metric(t1, syncs);
+    EXPECT_TRUE(poll_until(10s, [&] { return metric(scrape(), syncs) > before; })) << scrape();
+}
+
 TEST_F(Admin, ReadyzTurnsUnavailableAsSoonAsADrainStarts) {
     start_admin();
     auto ready = admin(http::verb::get, "/readyz");

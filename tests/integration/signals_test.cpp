@@ -1,6 +1,10 @@
-// Signals sent to a running waitroomd: reload on SIGHUP, drain and exit on SIGTERM/SIGINT.
+// Signals sent to a running waitroomd: reload on SIGHUP, drain and exit on SIGTERM/SIGINT,
+// reopen the access log on SIGUSR1 (logrotate).
 
 #include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "daemon_fixture.hpp"
@@ -23,6 +27,13 @@ bool eventually(Pred pred, std::chrono::milliseconds timeout = 10s) {
         std::this_thread::sleep_for(10ms);
     }
     return true;
+}
+
+std::string read_file(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
 }
 
 TEST_F(Signals, ReloadWithABrokenFileKeepsServingWithTheOldConfig) {
@@ -98,6 +109,46 @@ TEST_F(Signals, TerminateStopsAcceptingWhileAnInFlightRequestFinishes) {
     auto code = proc().wait_exit(15s);
     ASSERT_TRUE(code.has_value()) << output();
     EXPECT_EQ(*code, 0);
+}
+
+TEST_F(Signals, ReopenAfterLogrotateRenamedTheAccessLogWritesNewLinesToANewFile) {
+    const auto log = dir_.path() / "access.log";
+    const auto rotated = dir_.path() / "access.log.1";
+    std::string yaml = proxy_config(origin_.url());
+    const std::string logging = "logging: {level: info}";
+    ASSERT_NE(yaml.find(logging), std::string::npos);
+    yaml.replace(yaml.find(logging), logging.size(),
+                 "logging: {level: info, access_log: \"" + log.string() + "\"}");
+    start(yaml);
+    ASSERT_NE(port_, 0);
+
+    ASSERT_EQ(http_get(port_, "/hello?line=before").status, 200u);
+    // The line is written by the logger's thread and flushed within a second.
+    ASSERT_TRUE(eventually([&] { return read_file(log).find("line=before") != std::string::npos; }))
+        << output();
+
+    std::filesystem::rename(log, rotated);  // what logrotate does before it signals
+    proc().send_signal(SIGUSR1);
+    ASSERT_TRUE(proc().wait_for_output("access log reopened", 10s)) << output();
+    EXPECT_TRUE(std::filesystem::exists(log));
+
+    ASSERT_EQ(http_get(port_, "/hello?line=after").status, 200u);
+    ASSERT_TRUE(eventually([&] { return read_file(log).find("line=after") != std::string::npos; }))
+        << output();
+    const std::string fresh = read_file(log);
+    const std::string old = read_file(rotated);
+    EXPECT_EQ(fresh.find("line=before"), std::string::npos) << fresh;
+    EXPECT_NE(old.find("line=before"), std::string::npos) << old;
+    EXPECT_EQ(old.find("line=after"), std::string::npos) << old;
+    EXPECT_TRUE(proc().running());
+}
+
+TEST_F(Signals, ReopenWithoutAnAccessLogIsHarmless) {
+    start_default();
+    proc().send_signal(SIGUSR1);
+    ASSERT_TRUE(proc().wait_for_output("no access log file to reopen", 10s)) << output();
+    EXPECT_TRUE(proc().running());
+    EXPECT_EQ(http_get(port_, "/hello").status, 200u);
 }
 
 }  // namespace

@@ -2,8 +2,15 @@
 
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
+#include <string>
+#include <thread>
 
 #include "waitroom/util/access_log.hpp"
 
@@ -50,6 +57,66 @@ TEST(AccessLog, WritesOneJsonLinePerRequestWithEscapedFields) {
               "{\"ts\":1800000000000,\"remote\":\"127.0.0.1\",\"method\":\"GET\","
               "\"target\":\"/a\\\"b\\\\c\\u0001\",\"host\":\"shop.example.com\",\"status\":200,"
               "\"bytes\":13,\"us\":250,\"room\":\"shop\",\"decision\":\"admit\"}\n");
+}
+
+std::string read_file(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+// Polls until `path` holds `needle`: the access log is written by its own thread.
+bool file_gets(const std::filesystem::path& path, const std::string& needle) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+    while (read_file(path).find(needle) == std::string::npos) {
+        if (std::chrono::steady_clock::now() >= deadline) {
+            return false;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds{10});
+    }
+    return true;
+}
+
+util::access_record record(std::string_view target) {
+    util::access_record r;
+    r.method = "GET";
+    r.target = target;
+    r.status = 200;
+    return r;
+}
+
+// open_access_log registers the process-wide "access" logger: one test opens it.
+TEST(AccessLog, ReopenSendsLaterLinesToANewFileAtThePathAndKeepsEarlierOnesInTheRenamedOne) {
+    const auto dir = std::filesystem::temp_directory_path() /
+                     ("waitroom-logging-test-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const auto path = dir / "access.log";
+    const auto rotated = dir / "access.log.1";
+    auto log = open_access_log(path.string());
+    ASSERT_NE(log, nullptr);
+
+    log->write(record("/before"));
+    ASSERT_TRUE(file_gets(path, "/before"));
+    std::filesystem::rename(path, rotated);
+    EXPECT_TRUE(reopen_access_log(*log));
+    log->write(record("/after"));
+    ASSERT_TRUE(file_gets(path, "/after"));
+
+    EXPECT_EQ(read_file(path).find("/before"), std::string::npos);
+    const std::string old = read_file(rotated);
+    EXPECT_NE(old.find("/before"), std::string::npos) << old;
+    EXPECT_EQ(old.find("/after"), std::string::npos) << old;
+    spdlog::drop("access");
+    log.reset();
+    std::filesystem::remove_all(dir);
+}
+
+TEST(AccessLog, ReopenHasNothingToDoForALogThatWritesToNoFile) {
+    std::ostringstream out;
+    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
+    util::access_log log(std::make_shared<spdlog::logger>("access-stream", sink));
+    EXPECT_FALSE(reopen_access_log(log));
 }
 
 }  // namespace

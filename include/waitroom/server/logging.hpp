@@ -1,7 +1,7 @@
 #pragma once
 // Process logging: the main logger (stderr, level from `logging.level`) and the optional access
 // log (`logging.access_log`), which runs on an spdlog async logger so that writing it never
-// blocks a worker thread.
+// blocks a worker thread, and which reopens its file on request for logrotate.
 
 #include <memory>
 #include <optional>
@@ -25,5 +25,12 @@ void apply_level(const std::string& name);
 // Opens the access log: "" = off (returns null), "-" = stdout, otherwise a file appended to.
 // Throws spdlog::spdlog_ex when the file cannot be opened (a startup error).
 std::shared_ptr<util::access_log> open_access_log(const std::string& where);
+
+// Reopens the access log file at its configured path (REOPEN_LOGS_SIGNAL, after logrotate
+// renamed it). The reopen runs on the logger's own thread, in order with the lines: a line
+// queued after this call goes to a new file at the path, and one already written stays in the
+// renamed file. Logs "access log reopened" (or why not) when done. False when `log` writes to
+// no file (stdout), so there is nothing to reopen.
+bool reopen_access_log(const util::access_log& log);
 
 }  // namespace waitroom::server

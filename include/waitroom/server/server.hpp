@@ -1,8 +1,8 @@
 #pragma once
 // The gateway as a process: worker threads (one io_context and one gateway::worker each),
 // listeners resolved once for all workers, and the control loop that handles signals — reload
-// on RELOAD_SIGNAL, drain and exit on GRACEFUL_SHUTDOWN_SIGNALS. Only this module creates
-// threads or handles signals.
+// on RELOAD_SIGNAL, drain and exit on GRACEFUL_SHUTDOWN_SIGNALS, reopen the access log on
+// REOPEN_LOGS_SIGNAL. Only this module creates threads or handles signals.
 
 #include <csignal>
 #include <memory>
@@ -17,6 +17,8 @@ namespace waitroom::server {
 inline constexpr int RELOAD_SIGNAL = SIGHUP;
 // Stops accepting, lets in-flight requests finish (up to limits.drain_timeout), then exits.
 inline constexpr int GRACEFUL_SHUTDOWN_SIGNALS[] = {SIGTERM, SIGINT};
+// Reopens the access log file at its configured path, after logrotate renamed it.
+inline constexpr int REOPEN_LOGS_SIGNAL = SIGUSR1;
 
 // Loads and validates a configuration file completely: the YAML and every page template it
 // names. What `check`, the start and a reload all use.
