@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -317,6 +318,23 @@ nlohmann::json diagnostics(const sim_result& r) {
                             {"store_capacity", f.store_capacity},
                             {"pool_by_node", f.held_by_node}};
     }
+    // Where the free capacity sits while visitors wait (seconds when the store counts anyone
+    // waiting): in the nodes' pools, or unheld in the store (only a top-up reaches it).
+    double pooled = 0;
+    double unheld = 0;
+    std::int64_t n = 0;
+    for (const auto& sm : r.store_view) {
+        if (sm.waiting > 0) {
+            pooled += static_cast<double>(sm.pooled);
+            unheld += static_cast<double>(sm.unheld);
+            ++n;
+        }
+    }
+    if (n > 0) {
+        j["while_waiting"] = {{"seconds", n},
+                              {"pooled_mean", pooled / static_cast<double>(n)},
+                              {"unheld_mean", unheld / static_cast<double>(n)}};
+    }
     j["store_calls_by_node"] = r.store_calls;
     j["top_ups_by_node"] = r.top_ups;
     return j;
@@ -365,6 +383,115 @@ std::string table(const std::vector<std::pair<scenario, metrics>>& rows) {
     o << "targets: overshoot <= 1%, onset >= 97%, idle <= 3%, fifo_inv <= 0.5%, eta_err <= 25%;"
          " * = missed, - = not applicable\n";
     return o.str();
+}
+
+namespace {
+
+// min / median / max of one metric over the seeds that report it.
+struct spread {
+    std::optional<double> lo, mid, hi;
+};
+
+template <class F>
+spread spread_of(const std::vector<metrics>& runs, F get) {
+    std::vector<double> v;
+    for (const auto& m : runs) {
+        if (std::optional<double> x = get(m)) {
+            v.push_back(*x);
+        }
+    }
+    if (v.empty()) {
+        return {};
+    }
+    auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+    return {*lo, median(v), *hi};
+}
+
+struct seed_metric {
+    const char* name;
+    std::function<std::optional<double>(const metrics&)> get;
+    int digits;
+    bool higher_is_better;  // onset: the worst seed is the lowest
+    double target;
+    bool percent;
+};
+
+const std::vector<seed_metric>& seed_metrics() {
+    static const std::vector<seed_metric> v = {
+        {"overshoot_act", [](const metrics& m) { return std::optional(m.overshoot_active); }, 2,
+         false, targets::overshoot, true},
+        {"overshoot_rate", [](const metrics& m) { return std::optional(m.overshoot_rate); }, 2,
+         false, targets::overshoot, true},
+        {"onset", [](const metrics& m) { return m.queue_onset_utilization; }, 1, true,
+         targets::onset, true},
+        {"idle", [](const metrics& m) { return m.idle_capacity_while_queued; }, 2, false,
+         targets::idle, true},
+        {"fifo_inv", [](const metrics& m) { return m.fifo_inversions; }, 2, false,
+         targets::fifo, true},
+        {"eta_err", [](const metrics& m) { return m.eta_error_median; }, 1, false, targets::eta,
+         true},
+        {"calls/node/min",
+         [](const metrics& m) { return std::optional(m.store_calls_per_node_minute); }, 0, false,
+         1e300, false},
+    };
+    return v;
+}
+
+std::string fmt_num(double v, int digits, bool percent) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.*f", digits, percent ? v * 100 : v);
+    return buf;
+}
+
+}  // namespace
+
+std::string seed_table(const std::vector<std::pair<scenario, std::vector<metrics>>>& rows) {
+    std::ostringstream o;
+    const auto& ms = seed_metrics();
+    const std::size_t name_w = 18;
+    const std::size_t col_w = 25;
+    o << "scenario" << std::string(name_w - 8, ' ') << pad("seeds", 6);
+    for (const auto& m : ms) {
+        o << ' ' << pad(std::string(m.name) + (m.percent ? " %" : ""), col_w);
+    }
+    o << '\n';
+    for (const auto& [s, runs] : rows) {
+        std::string name = s.name.size() > name_w - 1 ? s.name.substr(0, name_w - 1) : s.name;
+        o << name << std::string(name_w - name.size(), ' ') << pad(std::to_string(runs.size()), 6);
+        for (const auto& m : ms) {
+            spread sp = spread_of(runs, m.get);
+            if (!sp.mid) {
+                o << ' ' << pad("- ", col_w);
+                continue;
+            }
+            bool miss = m.higher_is_better ? *sp.lo < m.target : *sp.hi > m.target;
+            std::string cell = fmt_num(*sp.lo, m.digits, m.percent) + " / " +
+                               fmt_num(*sp.mid, m.digits, m.percent) + " / " +
+                               fmt_num(*sp.hi, m.digits, m.percent) + (miss ? "*" : " ");
+            o << ' ' << pad(cell, col_w);
+        }
+        o << '\n';
+    }
+    o << "min / median / max over the seeds; targets: overshoot <= 1%, onset >= 97%, idle <= 3%,"
+         " fifo_inv <= 0.5%, eta_err <= 25%; * = the worst seed misses, - = not applicable\n";
+    return o.str();
+}
+
+nlohmann::json seed_summary(const scenario& s, const std::vector<metrics>& runs) {
+    nlohmann::json j;
+    j["name"] = s.name;
+    j["seeds"] = runs.size();
+    for (const auto& m : seed_metrics()) {
+        spread sp = spread_of(runs, m.get);
+        j["metrics"][m.name] = {{"min", opt(sp.lo)}, {"median", opt(sp.mid)}, {"max", opt(sp.hi)}};
+        if (m.target < 1e300) {
+            j["targets_met"][m.name] =
+                sp.mid ? nlohmann::json(m.higher_is_better ? *sp.lo >= m.target
+                                                           : *sp.hi <= m.target)
+                       : nlohmann::json(nullptr);
+        }
+    }
+    return j;
 }
 
 std::string plot(const scenario& s, const sim_result& r, const std::string& dir) {

@@ -45,6 +45,10 @@ metrics compute(const scenario& s, const sim_result& r);
 
 // One row per scenario: every metric, with a mark where a target is missed.
 std::string table(const std::vector<std::pair<scenario, metrics>>& rows);
+// One row per scenario run with several seeds: min / median / max of each target metric, with a
+// mark where the worst seed misses (a pass must not depend on the seed).
+std::string seed_table(const std::vector<std::pair<scenario, std::vector<metrics>>>& rows);
+nlohmann::json seed_summary(const scenario& s, const std::vector<metrics>& runs);
 nlohmann::json to_json(const scenario& s, const metrics& m);
 // The run's diagnostics (why the first visitor was queued, store calls by kind).
 nlohmann::json diagnostics(const sim_result& r);

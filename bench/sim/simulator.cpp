@@ -242,7 +242,15 @@ class simulation {
         for (const auto& [b, k] : c.waiting) {
             waiting += k;
         }
-        out_.store_view.push_back({now - epoch_ms, c.active, waiting, c.held});
+        std::int64_t pooled = 0;
+        for (auto& nd : nodes_) {
+            pooled += nd->state.pool(room_->id()).available();
+        }
+        const std::int64_t cap = std::max<std::int64_t>(
+            0, std::min(l.total_active_users - c.active,
+                        l.new_users_per_minute - c.admitted_last_minute));
+        out_.store_view.push_back({now - epoch_ms, c.active, waiting, c.held,
+                                   std::max<std::int64_t>(0, cap - c.held), pooled});
         out_.limits.emplace_back(l.total_active_users, l.new_users_per_minute);
         loop_.at(now + 1000, [this]() { sample_tick(); });
     }

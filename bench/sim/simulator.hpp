@@ -31,6 +31,8 @@ struct store_sample {
     std::int64_t active = 0;
     std::int64_t waiting = 0;
     std::int64_t held = 0;
+    std::int64_t unheld = 0;  // capacity no node holds: min(total − active, rate − admitted) − held
+    std::int64_t pooled = 0;  // slots in the nodes' pools, not used yet
 };
 
 struct sim_result {

@@ -26,14 +26,16 @@ room_admin_backend::room_admin_backend(const room_filter& filter, room::node_sta
                                        const state::sync_task& sync,
                                        std::shared_ptr<room::room_overrides> overrides,
                                        std::shared_ptr<metrics::metric_set> metrics,
-                                       unsigned metrics_slot, const util::clock& clock)
+                                       unsigned metrics_slot, const util::clock& clock,
+                                       state::store* store)
     : filter_(filter),
       node_(node),
       sync_(sync),
       overrides_(std::move(overrides)),
       metrics_(std::move(metrics)),
       slot_(metrics_slot),
-      clock_(clock) {}
+      clock_(clock),
+      store_(store) {}
 
 admin_room_status room_admin_backend::status_of(const room::engine& eng,
                                                 const room::compiled_room& r,
@@ -97,17 +99,38 @@ void room_admin_backend::patch_room(std::string_view id, const admin_room_patch&
         return;
     }
     // The engine reads these switches on every decision: every worker sees them at its next
-    // request. Other nodes do not (multi-node propagation through the store is not built yet).
-    auto& sw = overrides_->entry(r->id());
-    if (patch.queue_all) {
-        sw.set_queue_all(patch.queue_all);
+    // request.
+    std::string room_id = r->id();
+    if (store_ == nullptr) {
+        const room::room_switches& sw = overrides_->entry(room_id);
+        overrides_->write(room_id, patch.queue_all ? patch.queue_all : sw.queue_all(),
+                          patch.suspended ? patch.suspended : sw.suspended());
+        admin_patch_outcome o;
+        o.status = room_status(room_id);
+        done(std::move(o));
+        return;
     }
-    if (patch.suspended) {
-        sw.set_suspended(patch.suspended);
-    }
-    admin_patch_outcome o;
-    o.status = room_status(r->id());
-    done(std::move(o));
+    // The store first: other nodes get it from there at their next sync, and a change the store
+    // did not take is not half made (on this node only, undone by the next sync).
+    state::override_write w;
+    w.room = room_id;
+    w.queue_all = state::set_or_keep(patch.queue_all);
+    w.suspended = state::set_or_keep(patch.suspended);
+    store_->write_overrides(
+        std::move(w), [this, room_id, done = std::move(done)](state::override_result res) {
+            admin_patch_outcome o;
+            if (res.ec) {
+                o.result = admin_patch_result::failed;
+                o.message =
+                    "cannot write to the state store (" + res.ec.message() + "); nothing changed";
+                done(std::move(o));
+                return;
+            }
+            // What the store holds now (it may have had switches this node had not synced yet).
+            overrides_->write(room_id, res.overrides.queue_all, res.overrides.suspended);
+            o.status = room_status(room_id);
+            done(std::move(o));
+        });
 }
 
 admin_readiness room_admin_backend::readiness() {
@@ -139,6 +162,14 @@ std::string room_admin_backend::metrics_text() {
         m.queued_users.set(slot_, s.estimated_queued_users);
         m.estimated_wait_seconds.set(slot_, s.max_estimated_time_minutes * 60);
         m.lease_size.set(slot_, node_.pool(r.id()).available());
+        // The sync task counts top-ups per room; the counter takes what it gained since the
+        // last scrape (a top-up is a store call, never on the fast path to count it there).
+        const std::uint64_t ups = sync_.top_ups(r.id());
+        std::uint64_t& seen = top_ups_reported_[r.id()];
+        if (ups > seen) {
+            m.top_ups.inc(slot_, static_cast<std::int64_t>(ups - seen));
+            seen = ups;
+        }
     }
     metrics_->store_degraded().set(slot_, degraded ? 1 : 0);
     const std::uint64_t failures = sync_.failed_syncs();

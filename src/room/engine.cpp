@@ -30,6 +30,14 @@ double expected_rate(const settings& s, const room_state& st) {
     return std::min(static_cast<double>(s.new_users_per_minute), std::max(observed, turnover));
 }
 
+// Visitors the room admits while the next of its front comes back (min_refresh): a later bucket
+// may try once fewer than these are ahead of it. Zero below one per refresh, so a room with a
+// trickle of turnover keeps strict bucket order.
+std::int64_t front_slack(const settings& s, const room_state& st, const windowing& w) {
+    return static_cast<std::int64_t>(expected_rate(s, st) * static_cast<double>(w.min_refresh_ms) /
+                                     60'000.0);
+}
+
 }  // namespace
 
 std::uint32_t event_id_of(const config::event& ev) {
@@ -346,12 +354,13 @@ decision engine::decide(const compiled_room& r, worker_state& ws,
                 eligible = std::uniform_real_distribution<double>(0.0, 1.0)(random) < p;
             }
         } else {
-            // The admission front: the oldest waiting bucket may always try; a later bucket only
-            // when the free capacity covers every visitor queued up to and including it, so a
-            // slot is never taken from an older bucket that has not refreshed yet.
+            // The admission front: the oldest waiting bucket may always try; a later bucket when
+            // the free capacity plus what the room admits in one short refresh covers everyone
+            // ahead of it. The snapshot lags the truth by a flush and a sync, and the last of
+            // the front come back only every few seconds: waiting for the front to show empty
+            // left the slots freed meanwhile idle at every bucket change (issue 6).
             std::int64_t older = st.waiting_before(bucket);
-            eligible =
-                older == 0 || older + std::max<std::int64_t>(1, st.waiting_in(bucket)) <= free;
+            eligible = older == 0 || older < free + front_slack(s, st, win_);
         }
         if (eligible) {
             if (v.pool->try_take(now_ms)) {
@@ -489,8 +498,12 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
         const std::int64_t ahead = older + st.waiting_in(bucket) / 2;
         p.queue_position = ahead;
         if (rate > 0 && !s.queue_all) {
-            std::int64_t minutes =
-                static_cast<std::int64_t>(std::ceil(static_cast<double>(ahead) / rate));
+            // The queue ahead drains by admissions and by visitors giving up (h per minute):
+            // a' = −rate − h·a reaches 0 after ln(1 + h·a / rate) / h minutes.
+            const double h = st.abandon_per_minute();
+            const double a = static_cast<double>(ahead);
+            const double turn = h > 1e-6 ? std::log1p(h * a / rate) / h : a / rate;
+            std::int64_t minutes = static_cast<std::int64_t>(std::ceil(turn));
             if (ph.prequeueing) {
                 minutes += ceil_div_ms(ph.start_ms - now_ms, 60'000);
             }
@@ -509,7 +522,7 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
         } else if (eligible) {
             refresh_ms = std::min(win_.min_refresh_ms, s.refresh_ms);
         } else if (rate > 0) {
-            double beyond = static_cast<double>(older - free);
+            double beyond = static_cast<double>(older - free - front_slack(s, st, win_));
             double turn_ms = beyond <= 0 ? 0.0 : beyond / (rate / 60'000.0);
             refresh_ms =
                 std::clamp(static_cast<std::int64_t>(turn_ms),

@@ -17,26 +17,92 @@ const room_switches* room_overrides::find(const std::string& room_id) const {
     return it == rooms_.end() ? nullptr : it->second.get();
 }
 
-std::vector<std::string> room_overrides::reconcile(const config::config& before,
-                                                   const config::config& after) {
-    auto find_room = [](const config::config& c, const std::string& id) -> const config::room* {
-        for (const auto& r : c.rooms) {
-            if (r.id == id) {
-                return &r;
+void room_overrides::write(const std::string& room_id, std::optional<bool> queue_all,
+                           std::optional<bool> suspended) {
+    room_switches& sw = entry(room_id);
+    std::lock_guard lock(mu_);
+    sw.set_queue_all(queue_all);
+    sw.set_suspended(suspended);
+    ++writes_;
+}
+
+std::uint64_t room_overrides::writes() const {
+    std::lock_guard lock(mu_);
+    return writes_;
+}
+
+bool room_overrides::apply_synced(const std::string& room_id, std::optional<bool> queue_all,
+                                  std::optional<bool> suspended, std::uint64_t writes_seen) {
+    room_switches& sw = entry(room_id);
+    // Under the lock: a local write cannot slip between the check and the stores.
+    std::lock_guard lock(mu_);
+    if (writes_ != writes_seen) {
+        return false;
+    }
+    sw.set_queue_all(queue_all);
+    sw.set_suspended(suspended);
+    return true;
+}
+
+namespace {
+
+const config::room* find_room(const config::config& c, const std::string& id) {
+    for (const auto& r : c.rooms) {
+        if (r.id == id) {
+            return &r;
+        }
+    }
+    return nullptr;
+}
+
+changed_keys compare(const config::config& before, const config::config& after,
+                     const std::string& id) {
+    const config::room* old_room = find_room(before, id);
+    const config::room* new_room = find_room(after, id);
+    bool either_missing = old_room == nullptr || new_room == nullptr;
+    changed_keys c;
+    c.room = id;
+    c.queue_all = either_missing || old_room->queue_all != new_room->queue_all;
+    c.suspended = either_missing || old_room->suspended != new_room->suspended;
+    return c;
+}
+
+}  // namespace
+
+std::vector<changed_keys> room_overrides::changes(const config::config& before,
+                                                  const config::config& after) {
+    std::vector<changed_keys> out;
+    auto add = [&](const std::string& id) {
+        for (const auto& c : out) {
+            if (c.room == id) {
+                return;
             }
         }
-        return nullptr;
+        auto c = compare(before, after, id);
+        if (c.queue_all || c.suspended) {
+            out.push_back(std::move(c));
+        }
     };
+    for (const auto& r : before.rooms) {
+        add(r.id);
+    }
+    for (const auto& r : after.rooms) {
+        add(r.id);
+    }
+    return out;
+}
+
+std::vector<std::string> room_overrides::reconcile(const config::config& before,
+                                                   const config::config& after) {
     std::vector<std::string> dropped;
     std::lock_guard lock(mu_);
+    // A reload is a local change: a sync answer already on its way must not restore a switch
+    // dropped here (the store is cleared right after, see server.cpp).
+    ++writes_;
     for (auto& [id, sw] : rooms_) {
-        const config::room* old_room = find_room(before, id);
-        const config::room* new_room = find_room(after, id);
-        bool gone = new_room == nullptr;
-        bool queue_all_changed =
-            gone || old_room == nullptr || old_room->queue_all != new_room->queue_all;
-        bool suspended_changed =
-            gone || old_room == nullptr || old_room->suspended != new_room->suspended;
+        const changed_keys c = compare(before, after, id);
+        const bool queue_all_changed = c.queue_all;
+        const bool suspended_changed = c.suspended;
         if (queue_all_changed && sw->queue_all()) {
             sw->set_queue_all(std::nullopt);
             dropped.push_back(id + ".queue_all");

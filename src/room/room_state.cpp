@@ -36,6 +36,40 @@ std::int64_t room_state::waiting_in(std::int64_t bucket) const {
     return std::max<std::int64_t>(0, it->second);
 }
 
+void room_state::follow(const room_state& previous, std::int64_t window_ms) {
+    abandon_per_minute_ = previous.abandon_per_minute_;
+    const std::int64_t dt = counts_.as_of_ms - previous.counts_.as_of_ms;
+    // Across a gap (store outage) the store forgot the windows nobody could refresh: that is
+    // no departure.
+    if (!previous.known_ || dt <= 0 || dt > window_ms || counts_.waiting.empty()) {
+        return;
+    }
+    // Only buckets more than a minute of admissions behind the front (no admission comes from
+    // them meanwhile) and closed to arrivals (a new visitor's delta lands up to a flush late)
+    // lose visitors, by giving up.
+    const std::int64_t ahead_min = previous.free_ + previous.counts_.admitted_last_minute;
+    const std::int64_t to = floor_to(counts_.as_of_ms, window_ms) - 2 * window_ms;
+    auto counted = [&](std::int64_t b) { return b < to && previous.waiting_before(b) > ahead_min; };
+    auto sum = [&](const room_counts& c) {
+        std::int64_t n = 0;
+        for (const auto& [b, k] : c.waiting) {
+            if (counted(b)) {
+                n += std::max<std::int64_t>(0, k);
+            }
+        }
+        return n;
+    };
+    const std::int64_t before = sum(previous.counts_);
+    if (before < 20) {
+        return;  // too few to tell a departure from noise
+    }
+    const double minutes = static_cast<double>(dt) / 60'000.0;
+    const double lost = static_cast<double>(std::max<std::int64_t>(0, before - sum(counts_)));
+    const double sample = std::min(1.0, lost / static_cast<double>(before) / minutes);
+    // An average over about a minute: departures show up in lumps, when a window stops counting.
+    abandon_per_minute_ += std::min(1.0, minutes) * (sample - abandon_per_minute_);
+}
+
 std::uint32_t room_state::nodes() const {
     std::uint32_t n = 0;
     for (const auto& dc : counts_.datacenters) {

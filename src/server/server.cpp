@@ -51,6 +51,8 @@ const char* signal_name(int sig) {
             return "SIGTERM";
         case SIGINT:
             return "SIGINT";
+        case SIGUSR1:
+            return "SIGUSR1";
         default:
             return "signal";
     }
@@ -177,6 +179,7 @@ int server::impl::run() {
     for (int sig : GRACEFUL_SHUTDOWN_SIGNALS) {
         signals_.add(sig);
     }
+    signals_.add(REOPEN_LOGS_SIGNAL);
     std::signal(SIGPIPE, SIG_IGN);
 
     auto cfg = ctx_->config();
@@ -285,7 +288,15 @@ bool server::impl::start_rooms(const config::snapshot& cfg) {
             spdlog::info("state store reachable again: degraded mode over, leases resume");
         }
     });
+    // Every sync's round trip goes into the histogram from the control thread's metric slot
+    // (shared by the rare sync a worker runs to renew a lapsed lease: the cells are atomic).
+    sync_->on_sync_complete([m = metrics_, slot = static_cast<unsigned>(iocs_.size())](
+                                std::chrono::nanoseconds took, std::error_code) {
+        m->store_sync_latency().observe(slot, std::chrono::duration<double>(took).count());
+    });
     sync_->set_engine(built.runtime->engine);
+    // Run-time switches (admin PATCH) live in the store; each sync brings them to this node.
+    sync_->set_overrides(overrides_);
 
     std::vector<asio::any_io_executor> executors;
     for (auto& ioc : iocs_) {
@@ -296,7 +307,7 @@ bool server::impl::start_rooms(const config::snapshot& cfg) {
     ctx_->set_request_filter(filter_);
     admin_backend_ = std::make_shared<gateway::room_admin_backend>(
         *filter_, node_, *sync_, overrides_, metrics_, static_cast<unsigned>(iocs_.size()),
-        ctx_->clock());
+        ctx_->clock(), store_.get());
 
     sync_timer_ = std::make_unique<state::sync_timer>(control_.get_executor(), *sync_,
                                                       ctx_->clock(), cfg->state.sync_interval);
@@ -357,6 +368,15 @@ void server::impl::on_signal(int sig) {
     if (sig == RELOAD_SIGNAL) {
         spdlog::info("{} received: reloading {}", signal_name(sig), path_);
         reload();
+        return;
+    }
+    if (sig == REOPEN_LOGS_SIGNAL) {
+        // The main log goes to stderr, whose file (if any) belongs to whoever started us.
+        if (access_log_ && reopen_access_log(*access_log_)) {
+            spdlog::info("{} received: reopening the access log", signal_name(sig));
+        } else {
+            spdlog::info("{} received: no access log file to reopen", signal_name(sig));
+        }
         return;
     }
     begin_shutdown(signal_name(sig));
@@ -440,6 +460,21 @@ void server::impl::reload() {
     ctx_->set_config(result.cfg);
     for (const auto& dropped : overrides_->reconcile(*old, now)) {
         spdlog::info("reload: the file changed {}; its run-time override is dropped", dropped);
+    }
+    // The store holds the switches for every node: clear the keys the file changed there too,
+    // or the next sync would bring them back. Other nodes drop them at their next sync.
+    for (const auto& c : room::room_overrides::changes(*old, now)) {
+        state::override_write w;
+        w.room = c.room;
+        w.queue_all = c.queue_all ? state::switch_write::unset : state::switch_write::keep;
+        w.suspended = c.suspended ? state::switch_write::unset : state::switch_write::keep;
+        store_->write_overrides(std::move(w), [room = c.room](state::override_result res) {
+            if (res.ec) {
+                spdlog::warn("reload: cannot clear the run-time switches of room {} in the state "
+                             "store ({}); the next sync may bring them back",
+                             room, res.ec.message());
+            }
+        });
     }
     if (admin_) {
         admin_->set_token(token.token);

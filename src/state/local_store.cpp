@@ -9,7 +9,8 @@ void local_store::sync(node_report report, sync_handler done) {
         res.rooms.reserve(report.rooms.size());
         for (const auto& r : report.rooms) {
             res.rooms.push_back(rooms_[r.room].sync(report.node_id, report.datacenter, r,
-                                                    report.now_ms, report.node_ttl_ms));
+                                                    report.now_ms, report.node_ttl_ms,
+                                                    report.batch));
         }
     }
     done(std::move(res));
@@ -23,6 +24,15 @@ void local_store::top_up(top_up_request req, top_up_handler done) {
             rooms_[req.room].top_up(req.node_id, req.datacenter, req.limits, req.want, req.now_ms);
     }
     done(res);
+}
+
+void local_store::write_overrides(override_write w, override_handler done) {
+    override_result res;
+    {
+        std::lock_guard lock(mu_);
+        res.overrides = rooms_[w.room].write_overrides(w);
+    }
+    done(std::move(res));
 }
 
 std::int64_t local_store::held_total(const std::string& room) const {

@@ -30,7 +30,7 @@ command script_call(std::string_view prefix, std::string_view room, const char* 
     c.reserve(32);
     c.emplace_back("EVALSHA");
     c.push_back(room_script_sha());
-    c.emplace_back("5");
+    c.emplace_back("6");
     for (auto& k : room_keys(prefix, room)) {
         c.push_back(std::move(k));
     }
@@ -47,6 +47,29 @@ bool as_int(const value& v, std::int64_t& out) {
         return false;
     }
     out = v.integer;
+    return true;
+}
+
+const char* write_arg(switch_write w) {
+    switch (w) {
+        case switch_write::unset:
+            return "unset";
+        case switch_write::off:
+            return "0";
+        case switch_write::on:
+            return "1";
+        case switch_write::keep:
+            break;
+    }
+    return "keep";
+}
+
+bool as_switch(const value& v, std::optional<bool>& out) {
+    std::int64_t n = 0;
+    if (!as_int(v, n) || n < -1 || n > 1) {
+        return false;
+    }
+    out = n < 0 ? std::nullopt : std::optional<bool>(n == 1);
     return true;
 }
 
@@ -83,7 +106,8 @@ std::string key(std::string_view prefix, std::string_view room, std::string_view
 
 std::vector<std::string> room_keys(std::string_view prefix, std::string_view room) {
     return {key(prefix, room, "admitted"), key(prefix, room, "active"),
-            key(prefix, room, "waiting"), key(prefix, room, "nodes"), key(prefix, room, "meta")};
+            key(prefix, room, "waiting"),  key(prefix, room, "nodes"),
+            key(prefix, room, "meta"),     key(prefix, room, "overrides")};
 }
 
 command sync_command(std::string_view prefix, const node_report& node, const room_report& r) {
@@ -93,6 +117,7 @@ command sync_command(std::string_view prefix, const node_report& node, const roo
     c.push_back(std::to_string(r.deltas.slots_used));
     c.push_back(std::to_string(r.slots_returned));
     c.push_back(std::to_string(r.deltas.demand));
+    c.push_back(std::to_string(node.batch));
     c.push_back(std::to_string(r.deltas.admitted.entries().size()));
     for (const auto& [w, d] : r.deltas.admitted.entries()) {
         c.push_back(std::to_string(w));
@@ -119,6 +144,22 @@ command top_up_command(std::string_view prefix, const top_up_request& req) {
     return c;
 }
 
+command overrides_command(std::string_view prefix, const override_write& w) {
+    command c;
+    c.reserve(13);
+    c.emplace_back("EVALSHA");
+    c.push_back(room_script_sha());
+    c.emplace_back("6");
+    for (auto& k : room_keys(prefix, w.room)) {
+        c.push_back(std::move(k));
+    }
+    c.emplace_back("overrides");
+    c.emplace_back(write_arg(w.queue_all));
+    c.emplace_back(write_arg(w.suspended));
+    c.push_back(std::to_string(w.keep_ms));
+    return c;
+}
+
 command script_load_command() {
     return {"SCRIPT", "LOAD", std::string(room_script())};
 }
@@ -130,7 +171,7 @@ bool is_noscript(const value& v) {
 std::error_code parse_grant(const value& v, const std::string& room, std::int64_t now_ms,
                             room_grant& out) {
     const auto bad = make_error_code(errc::protocol);
-    if (v.type != value::kind::array || v.elements.size() != 7) {
+    if (v.type != value::kind::array || v.elements.size() != 8) {
         return bad;
     }
     const auto& e = v.elements;
@@ -162,6 +203,14 @@ std::error_code parse_grant(const value& v, const std::string& room, std::int64_
             return bad;
         }
         out.counts.datacenters.push_back({dcs.elements[i].str, static_cast<std::uint32_t>(n)});
+    }
+    return parse_overrides(e[7], out.overrides);
+}
+
+std::error_code parse_overrides(const value& v, room_switch_values& out) {
+    if (v.type != value::kind::array || v.elements.size() != 2 ||
+        !as_switch(v.elements[0], out.queue_all) || !as_switch(v.elements[1], out.suspended)) {
+        return make_error_code(errc::protocol);
     }
     return {};
 }

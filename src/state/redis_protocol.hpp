@@ -31,13 +31,15 @@ std::string_view room_script();
 const std::string& room_script_sha();
 
 std::string key(std::string_view prefix, std::string_view room, std::string_view what);
-// The five keys of a room, in the order the script takes them.
+// The six keys of a room, in the order the script takes them.
 std::vector<std::string> room_keys(std::string_view prefix, std::string_view room);
 
 // EVALSHA <sha> 5 <keys> sync ... for one room of a node's report.
 command sync_command(std::string_view prefix, const node_report& node, const room_report& r);
 // EVALSHA <sha> 5 <keys> top_up ...
 command top_up_command(std::string_view prefix, const top_up_request& req);
+// EVALSHA <sha> 6 <keys> overrides ... (admin PATCH; a reload clearing a key).
+command overrides_command(std::string_view prefix, const override_write& w);
 command script_load_command();
 
 // The script was not in the server's cache (after a restart or SCRIPT FLUSH).
@@ -46,5 +48,7 @@ bool is_noscript(const value& v);
 std::error_code parse_grant(const value& v, const std::string& room, std::int64_t now_ms,
                             room_grant& out);
 std::error_code parse_top_up(const value& v, std::int64_t& granted);
+// The script's {queue_all, suspended} (-1 unset, 0, 1): its overrides answer, a grant's last part.
+std::error_code parse_overrides(const value& v, room_switch_values& out);
 
 }  // namespace waitroom::state::redis

@@ -141,6 +141,39 @@ struct redis_store::impl : std::enable_shared_from_this<impl> {
                          done(res);
                      });
     }
+
+    // One EVALSHA; after NOSCRIPT once more behind a SCRIPT LOAD, as a top-up does.
+    void send_overrides(std::shared_ptr<override_write> w, override_handler done,
+                        client::clock::time_point deadline, bool reload) {
+        std::vector<command> cmds;
+        if (reload) {
+            cmds.push_back(redis::script_load_command());
+        }
+        cmds.push_back(redis::overrides_command(opt.key_prefix, *w));
+        cli->execute(std::move(cmds), deadline,
+                     [self = shared_from_this(), w, done = std::move(done), deadline, reload](
+                         std::error_code ec, std::vector<value> replies) mutable {
+                         override_result res;
+                         if (!ec && replies.size() != (reload ? 2u : 1u)) {
+                             ec = make_error_code(errc::protocol);
+                         }
+                         if (!ec && !reload && redis::is_noscript(replies.back())) {
+                             self->send_overrides(std::move(w), std::move(done), deadline, true);
+                             return;
+                         }
+                         if (!ec && reload && replies[0].is_error()) {
+                             ec = make_error_code(errc::protocol);
+                         }
+                         if (!ec) {
+                             ec = redis::parse_overrides(replies.back(), res.overrides);
+                         }
+                         res.ec = ec;
+                         if (ec) {
+                             res.overrides = {};
+                         }
+                         done(std::move(res));
+                     });
+    }
 };
 
 redis_store::redis_store(asio::any_io_executor ex, redis_options opt)
@@ -185,6 +218,14 @@ void redis_store::top_up(top_up_request req, top_up_handler done) {
     auto r = std::make_shared<top_up_request>(std::move(req));
     asio::post(impl_->strand, [i = impl_, r, done = std::move(done), deadline]() mutable {
         i->send_top_up(std::move(r), std::move(done), deadline, false);
+    });
+}
+
+void redis_store::write_overrides(override_write w, override_handler done) {
+    auto deadline = client::clock::now() + impl_->opt.timeout;
+    auto p = std::make_shared<override_write>(std::move(w));
+    asio::post(impl_->strand, [i = impl_, p, done = std::move(done), deadline]() mutable {
+        i->send_overrides(std::move(p), std::move(done), deadline, false);
     });
 }
 

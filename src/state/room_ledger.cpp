@@ -131,16 +131,25 @@ std::int64_t room_ledger::held_by(const std::string& node_id) const {
 
 room_grant room_ledger::sync(const std::string& node_id, const std::string& datacenter,
                              const room_report& report, std::int64_t now_ms,
-                             std::int64_t node_ttl_ms) {
+                             std::int64_t node_ttl_ms, std::uint64_t batch) {
     const room_limits& l = report.limits;
     node_ttl_ms_ = node_ttl_ms;
     expire_nodes(now_ms, node_ttl_ms);
     node_entry& me = touch(node_id, datacenter, now_ms);
-    apply(report, now_ms);
+    // Already applied (its answer was lost): counting it again would count its visitors twice.
+    // A node forgotten since (silent past its TTL) has its resend applied as new.
+    const bool applied_before = batch != 0 && batch == me.batch;
+    if (!applied_before) {
+        me.batch = batch;
+        apply(report, now_ms);
+    }
     prune(l, now_ms);
-    me.held = std::max<std::int64_t>(0, me.held - report.deltas.slots_used - report.slots_returned);
-    // Demand decays by half each sync: the share follows the last couple of intervals.
-    me.demand = me.demand / 2 + static_cast<double>(report.deltas.demand);
+    if (!applied_before) {
+        me.held =
+            std::max<std::int64_t>(0, me.held - report.deltas.slots_used - report.slots_returned);
+        // Demand decays by half each sync: the share follows the last couple of intervals.
+        me.demand = me.demand / 2 + static_cast<double>(report.deltas.demand);
+    }
 
     room_grant g;
     g.room = report.room;
@@ -158,9 +167,26 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
         }
         double share =
             total_demand > 0 ? me.demand / total_demand : 1.0 / static_cast<double>(nodes_.size());
+        // With other nodes live, a lease takes half of the node's share: the other half stays
+        // unheld for top-ups, which go to whichever node runs dry first. Leasing whole shares
+        // stranded the last slots of a spike in the pool of the node that synced last while a
+        // small node queued (issue 6: onset 88.5%).
+        // Alone, a node leases its whole share (rounded up). With others live, the half share
+        // is rounded down: rounding up gave every idle node a slot, so a room of 2 with three
+        // nodes had both slots parked in two idle pools and queued the third node's first
+        // visitor in an empty room. Rounded down, a small room leases nothing and every
+        // admission is an exact top-up.
+        const bool alone = nodes_.size() <= 1;
+        const double lease_part = alone ? 1.0 : 0.5;
+        const double lease = static_cast<double>(cap) * share * lease_part;
         const auto by_share =
-            static_cast<std::int64_t>(std::ceil(static_cast<double>(cap) * share));
-        const auto by_demand = static_cast<std::int64_t>(std::ceil(me.demand / 2)) + 1;
+            static_cast<std::int64_t>(alone ? std::floor(lease) : std::floor(lease));
+        // A node alone without recent demand (decayed below one request) leases nothing: every
+        // node's first sync is alone in the store, and the slot it leased then sat in an idle
+        // pool while another node queued a visitor in an empty small room. Alone for good, its
+        // first visitor pays one top-up.
+        const auto by_demand =
+            alone && me.demand < 1 ? 0 : static_cast<std::int64_t>(std::ceil(me.demand / 2)) + 1;
         const std::int64_t target = std::min(by_share, by_demand);
         g.granted = std::clamp<std::int64_t>(target - me.held, 0, free_unheld);
         g.release = std::max<std::int64_t>(0, me.held - target);
@@ -169,6 +195,7 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
         g.release = me.held;  // a room that admits nobody from slots gives them all back
     }
     g.counts = counts(l, now_ms);
+    g.overrides = overrides_;
     return g;
 }
 
@@ -182,9 +209,33 @@ std::int64_t room_ledger::top_up(const std::string& node_id, const std::string& 
     }
     const std::int64_t free_unheld =
         std::max<std::int64_t>(0, capacity(limits, now_ms) - held_total());
-    const std::int64_t g = std::min(want, free_unheld);
+    // With other nodes live, one top-up takes at most half of what nobody holds (at least one):
+    // the next node to run dry finds some too.
+    const std::int64_t most = nodes_.size() > 1 ? (free_unheld + 1) / 2 : free_unheld;
+    const std::int64_t g = std::min(want, most);
     me.held += g;
     return g;
+}
+
+room_switch_values room_ledger::write_overrides(const override_write& w) {
+    auto apply_one = [](std::optional<bool>& sw, switch_write how) {
+        switch (how) {
+            case switch_write::keep:
+                break;
+            case switch_write::unset:
+                sw.reset();
+                break;
+            case switch_write::off:
+                sw = false;
+                break;
+            case switch_write::on:
+                sw = true;
+                break;
+        }
+    };
+    apply_one(overrides_.queue_all, w.queue_all);
+    apply_one(overrides_.suspended, w.suspended);
+    return overrides_;
 }
 
 }  // namespace waitroom::state

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 
 #include "waitroom/state/error.hpp"
 
@@ -28,11 +29,21 @@ sync_options make_sync_options(const config::config& cfg) {
 }
 
 sync_task::sync_task(room::node_state& node, store& st, sync_options opt)
-    : node_(node), store_(st), opt_(std::move(opt)) {}
+    : node_(node),
+      store_(st),
+      opt_(std::move(opt)),
+      // A restarted node must not reuse the id its last report had (the store would take a new
+      // report for a repeat): start anywhere in 2^52, far from any id used before.
+      next_batch_((std::uint64_t{std::random_device{}()} << 20) + 1) {}
 
 void sync_task::set_engine(std::shared_ptr<const room::engine> e) {
     std::lock_guard lock(mu_);
     engine_ = std::move(e);
+}
+
+void sync_task::set_overrides(std::shared_ptr<room::room_overrides> o) {
+    std::lock_guard lock(mu_);
+    overrides_ = std::move(o);
 }
 
 void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code)> done) {
@@ -40,6 +51,7 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
     std::map<std::string, std::int64_t> releases;
     std::map<std::string, std::int64_t> lapsed;   // rooms in a degraded episode → lapsed lease
     std::map<std::string, std::int64_t> granted;  // same rooms → allowance put in their pool
+    std::optional<unknown_batch> resend;
     {
         std::lock_guard lock(mu_);
         if (in_flight_) {
@@ -56,14 +68,25 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
         }
         in_flight_ = true;
         eng = engine_;
-        releases.swap(pending_release_);
+        if (overrides_) {
+            overrides_seen_ = overrides_->writes();
+        }
+        resend.swap(unknown_);
+        in_flight_resend_ = resend.has_value();
+        in_flight_batch_ = resend ? resend->batch : next_batch_++;
+        if (!resend) {
+            releases.swap(pending_release_);
+        }
         for (const auto& [id, ep] : episodes_by_room_) {
             lapsed[id] = ep.lapsed;
             granted[id] = ep.granted;
         }
     }
 
-    room::delta_set deltas = node_.take_deltas();
+    // A resend builds nothing: it repeats its batch as it was, and the new deltas wait in the
+    // node for the next batch.
+    room::delta_set deltas = resend ? room::delta_set{} : node_.take_deltas();
+    static const std::vector<room::compiled_room> no_rooms;
     node_report report;
     report.node_id = opt_.node_id;
     report.datacenter = opt_.datacenter;
@@ -71,7 +94,7 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
     report.node_ttl_ms = opt_.node_ttl_ms;
     std::map<std::string, room::room_limits> limits;
     std::vector<adjust> adj;
-    for (const auto& r : eng->rooms()) {
+    for (const auto& r : resend ? no_rooms : eng->rooms()) {
         room_report rr;
         rr.room = r.id();
         rr.limits = r.limits_at(now_ms);
@@ -112,8 +135,33 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
         adj.push_back(a);
     }
     // Deltas of rooms removed by a reload are dropped with the room.
+    if (resend) {
+        report.rooms = std::move(resend->sent);
+        limits = std::move(resend->limits);
+        adj = std::move(resend->adj);
+    }
+    {
+        std::lock_guard lock(mu_);
+        report.batch = in_flight_batch_;
+    }
 
     std::vector<room_report> sent = report.rooms;  // kept to undo on failure
+    // The round trip the sync latency metric shows: from handing the report over to the answer
+    // (both paths of on_synced end in `done`, once).
+    done = [this, start = std::chrono::steady_clock::now(),
+            then = std::move(done)](std::error_code ec) {
+        std::function<void(std::chrono::nanoseconds, std::error_code)> f;
+        {
+            std::lock_guard lock(mu_);
+            f = on_sync_complete_;
+        }
+        if (f) {
+            f(std::chrono::steady_clock::now() - start, ec);
+        }
+        if (then) {
+            then(ec);
+        }
+    };
     store_.sync(std::move(report),
                 [this, now_ms, limits = std::move(limits), sent = std::move(sent),
                  adj = std::move(adj), done = std::move(done)](sync_result res) mutable {
@@ -126,6 +174,29 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
                           std::vector<room_report> sent, std::vector<adjust> adj, sync_result res,
                           std::function<void(std::error_code)> done) {
     if (res.ec || res.rooms.size() != sent.size()) {
+        bool keep_whole = false;
+        {
+            std::lock_guard lock(mu_);
+            // Only while the lease holds: past it the failure path below starts degraded mode,
+            // which reckons with every delta back in the node (merged, as before batch ids).
+            keep_whole = (in_flight_resend_ || res.ec == errc::timeout) &&
+                         now_ms - last_success_ms_ <= opt_.lease_ttl_ms;
+        }
+        if (keep_whole) {
+            // Outcome unknown: its returned slots stay returned and its deltas stay out of the
+            // node until the resend is answered.
+            on_failed(now_ms, sent);
+            {
+                std::lock_guard lock(mu_);
+                unknown_ = unknown_batch{in_flight_batch_, std::move(sent), std::move(adj),
+                                         std::move(limits)};
+                in_flight_ = false;
+            }
+            if (done) {
+                done(res.ec ? res.ec : make_error_code(errc::protocol));
+            }
+            return;
+        }
         // The store did not apply anything: keep the deltas for the next sync and the slots we
         // meant to return. The lease lapses by itself (slot_pool::expired) and is handed back
         // whole at the next successful sync, so the store's count of held slots stays right.
@@ -160,6 +231,7 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
 
     auto snap = std::make_shared<room::state_snapshot>();
     snap->as_of_ms = now_ms;
+    const std::shared_ptr<const room::state_snapshot> previous = node_.snapshot();
     std::map<std::string, std::int64_t> releases;
     std::map<std::string, std::int64_t> demand;
     std::map<std::string, room::room_counts> known;
@@ -214,7 +286,26 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
         }
         demand[g.room] = sent[i].deltas.demand;
         known[g.room] = g.counts;
-        snap->rooms.emplace(g.room, room::room_state(std::move(g.counts), limits[g.room]));
+        room::room_state st(std::move(g.counts), limits[g.room]);
+        if (const room::room_state* before = previous->find(g.room)) {
+            st.follow(*before, limits[g.room].window_ms);  // the queue's departure rate
+        }
+        snap->rooms.emplace(g.room, std::move(st));
+    }
+    std::shared_ptr<room::room_overrides> overrides;
+    std::uint64_t overrides_seen = 0;
+    {
+        std::lock_guard lock(mu_);
+        overrides = overrides_;
+        overrides_seen = overrides_seen_;
+    }
+    if (overrides) {
+        // The store's switches win over this node's (a PATCH on another node, a restart): a
+        // local PATCH went to the store first, so the store has it too.
+        for (const auto& g : res.rooms) {
+            overrides->apply_synced(g.room, g.overrides.queue_all, g.overrides.suspended,
+                                    overrides_seen);
+        }
     }
     node_.publish(std::move(snap));
     {
@@ -354,12 +445,17 @@ void sync_task::top_up(const std::string& room_id, std::int64_t now_ms,
     }
     if (own.expired(now_ms)) {
         // The lease itself lapsed (no sync for a while): renewing it is a whole sync, which
-        // also settles the slots the store may have forgotten. Same single round trip.
-        run_once(now_ms, [&own, now_ms, done = std::move(done)](std::error_code ec) {
-            if (done) {
-                done(!ec && !own.expired(now_ms) && own.available() > 0);
-            }
-        });
+        // also settles the slots the store may have forgotten. When the renewed lease is still
+        // empty (an idle node leases nothing), the top-up follows it.
+        run_once(now_ms,
+                 [this, &own, room_id, now_ms, done = std::move(done)](std::error_code ec) mutable {
+                     if (!ec && !own.expired(now_ms) && own.available() == 0) {
+                         return top_up(room_id, now_ms, std::move(done));
+                     }
+                     if (done) {
+                         done(!ec && !own.expired(now_ms) && own.available() > 0);
+                     }
+                 });
         return;
     }
     top_up_request req;
@@ -387,10 +483,11 @@ void sync_task::top_up(const std::string& room_id, std::int64_t now_ms,
         // for twice the last one. At the start of a spike the last interval's demand is about
         // 1, and top-ups of 1 queued visitors while the store still had free slots.
         std::int64_t& asked = top_up_asked_[room_id];
-        req.want = std::max({opt_.top_up_min, it == last_demand_.end() ? 0 : it->second,
-                             2 * asked});
+        req.want =
+            std::max({opt_.top_up_min, it == last_demand_.end() ? 0 : it->second, 2 * asked});
         asked = req.want;
         ++top_ups_;
+        ++top_ups_by_room_[room_id];
     }
     req.node_id = opt_.node_id;
     req.datacenter = opt_.datacenter;
@@ -402,9 +499,8 @@ void sync_task::top_up(const std::string& room_id, std::int64_t now_ms,
 void sync_task::ask_store(top_up_request req) {
     const std::string room_id = req.room;
     const std::int64_t now_ms = req.now_ms;
-    const std::int64_t want = req.want;
     top_up_request again = req;  // kept for a follow-up ask
-    store_.top_up(std::move(req), [this, room_id, now_ms, want,
+    store_.top_up(std::move(req), [this, room_id, now_ms,
                                    again = std::move(again)](top_up_result res) mutable {
         room::slot_pool& pool = node_.pool(room_id);
         bool got = !res.ec && res.granted > 0;
@@ -420,13 +516,15 @@ void sync_task::ask_store(top_up_request req) {
             std::lock_guard lock(mu_);
             auto& w = top_up_waiters_[room_id];
             const auto short_by = static_cast<std::int64_t>(w.size()) - pool.available();
-            if (got && res.granted == want && short_by > 0) {
-                // More visitors joined this call than it asked for, and the store gave all it
-                // was asked: ask again for them rather than queue them while it may have more.
+            if (got && short_by > 0) {
+                // More visitors joined this call than it got slots for, and the store gave some:
+                // ask again for them rather than queue them while it may have more (it gives a
+                // node at most half of its unheld slots at a time when other nodes are live).
                 std::int64_t& asked = top_up_asked_[room_id];
                 again.want = std::max(2 * asked, short_by);
                 asked = again.want;
                 ++top_ups_;
+                ++top_ups_by_room_[room_id];
                 ask_again = true;
             } else {
                 waiters = std::move(w);
@@ -514,6 +612,17 @@ degraded_room_info sync_task::degraded_room(const std::string& room_id) const {
 void sync_task::on_degraded_change(std::function<void(bool, std::int64_t)> f) {
     std::lock_guard lock(mu_);
     on_degraded_change_ = std::move(f);
+}
+
+std::uint64_t sync_task::top_ups(const std::string& room_id) const {
+    std::lock_guard lock(mu_);
+    auto it = top_ups_by_room_.find(room_id);
+    return it == top_ups_by_room_.end() ? 0 : it->second;
+}
+
+void sync_task::on_sync_complete(std::function<void(std::chrono::nanoseconds, std::error_code)> f) {
+    std::lock_guard lock(mu_);
+    on_sync_complete_ = std::move(f);
 }
 
 }  // namespace waitroom::state

@@ -115,6 +115,30 @@ TEST(Simulator, MetricsAreComputedFromTheVisitorRecords) {
     EXPECT_DOUBLE_EQ(*m.idle_capacity_while_queued, 0.0);  // someone waits only while full
 }
 
+TEST(Simulator, SeedTableGivesMinMedianMaxAndMarksAMissByTheWorstSeed) {
+    scenario s;
+    s.name = "seeds";
+    std::vector<metrics> runs(3);
+    const double idle[] = {0.02, 0.035, 0.01};  // one seed misses the 3% target
+    for (int i = 0; i < 3; ++i) {
+        runs[i].idle_capacity_while_queued = idle[i];
+        runs[i].queue_onset_utilization = 0.98 + 0.01 * i;
+        runs[i].store_calls_per_node_minute = 60 + i;
+    }
+    std::string t = seed_table({{s, runs}});
+    EXPECT_NE(t.find("1.00 / 2.00 / 3.50*"), std::string::npos) << t;
+    EXPECT_NE(t.find("98.0 / 99.0 / 100.0 "), std::string::npos) << t;
+
+    nlohmann::json j = seed_summary(s, runs);
+    EXPECT_EQ(j.at("seeds"), 3);
+    EXPECT_DOUBLE_EQ(j.at("metrics").at("idle").at("min").get<double>(), 0.01);
+    EXPECT_DOUBLE_EQ(j.at("metrics").at("idle").at("median").get<double>(), 0.02);
+    EXPECT_DOUBLE_EQ(j.at("metrics").at("idle").at("max").get<double>(), 0.035);
+    EXPECT_FALSE(j.at("targets_met").at("idle").get<bool>());
+    EXPECT_TRUE(j.at("targets_met").at("onset").get<bool>());
+    EXPECT_TRUE(j.at("targets_met").at("eta_err").is_null());
+}
+
 TEST(Simulator, LoadsAScenarioFromYamlAndNamesAnUnknownKey) {
     const std::string path = ::testing::TempDir() + "sim_scenario_test.yaml";
     std::ofstream(path) << R"(name: from-yaml

@@ -158,6 +158,57 @@ TEST(Estimates, StatusIsNotQueueingWhenNobodyWaits) {
     EXPECT_EQ(st.max_estimated_time_minutes, 0);
 }
 
+// A snapshot of a full room (no free slot, 10 admitted in the last minute) whose queue holds
+// 20 visitors at the front and `behind` in each of the two buckets after it.
+room_state queue_snapshot(std::int64_t at, std::int64_t behind) {
+    constexpr std::int64_t t = 1'800'000'000'000 - 1'800'000'000'000 % 60'000;
+    room_limits l;
+    l.total_active_users = 100;
+    l.new_users_per_minute = 10;
+    room_counts c;
+    c.as_of_ms = at;
+    c.active = 100;
+    c.admitted_last_minute = 10;
+    c.waiting = {{t - 100'000, 20}, {t - 90'000, behind}, {t - 80'000, behind}};
+    return room_state(c, l);
+}
+
+TEST(Estimates, QueueDepartureRateFollowsVisitorsWhoGiveUpBehindTheFront) {
+    constexpr std::int64_t t = 1'800'000'000'000 - 1'800'000'000'000 % 60'000;
+    room_state first = queue_snapshot(t, 100);
+    EXPECT_EQ(first.abandon_per_minute(), 0.0);
+    // One second later 2 of the 200 behind the front are gone: 0.6 of the queue a minute,
+    // followed as an average over about a minute.
+    room_state second = queue_snapshot(t + 1'000, 99);
+    second.follow(first, 10'000);
+    EXPECT_NEAR(second.abandon_per_minute(), 0.6 / 60, 1e-9);
+    // Nobody left in the next second: the rate eases off but remembers the departures.
+    room_state third = queue_snapshot(t + 2'000, 99);
+    third.follow(second, 10'000);
+    EXPECT_GT(third.abandon_per_minute(), 0.0);
+    EXPECT_LT(third.abandon_per_minute(), second.abandon_per_minute());
+    // After a gap longer than a window (a store outage forgot the windows nobody refreshed),
+    // the drop says nothing: the rate is carried over as it was.
+    room_state after_gap = queue_snapshot(t + 30'000, 10);
+    after_gap.follow(third, 10'000);
+    EXPECT_EQ(after_gap.abandon_per_minute(), third.abandon_per_minute());
+}
+
+TEST(Estimates, DeparturesAtTheFrontAreAdmissionsNotAbandonment) {
+    constexpr std::int64_t t = 1'800'000'000'000 - 1'800'000'000'000 % 60'000;
+    room_state first = queue_snapshot(t, 100);
+    // Only the front bucket shrank: those were admitted, nobody gave up.
+    room_state second = queue_snapshot(t + 1'000, 100);
+    room_counts c = second.counts();
+    c.waiting.front().second = 5;
+    room_limits l;
+    l.total_active_users = 100;
+    l.new_users_per_minute = 10;
+    room_state shrunk(c, l);
+    shrunk.follow(first, 10'000);
+    EXPECT_EQ(shrunk.abandon_per_minute(), 0.0);
+}
+
 TEST(PageModel, FormatsMinutesInEnglish) {
     EXPECT_EQ(format_minutes(0), "0 minutes");
     EXPECT_EQ(format_minutes(1), "1 minute");

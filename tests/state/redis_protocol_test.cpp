@@ -32,7 +32,7 @@ value array(std::vector<value> e) {
 
 TEST(RedisProtocol, EveryKeyOfARoomCarriesItsHashTag) {
     auto keys = room_keys("wr", "shop");
-    ASSERT_EQ(keys.size(), 5u);
+    ASSERT_EQ(keys.size(), 6u);
     for (const auto& k : keys) {
         EXPECT_TRUE(k.starts_with("wr:{shop}:")) << k;
     }
@@ -56,22 +56,24 @@ TEST(RedisProtocol, SyncCommandCarriesLimitsAndEveryDelta) {
     r.deltas.demand = 7;
     r.slots_returned = 1;
     auto c = sync_command("wr", n, r);
-    ASSERT_GE(c.size(), 8u + 16u);
+    ASSERT_GE(c.size(), 9u + 17u);
     EXPECT_EQ(c[0], "EVALSHA");
     EXPECT_EQ(c[1], room_script_sha());
-    EXPECT_EQ(c[2], "5");
+    EXPECT_EQ(c[2], "6");
     EXPECT_EQ(c[3], "wr:{shop}:admitted");
-    EXPECT_EQ(c[8], "sync");
-    EXPECT_EQ(c[9], "edge-1");
-    EXPECT_EQ(c[10], "fra");
-    EXPECT_EQ(c[11], "1000");
-    EXPECT_EQ(c[12], "200");
-    EXPECT_EQ(c[19], "0");  // needs_slots
-    EXPECT_EQ(c[20], "3000");
-    EXPECT_EQ(c[21], "2");  // slots_used
-    EXPECT_EQ(c[22], "1");  // returned
-    EXPECT_EQ(c[23], "7");  // demand
-    std::vector<std::string> tail(c.begin() + 24, c.end());
+    EXPECT_EQ(c[8], "wr:{shop}:overrides");
+    EXPECT_EQ(c[9], "sync");
+    EXPECT_EQ(c[10], "edge-1");
+    EXPECT_EQ(c[11], "fra");
+    EXPECT_EQ(c[12], "1000");
+    EXPECT_EQ(c[13], "200");
+    EXPECT_EQ(c[20], "0");  // needs_slots
+    EXPECT_EQ(c[21], "3000");
+    EXPECT_EQ(c[22], "2");  // slots_used
+    EXPECT_EQ(c[23], "1");  // returned
+    EXPECT_EQ(c[24], "7");  // demand
+    EXPECT_EQ(c[25], "0");  // batch
+    std::vector<std::string> tail(c.begin() + 26, c.end());
     EXPECT_EQ(tail, (std::vector<std::string>{"1", "0", "2", "2", "0", "2", "-10000", "-1", "1",
                                               "0", "0", "4"}));
 }
@@ -87,7 +89,8 @@ TEST(RedisProtocol, ScriptShaIsTheSha1OfTheScript) {
 TEST(RedisProtocol, DecodesAGrantWithWaitingBucketsAndDatacenters) {
     auto v = array({integer(3), integer(0), integer(5), integer(6), integer(9),
                     array({integer(100), integer(2), integer(200), integer(1)}),
-                    array({text("dc1"), integer(2), text("dc2"), integer(1)})});
+                    array({text("dc1"), integer(2), text("dc2"), integer(1)}),
+                    array({integer(1), integer(-1)})});
     room_grant g;
     ASSERT_FALSE(parse_grant(v, "shop", 42, g));
     EXPECT_EQ(g.room, "shop");
@@ -101,6 +104,39 @@ TEST(RedisProtocol, DecodesAGrantWithWaitingBucketsAndDatacenters) {
     ASSERT_EQ(g.counts.datacenters.size(), 2u);
     EXPECT_EQ(g.counts.datacenters[0].datacenter, "dc1");
     EXPECT_EQ(g.counts.datacenters[0].nodes, 2u);
+    EXPECT_EQ(g.overrides.queue_all, std::optional<bool>(true));
+    EXPECT_EQ(g.overrides.suspended, std::nullopt);
+}
+
+TEST(RedisProtocol, OverridesCommandSaysWhatToDoWithEachSwitch) {
+    override_write w;
+    w.room = "shop";
+    w.queue_all = switch_write::on;
+    w.suspended = switch_write::unset;
+    w.keep_ms = 5000;
+    auto c = overrides_command("wr", w);
+    ASSERT_EQ(c.size(), 13u);
+    EXPECT_EQ(c[0], "EVALSHA");
+    EXPECT_EQ(c[2], "6");
+    EXPECT_EQ(c[8], "wr:{shop}:overrides");
+    EXPECT_EQ(std::vector<std::string>(c.begin() + 9, c.end()),
+              (std::vector<std::string>{"overrides", "1", "unset", "5000"}));
+    w.queue_all = switch_write::keep;
+    w.suspended = switch_write::off;
+    c = overrides_command("wr", w);
+    EXPECT_EQ(c[10], "keep");
+    EXPECT_EQ(c[11], "0");
+}
+
+TEST(RedisProtocol, DecodesOverridesAndRefusesOtherValues) {
+    room_switch_values o;
+    ASSERT_FALSE(parse_overrides(array({integer(0), integer(-1)}), o));
+    EXPECT_EQ(o.queue_all, std::optional<bool>(false));
+    EXPECT_EQ(o.suspended, std::nullopt);
+    const auto protocol = make_error_code(errc::protocol);
+    EXPECT_EQ(parse_overrides(array({integer(2), integer(0)}), o), protocol);
+    EXPECT_EQ(parse_overrides(array({integer(1)}), o), protocol);
+    EXPECT_EQ(parse_overrides(integer(1), o), protocol);
 }
 
 TEST(RedisProtocol, MalformedAnswersAreProtocolErrors) {
@@ -109,11 +145,14 @@ TEST(RedisProtocol, MalformedAnswersAreProtocolErrors) {
     EXPECT_EQ(parse_grant(integer(1), "shop", 0, g), protocol);
     EXPECT_EQ(parse_grant(array({integer(1)}), "shop", 0, g), protocol);
     auto odd = array({integer(3), integer(0), integer(5), integer(6), integer(9),
-                      array({integer(100)}), array({})});
+                      array({integer(100)}), array({}), array({integer(-1), integer(-1)})});
     EXPECT_EQ(parse_grant(odd, "shop", 0, g), protocol);
     auto bad_dc = array({integer(3), integer(0), integer(5), integer(6), integer(9), array({}),
-                         array({integer(1), integer(1)})});
+                         array({integer(1), integer(1)}), array({integer(-1), integer(-1)})});
     EXPECT_EQ(parse_grant(bad_dc, "shop", 0, g), protocol);
+    auto no_overrides =
+        array({integer(3), integer(0), integer(5), integer(6), integer(9), array({}), array({})});
+    EXPECT_EQ(parse_grant(no_overrides, "shop", 0, g), protocol);
     std::int64_t n = 0;
     EXPECT_EQ(parse_top_up(text("x"), n), protocol);
     EXPECT_FALSE(parse_top_up(integer(4), n));

@@ -202,8 +202,9 @@ TEST(RedisStore, TopUpGrantsOnlyCapacityNobodyHolds) {
     ASSERT_FALSE(call_sync(ioc, st, node("a", "dc", t0 + 200, {back})).ec);
     auto t = call_top_up(ioc, st, top_up("b", "dc", l, 5, t0 + 300));
     ASSERT_FALSE(t.ec);
-    EXPECT_EQ(t.granted, 2);
-    EXPECT_EQ(call_top_up(ioc, st, top_up("b", "dc", l, 5, t0 + 400)).granted, 0);
+    EXPECT_EQ(t.granted, 1);  // half of the 2 nobody holds while node a is live (issue 6)
+    EXPECT_EQ(call_top_up(ioc, st, top_up("b", "dc", l, 5, t0 + 400)).granted, 1);
+    EXPECT_EQ(call_top_up(ioc, st, top_up("b", "dc", l, 5, t0 + 450)).granted, 0);
     auto c = call_sync(ioc, st, node("b", "dc", t0 + 500, {report(l)}));
     EXPECT_EQ(c.rooms[0].counts.held, 6);
 }
@@ -588,6 +589,171 @@ TEST(RedisStore, DrivesTheSyncTaskOfTwoNodes) {
     EXPECT_TRUE(run(ta, t0 + 4000));
     EXPECT_TRUE(ta.degraded(t0 + 4000));
     EXPECT_EQ(na.pool("shop").available(), 0);
+}
+
+override_result call_write(boost::asio::io_context& ioc, store& s, switch_write queue_all,
+                           switch_write suspended, const std::string& room = "shop") {
+    override_write w;
+    w.room = room;
+    w.queue_all = queue_all;
+    w.suspended = suspended;
+    std::optional<override_result> out;
+    s.write_overrides(std::move(w), [&](override_result res) { out = std::move(res); });
+    EXPECT_TRUE(run_until(ioc, [&] { return out.has_value(); }));
+    return out ? std::move(*out) : override_result{make_error_code(errc::timeout), {}};
+}
+
+TEST(RedisStore, SwitchesWrittenByOneNodeComeBackInEveryNodesSync) {
+    redis_server srv;
+    boost::asio::io_context ioc;
+    redis_store a(ioc.get_executor(), options(srv));
+    redis_store b(ioc.get_executor(), options(srv));
+    auto l = limits(10, 100);
+    auto before = call_sync(ioc, b, node("b", "dc", t0, {report(l)}));
+    ASSERT_FALSE(before.ec) << before.ec.message();
+    EXPECT_EQ(before.rooms[0].overrides, room_switch_values{});
+
+    auto w = call_write(ioc, a, switch_write::on, switch_write::keep);
+    ASSERT_FALSE(w.ec) << w.ec.message();
+    EXPECT_EQ(w.overrides.queue_all, std::optional<bool>(true));
+    EXPECT_EQ(w.overrides.suspended, std::nullopt);
+    w = call_write(ioc, a, switch_write::keep, switch_write::off);
+    EXPECT_EQ(w.overrides.queue_all, std::optional<bool>(true));
+    EXPECT_EQ(w.overrides.suspended, std::optional<bool>(false));
+
+    auto res = call_sync(ioc, b, node("b", "dc", t0 + 1000, {report(l), report(l, "news")}));
+    ASSERT_FALSE(res.ec) << res.ec.message();
+    EXPECT_EQ(res.rooms[0].overrides.queue_all, std::optional<bool>(true));
+    EXPECT_EQ(res.rooms[0].overrides.suspended, std::optional<bool>(false));
+    EXPECT_EQ(res.rooms[1].overrides, room_switch_values{});  // another room, no switches
+
+    w = call_write(ioc, a, switch_write::unset, switch_write::keep);
+    EXPECT_EQ(w.overrides.queue_all, std::nullopt);
+    res = call_sync(ioc, b, node("b", "dc", t0 + 2000, {report(l)}));
+    EXPECT_EQ(res.rooms[0].overrides.queue_all, std::nullopt);
+    EXPECT_EQ(res.rooms[0].overrides.suspended, std::optional<bool>(false));
+}
+
+TEST(RedisStore, SwitchesKeyCarriesTheHashTagAndATtlThatSyncsRenew) {
+    redis_server srv;
+    boost::asio::io_context ioc;
+    redis_store st(ioc.get_executor(), options(srv));
+    const std::string key = "wr:{shop}:overrides";
+    ASSERT_FALSE(call_write(ioc, st, switch_write::on, switch_write::on).ec);
+    EXPECT_EQ(srv.cli("HGET " + key + " queue_all"), "1");
+    long ttl = std::stol(srv.cli("PTTL " + key));
+    EXPECT_GT(ttl, 400'000);  // keep_ms (600 s) while no sync has reported the room
+    EXPECT_LE(ttl, 600'000);
+
+    // A sync renews it with the room's other keys (their TTL follows the room's limits).
+    ASSERT_FALSE(call_sync(ioc, st, node("a", "dc", t0, {report(limits(10, 100))})).ec);
+    ttl = std::stol(srv.cli("PTTL " + key));
+    EXPECT_GT(ttl, 0);
+    EXPECT_LE(ttl, 400'000);
+    EXPECT_NEAR(static_cast<double>(ttl), std::stod(srv.cli("PTTL wr:{shop}:meta")), 5'000.0);
+
+    // Both switches cleared: nothing is left behind.
+    ASSERT_FALSE(call_write(ioc, st, switch_write::unset, switch_write::unset).ec);
+    EXPECT_EQ(srv.cli("EXISTS " + key), "0");
+}
+
+TEST(RedisStore, SwitchWriteSurvivesTheServerForgettingItsScripts) {
+    redis_server srv;
+    boost::asio::io_context ioc;
+    redis_store st(ioc.get_executor(), options(srv));
+    ASSERT_FALSE(call_sync(ioc, st, node("a", "dc", t0, {report(limits(10, 100))})).ec);
+    ASSERT_EQ(srv.cli("SCRIPT FLUSH"), "OK");
+    auto w = call_write(ioc, st, switch_write::keep, switch_write::on);
+    ASSERT_FALSE(w.ec) << w.ec.message();
+    EXPECT_EQ(w.overrides.suspended, std::optional<bool>(true));
+    EXPECT_EQ(srv.cli("HGET wr:{shop}:overrides suspended"), "1");
+}
+
+TEST(RedisStore, SwitchWriteFailsWhenTheServerIsGone) {
+    redis_server srv;
+    boost::asio::io_context ioc;
+    redis_store st(ioc.get_executor(), options(srv));
+    ASSERT_FALSE(call_write(ioc, st, switch_write::on, switch_write::keep).ec);
+    srv.kill();
+    auto w = call_write(ioc, st, switch_write::off, switch_write::keep);
+    EXPECT_TRUE(w.ec == make_error_code(errc::unavailable) ||
+                w.ec == make_error_code(errc::timeout))
+        << w.ec.message();
+    EXPECT_EQ(w.overrides, room_switch_values{});
+}
+
+TEST(RedisStore, PatchOnOneNodeReachesTheOtherNodesSwitchesAtItsNextSync) {
+    redis_server srv;
+    boost::asio::io_context ioc;
+    auto cfg = std::make_shared<config::config>();
+    config::room room;
+    room.id = "shop";
+    room.name = "Shop";
+    room.total_active_users = 10;
+    room.new_users_per_minute = 100;
+    cfg->rooms.push_back(room);
+    redis_store sa(ioc.get_executor(), options(srv));
+    redis_store sb(ioc.get_executor(), options(srv));
+    auto ov_b = std::make_shared<room::room_overrides>();
+    auto eng_b = std::make_shared<room::engine>(cfg, room::windowing{}, ov_b);
+    room::node_state nb;
+    sync_options ob;
+    ob.node_id = "b";
+    sync_task tb(nb, sb, ob);
+    tb.set_engine(eng_b);
+    tb.set_overrides(ov_b);
+    auto run = [&](std::int64_t now) {
+        std::optional<std::error_code> ec;
+        tb.run_once(now, [&](std::error_code e) { ec = e; });
+        EXPECT_TRUE(run_until(ioc, [&] { return ec.has_value(); }));
+        return ec.value_or(make_error_code(errc::timeout));
+    };
+    auto settings = [&] {
+        const auto& r = eng_b->rooms().at(0);
+        return r.settings_at(r.phase_at(t0));
+    };
+    ASSERT_FALSE(run(t0));
+    EXPECT_FALSE(settings().suspended);
+
+    ASSERT_FALSE(call_write(ioc, sa, switch_write::keep, switch_write::on).ec);  // node a's PATCH
+    ASSERT_FALSE(run(t0 + 1000));
+    EXPECT_TRUE(settings().suspended);
+
+    ASSERT_FALSE(call_write(ioc, sa, switch_write::keep, switch_write::unset).ec);
+    ASSERT_FALSE(run(t0 + 2000));
+    EXPECT_FALSE(settings().suspended);
+    EXPECT_EQ(ov_b->entry("shop").suspended(), std::nullopt);
+}
+
+TEST(RedisStore, SameBatchTwiceCountsOnce) {
+    redis_server srv;
+    boost::asio::io_context ioc;
+    redis_store st(ioc.get_executor(), options(srv));
+    local_store ls;
+    auto l = limits(100, 100);
+    auto batch = [&](std::uint64_t id, std::int64_t now, const std::string& node_id = "a") {
+        auto r = report(l);
+        r.deltas.admitted.add(t0, 2);
+        r.deltas.active.add(t0, 2);
+        r.deltas.waiting.add({t0, t0}, 1);
+        r.deltas.slots_used = 2;
+        auto n = node(node_id, "dc", now, {r});
+        n.batch = id;
+        return n;
+    };
+    // The same sequence through both stores: the same answers (the script mirrors the ledger).
+    const std::vector<std::pair<std::uint64_t, std::string>> seq{{41, "a"}, {41, "a"}, {42, "a"},
+                                                                 {42, "b"}, {42, "a"}, {0, "a"}};
+    std::vector<std::int64_t> admitted;
+    for (std::size_t i = 0; i < seq.size(); ++i) {
+        const auto now = t0 + 100 * static_cast<std::int64_t>(i);
+        auto rr = call_sync(ioc, st, batch(seq[i].first, now, seq[i].second));
+        ASSERT_FALSE(rr.ec) << rr.ec.message();
+        auto lr = call_sync(ioc, ls, batch(seq[i].first, now, seq[i].second));
+        EXPECT_EQ(describe(rr.rooms[0]), describe(lr.rooms[0])) << "step " << i;
+        admitted.push_back(rr.rooms[0].counts.admitted_last_minute);
+    }
+    EXPECT_EQ(admitted, (std::vector<std::int64_t>{2, 2, 4, 6, 6, 8}));
 }
 
 }  // namespace

@@ -205,13 +205,46 @@ TEST(Ledger, LeaseIsCappedAtRecentDemandSoTopUpsFindFreeSlots) {
     EXPECT_EQ(g.granted, 3);  // ceil(3 / 2) + 1
     g = ledger.sync("a", "dc", busy_report(l, 3), t0 + 1000, 3000);
     EXPECT_EQ(ledger.held_by("a"), 4);  // decayed demand 4.5: ceil(2.25) + 1 = 4
-    // The rest stays free: a second node whose traffic just rose tops up from it at once.
-    EXPECT_EQ(ledger.top_up("b", "dc", l, 150, t0 + 1100), 150);
-    EXPECT_EQ(ledger.top_up("b", "dc", l, 150, t0 + 1200), 200 - 4 - 150);
+    // The rest stays free: a second node whose traffic just rose tops up from it at once, half
+    // of what nobody holds per call while another node is live.
+    EXPECT_EQ(ledger.top_up("b", "dc", l, 150, t0 + 1100), 98);  // (196 + 1) / 2
+    EXPECT_EQ(ledger.top_up("b", "dc", l, 150, t0 + 1200), 49);  // (98 + 1) / 2
     // Once demand falls, a lease above the cap is handed back at the next sync.
     auto gb = ledger.sync("b", "dc", busy_report(l, 2), t0 + 2000, 3000);
     EXPECT_EQ(gb.granted, 0);
-    EXPECT_EQ(gb.release, 196 - 2);
+    EXPECT_EQ(gb.release, 98 + 49 - 2);
+}
+
+TEST(Ledger, TopUpsLeaveSlotsForTheNextNodeToRunDry) {
+    room_ledger ledger;
+    auto l = limits(1000, 20);
+    ledger.sync("big", "dc", busy_report(l, 0), t0, 3000);
+    ledger.sync("small", "dc", busy_report(l, 0), t0, 3000);
+    // The big node asks for far more than is left, again and again; it never takes the last
+    // slots from under the small node, which gets one as long as any is unheld.
+    std::int64_t big = 0;
+    for (int i = 0; i < 3; ++i) {
+        big += ledger.top_up("big", "dc", l, 100, t0 + 100 + i);
+    }
+    const std::int64_t unheld = ledger.capacity(l, t0 + 200) - ledger.held_total();
+    EXPECT_GT(unheld, 0);
+    EXPECT_EQ(ledger.top_up("small", "dc", l, 1, t0 + 200), 1);
+    EXPECT_LE(ledger.held_total(), ledger.capacity(l, t0 + 200));
+    EXPECT_GT(big, 10);  // yet the big node got most of them
+}
+
+TEST(Ledger, LeaseTakesHalfOfItsShareWhileOtherNodesAreLive) {
+    auto l = limits(1000, 40);
+    // Alone, a busy node leases all of the free capacity.
+    room_ledger alone;
+    EXPECT_EQ(alone.sync("a", "dc", busy_report(l), t0, 3000).granted, 40);
+    // With another node live, even a node with all the demand leases half of it: the other half
+    // stays unheld for the top-ups of whichever node runs dry first.
+    room_ledger two;
+    // (A node without demand leases nothing at all.)
+    EXPECT_EQ(two.sync("a", "dc", busy_report(l, 0), t0, 3000).granted, 0);
+    EXPECT_EQ(two.sync("b", "dc", busy_report(l), t0 + 100, 3000).granted, 20);
+    EXPECT_EQ(two.capacity(l, t0 + 100) - two.held_total(), 20);
 }
 
 }  // namespace

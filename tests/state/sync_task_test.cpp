@@ -232,7 +232,7 @@ TEST(SyncTask, TopUpsBeforeTheNextSyncAskForTwiceThePreviousOne) {
     sync.set_engine(eng);
     sync.run_once(t0);
     auto& pool = node.pool("shop");
-    EXPECT_EQ(pool.available(), 1);  // no demand yet: the rest stays free in the store
+    EXPECT_EQ(pool.available(), 0);  // no demand yet: everything stays free in the store
     std::vector<std::int64_t> got;
     for (int i = 0; i < 4; ++i) {
         pool.take_up_to(pool.available());  // a spike drains the pool each time
@@ -267,7 +267,7 @@ TEST(SyncTask, TopUpAsksAgainForTheVisitorsWhoJoinedItsCall) {
     st.release_all();
     EXPECT_EQ(answers, 3);
     EXPECT_EQ(pool.available(), 3);
-    EXPECT_EQ(st.inner.held_total("shop"), 4);  // with the lease slot taken, not yet reported
+    EXPECT_EQ(st.inner.held_total("shop"), 3);  // all from top-ups, not yet reported used
 }
 
 TEST(SyncTask, TopUpAddsSlotsWhenCapacityFreedSinceTheLastSync) {
@@ -402,7 +402,7 @@ TEST(Degraded, NodeKeepsAdmittingFromItsAllowanceButNoMoreThanItsShareEachInterv
 
     st.down = true;
     const int top_ups_before = st.top_up_calls;  // the quiet node's first lease was 1 slot
-    tick(w, sync, t0 + 1500);  // the lease still holds: not degraded yet
+    tick(w, sync, t0 + 1500);                    // the lease still holds: not degraded yet
     EXPECT_FALSE(sync.degraded(t0 + 1500));
     EXPECT_EQ(sync.degraded_since_ms(), 0);
     std::int64_t degraded_total = 0;

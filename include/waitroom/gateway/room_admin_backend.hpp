@@ -1,11 +1,13 @@
 #pragma once
 // The admin listener's view of the running daemon: room status from the room engine and the
-// node's snapshot, run-time room switches (PATCH) through the node's room_overrides, readiness
+// node's snapshot, run-time room switches (PATCH) through the state store (so every node gets
+// them at its next sync) and the node's room_overrides, readiness
 // from the drain flag and the sync task, and the metrics text with the per-room gauges filled in
 // at scrape time (no per-request work for them).
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -18,6 +20,7 @@
 #include "waitroom/gateway/room_filter.hpp"
 #include "waitroom/room/overrides.hpp"
 #include "waitroom/room/room_state.hpp"
+#include "waitroom/state/store.hpp"
 #include "waitroom/state/sync_task.hpp"
 #include "waitroom/util/clock.hpp"
 
@@ -26,12 +29,14 @@ namespace waitroom::gateway {
 class room_admin_backend final : public admin_backend {
   public:
     // Everything referenced outlives the backend (server/ owns them all). `metrics_slot` is the
-    // metric slot this backend writes gauges from (one no worker uses).
+    // metric slot this backend writes gauges from (one no worker uses). With `store`, a PATCH
+    // is written there first and fails (503) when the store cannot take it; without one it sets
+    // this node's switches only.
     room_admin_backend(const room_filter& filter, room::node_state& node,
                        const state::sync_task& sync,
                        std::shared_ptr<room::room_overrides> overrides,
                        std::shared_ptr<metrics::metric_set> metrics, unsigned metrics_slot,
-                       const util::clock& clock);
+                       const util::clock& clock, state::store* store = nullptr);
 
     // Drain started: /readyz answers 503 from now on. Any thread.
     void set_draining() { draining_.store(true, std::memory_order_release); }
@@ -54,9 +59,11 @@ class room_admin_backend final : public admin_backend {
     std::shared_ptr<metrics::metric_set> metrics_;
     unsigned slot_;
     const util::clock& clock_;
+    state::store* store_;
     std::atomic<bool> draining_{false};
     std::mutex scrape_mu_;                 // one scrape at a time updates the gauges below
     std::uint64_t failures_reported_ = 0;  // sync failures already added to the counter
+    std::map<std::string, std::uint64_t> top_ups_reported_;  // room → top-ups already counted
 };
 
 }  // namespace waitroom::gateway

@@ -53,6 +53,13 @@ class room_state {
     std::int64_t waiting_in(std::int64_t bucket) const;
     std::uint32_t nodes() const;
     const std::string& last_updated_iso() const { return last_updated_; }
+    // Share of the queue behind the admission front that gives up per minute, followed across
+    // snapshots (0 = nobody leaves). The wait estimate discounts the visitors ahead who will
+    // leave before their turn: counting them all told the queue 25% too long (issue 6).
+    double abandon_per_minute() const { return abandon_per_minute_; }
+    // Carries the estimate over from the room's previous snapshot and moves it towards what the
+    // queue behind the front lost in between (sync task, before publishing).
+    void follow(const room_state& previous, std::int64_t window_ms);
 
   private:
     room_counts counts_;
@@ -60,6 +67,7 @@ class room_state {
     std::int64_t free_ = 0;
     std::int64_t waiting_total_ = 0;
     std::vector<std::int64_t> prefix_;  // prefix_[i] = queued in buckets [0, i)
+    double abandon_per_minute_ = 0;
     std::string last_updated_;
 };
 

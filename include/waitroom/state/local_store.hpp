@@ -15,6 +15,7 @@ class local_store final : public store {
   public:
     void sync(node_report report, sync_handler done) override;
     void top_up(top_up_request req, top_up_handler done) override;
+    void write_overrides(override_write w, override_handler done) override;
 
     // For tests and the simulator: the ledger of a room (created empty when absent).
     std::int64_t held_total(const std::string& room) const;

@@ -1,7 +1,8 @@
 #pragma once
 // The Redis state store (`state.backend: redis`, DESIGN.md §4 "Slots across nodes"): the same
 // semantics as local_store, kept in Redis by one Lua script per room so that many nodes share
-// each room. One sync is one pipelined round trip (an EVALSHA per room); a top-up is one EVALSHA.
+// each room. One sync is one pipelined round trip (an EVALSHA per room); a top-up is one EVALSHA,
+// and so is a write of a room's run-time switches (its own key, read back by every sync).
 
 #include <boost/asio/any_io_executor.hpp>
 
@@ -48,6 +49,7 @@ class redis_store final : public store {
 
     void sync(node_report report, sync_handler done) override;
     void top_up(top_up_request req, top_up_handler done) override;
+    void write_overrides(override_write w, override_handler done) override;
 
     // Starts connecting now instead of on the first call.
     void start();

@@ -1,8 +1,9 @@
 #pragma once
 // The counting and lease arithmetic of one room inside a store: sums the counter windows, forgets
 // dead windows and silent nodes, and sizes leases by each node's share of recent demand (capped
-// at about one interval of that demand, so the rest stays free for top-ups) without ever leasing
-// more than is free. The local store uses it directly; the Redis script mirrors it.
+// at about one interval of that demand, and at half a share while other nodes are live, so the
+// rest stays free for top-ups) without ever leasing more than is free. It also keeps the room's run-time switches, which every sync answer carries.
+// The local store uses it directly; the Redis script mirrors it.
 
 #include <cstdint>
 #include <map>
@@ -15,9 +16,12 @@ namespace waitroom::state {
 
 class room_ledger {
   public:
-    // Applies one node's report for this room; returns the aggregated state and its lease.
+    // Applies one node's report for this room; returns the aggregated state and its lease. A
+    // report of the batch this node last had applied (`batch` ≠ 0) changes no count: it only
+    // answers again.
     room_grant sync(const std::string& node_id, const std::string& datacenter,
-                    const room_report& report, std::int64_t now_ms, std::int64_t node_ttl_ms);
+                    const room_report& report, std::int64_t now_ms, std::int64_t node_ttl_ms,
+                    std::uint64_t batch = 0);
     // Grants up to `want` slots from the capacity not leased yet.
     std::int64_t top_up(const std::string& node_id, const std::string& datacenter,
                         const room::room_limits& limits, std::int64_t want, std::int64_t now_ms);
@@ -29,12 +33,17 @@ class room_ledger {
     std::int64_t held_total() const;
     std::int64_t held_by(const std::string& node_id) const;
 
+    // Admin PATCH (or a reload clearing a key the file changed); returns the switches after it.
+    room_switch_values write_overrides(const override_write& w);
+    const room_switch_values& overrides() const { return overrides_; }
+
   private:
     struct node_entry {
         std::string datacenter;
         std::int64_t held = 0;  // slots leased and not yet reported used or returned
         double demand = 0;      // decayed demand (slot requests per interval)
         std::int64_t last_seen = 0;
+        std::uint64_t batch = 0;  // the last batch of this node applied here (node_report::batch)
     };
     void apply(const room_report& r, std::int64_t now_ms);
     void prune(const room::room_limits& limits, std::int64_t now_ms);
@@ -47,6 +56,7 @@ class room_ledger {
     std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> waiting_;  // (bucket, window)
     std::map<std::string, node_entry> nodes_;
     std::int64_t node_ttl_ms_ = 3'000;
+    room_switch_values overrides_;
 };
 
 }  // namespace waitroom::state

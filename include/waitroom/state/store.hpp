@@ -2,10 +2,12 @@
 // The state store interface of DESIGN.md §3–4: once per sync interval a node pushes its counter
 // deltas, gets back the aggregated state of every room and a lease of slots; between syncs it may
 // ask for a top-up. Every call completes through a handler so a networked store (Redis: one
-// round trip per sync, one Lua script) fits behind it; the local store completes inline.
+// round trip per sync, one Lua script) fits behind it; the local store completes inline. It also
+// holds the run-time room switches (admin PATCH) so that every node gets them at its next sync.
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "waitroom/room/counters.hpp"
 #include "waitroom/room/limits.hpp"
 #include "waitroom/room/room_state.hpp"
+#include "waitroom/state/error.hpp"
 
 namespace waitroom::state {
 
@@ -31,14 +34,29 @@ struct node_report {
     std::int64_t now_ms = 0;
     std::int64_t node_ttl_ms = 3'000;  // the store forgets a node silent this long, and its lease
     std::vector<room_report> rooms;
+    // Makes a resent report harmless: the store remembers, per room and node, the batch it last
+    // applied and only answers a report carrying that same batch again (a resend after a timeout
+    // whose outcome the node could not know). A node numbers its reports upwards from a random
+    // start, so a restarted node does not repeat its old ids. 0: no batch, always applied.
+    std::uint64_t batch = 0;
+};
+
+// A room's run-time switches as the store holds them (admin PATCH, shared by every node). Each
+// is unset (the node's config decides), off or on.
+struct room_switch_values {
+    std::optional<bool> queue_all;
+    std::optional<bool> suspended;
+
+    friend bool operator==(const room_switch_values&, const room_switch_values&) = default;
 };
 
 // The store's answer for one room.
 struct room_grant {
     std::string room;
-    room::room_counts counts;  // aggregated over all nodes, after this node's deltas
-    std::int64_t granted = 0;  // slots added to this node's lease
-    std::int64_t release = 0;  // lease above this node's share: give back at the next sync
+    room::room_counts counts;      // aggregated over all nodes, after this node's deltas
+    std::int64_t granted = 0;      // slots added to this node's lease
+    std::int64_t release = 0;      // lease above this node's share: give back at the next sync
+    room_switch_values overrides;  // the room's run-time switches now
 };
 
 struct sync_result {
@@ -60,10 +78,32 @@ struct top_up_result {
     std::int64_t granted = 0;
 };
 
+// What a write does to one switch: leave it, clear it back to unset, or set it.
+enum class switch_write { keep, unset, off, on };
+// A PATCH field: absent keeps the switch, a value sets it.
+inline switch_write set_or_keep(std::optional<bool> v) {
+    return v ? (*v ? switch_write::on : switch_write::off) : switch_write::keep;
+}
+
+struct override_write {
+    std::string room;
+    switch_write queue_all = switch_write::keep;
+    switch_write suspended = switch_write::keep;
+    // Kept at least this long without syncs (every sync that reports the room renews it with the
+    // room's other keys), so the switches of a room nobody runs any more do not pile up.
+    std::int64_t keep_ms = 600'000;
+};
+
+struct override_result {
+    std::error_code ec;
+    room_switch_values overrides;  // the room's switches after the write
+};
+
 class store {
   public:
     using sync_handler = std::function<void(sync_result)>;
     using top_up_handler = std::function<void(top_up_result)>;
+    using override_handler = std::function<void(override_result)>;
 
     virtual ~store() = default;
     // Applies the deltas and returns state and leases, atomically per room. The handler runs
@@ -71,6 +111,12 @@ class store {
     virtual void sync(node_report report, sync_handler done) = 0;
     // Grants up to `want` more slots if capacity is free, never more than is free.
     virtual void top_up(top_up_request req, top_up_handler done) = 0;
+    // Writes a room's run-time switches; every later sync answer of every node carries them.
+    // Not pure: a store that keeps none (a test double, the simulator) refuses the write.
+    virtual void write_overrides(override_write w, override_handler done) {
+        (void)w;
+        done(override_result{make_error_code(errc::unavailable), {}});
+    }
 };
 
 }  // namespace waitroom::state

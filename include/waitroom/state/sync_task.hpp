@@ -6,11 +6,13 @@
 // When the store stays unreachable past the lease TTL it runs the degraded mode of DESIGN.md §4:
 // each room's pool is refilled from a small local allowance instead of a lease.
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -56,6 +58,9 @@ class sync_task {
 
     // The rooms and their limits; swapped whole on reload. Any thread.
     void set_engine(std::shared_ptr<const room::engine> e);
+    // The node's run-time room switches: each successful sync sets them to what the store holds
+    // (admin PATCH on any node), so every node converges within one interval. Null: left alone.
+    void set_overrides(std::shared_ptr<room::room_overrides> o);
 
     // One sync. `done` runs when the store has answered and the snapshot is published (inline
     // with the local store). A run while another is in flight completes with errc::busy.
@@ -73,6 +78,12 @@ class sync_task {
     std::int64_t last_success_ms() const;
     std::uint64_t syncs() const;
     std::uint64_t top_ups() const;
+    // Top-ups asked of the store for one room over the node's life (0 for an unknown room).
+    std::uint64_t top_ups(const std::string& room_id) const;
+    // Called after every sync that reached the store, answered or failed (not one refused as
+    // busy), with its round trip on the steady clock, on the thread that completes it and never
+    // under a lock of this class. state/ sees no metrics: server/ feeds the histogram here.
+    void on_sync_complete(std::function<void(std::chrono::nanoseconds took, std::error_code ec)> f);
 
     // Degraded mode (DESIGN.md §4). An episode starts at the first failed sync past the lease
     // TTL and ends with the next successful sync. Meanwhile each failed sync refills a room's
@@ -112,6 +123,15 @@ class sync_task {
         std::int64_t cancelled_pending = 0;  // same, from cancel_used_
         bool in_episode = false;
     };
+    // A batch whose sync timed out: the store may or may not have applied it. Merged into the
+    // next batch it would count twice if it had; kept whole and sent again under its own id, the
+    // store answers the repeat without counting it (node_report::batch).
+    struct unknown_batch {
+        std::uint64_t batch = 0;
+        std::vector<room_report> sent;
+        std::vector<adjust> adj;
+        std::map<std::string, room::room_limits> limits;
+    };
 
     void on_failed(std::int64_t now_ms, const std::vector<room_report>& sent);
     void refill(const std::string& room_id, episode& ep, const room::room_limits& limits,
@@ -129,7 +149,13 @@ class sync_task {
 
     mutable std::mutex mu_;
     std::shared_ptr<const room::engine> engine_;
+    std::shared_ptr<room::room_overrides> overrides_;
+    std::uint64_t overrides_seen_ = 0;  // overrides_->writes() when the sync in flight left
     bool in_flight_ = false;
+    std::uint64_t next_batch_;              // the next report's id (random start, see store.hpp)
+    std::uint64_t in_flight_batch_ = 0;     // the id of the report in flight
+    bool in_flight_resend_ = false;         // it repeats an unknown batch
+    std::optional<unknown_batch> unknown_;  // sent again before any new batch
     std::int64_t last_success_ms_ = 0;
     std::uint64_t syncs_ = 0;
     std::uint64_t top_ups_ = 0;
@@ -150,6 +176,8 @@ class sync_task {
     // (the store never leased them, and the new lease was too small to stand in for them).
     std::map<std::string, std::int64_t> cancel_used_;
     std::function<void(bool, std::int64_t)> on_degraded_change_;
+    std::map<std::string, std::uint64_t> top_ups_by_room_;  // room → top-ups asked (metric)
+    std::function<void(std::chrono::nanoseconds, std::error_code)> on_sync_complete_;
 };
 
 }  // namespace waitroom::state

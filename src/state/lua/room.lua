@@ -6,22 +6,55 @@
 --   1 admitted  hash  rate sub-window start (ms)  -> new admissions
 --   2 active    hash  window start (ms)           -> admitted visitors last seen in it
 --   3 waiting   hash  "bucket:window" (ms)        -> queued visitors
---   4 nodes     hash  node id -> "last_seen held demand datacenter"
+--   4 nodes     hash  node id -> "last_seen held demand batch datacenter"
 --   5 meta      hash  node_ttl (the TTL of the last sync; top-ups expire nodes with it)
+--   6 overrides hash  queue_all, suspended -> "0" | "1" (run-time switches; absent = unset)
 -- ARGV:
---   1 "sync" | "top_up"   2 node id   3 datacenter   4 now (ms, the node's clock)
+--   1 "sync" | "top_up" | "overrides"
+--   overrides: 2 queue_all  3 suspended (each "keep" | "unset" | "0" | "1")  4 keep_ms
+--   sync, top_up: 2 node id   3 datacenter   4 now (ms, the node's clock)
 --   5 total_active_users  6 new_users_per_minute  7 session_ms  8 abandon_after_ms
 --   9 window_ms  10 rate_window_ms  11 rate_span_ms  12 needs_slots (1 | 0)
 --   sync:   13 node_ttl_ms  14 slots_used  15 slots_returned  16 demand
---           17 n, then n pairs (sub-window, delta) for admitted
+--           17 batch (node_report::batch, "0" = none)
+--           18 n, then n pairs (sub-window, delta) for admitted
 --           then m, then m pairs (window, delta) for active
 --           then k, then k triples (bucket, window, delta) for waiting
 --   top_up: 13 want
 -- Returns, sync:   {granted, release, active, admitted_last_minute, held,
---                   {bucket, queued, ...}, {datacenter, nodes, ...}}
+--                   {bucket, queued, ...}, {datacenter, nodes, ...}, {queue_all, suspended}}
 --          top_up: granted
+--          overrides: {queue_all, suspended}
+-- (a switch is -1 when unset, else 0 or 1)
 
 local op = ARGV[1]
+
+local function read_overrides()
+    local v = redis.call('HMGET', KEYS[6], 'queue_all', 'suspended')
+    local out = {}
+    for k = 1, 2 do
+        if v[k] then out[k] = tonumber(v[k]) else out[k] = -1 end
+    end
+    return out
+end
+
+if op == 'overrides' then
+    local fields = {'queue_all', 'suspended'}
+    for k = 1, 2 do
+        local w = ARGV[1 + k]
+        if w == 'unset' then
+            redis.call('HDEL', KEYS[6], fields[k])
+        elseif w == '0' or w == '1' then
+            redis.call('HSET', KEYS[6], fields[k], w)
+        end
+    end
+    -- The syncs renew the key with the room's others; until one does, it lives keep_ms (or as
+    -- long as the room's keys, if longer). An emptied hash is gone already.
+    if redis.call('EXISTS', KEYS[6]) == 1 then
+        redis.call('PEXPIRE', KEYS[6], math.max(tonumber(ARGV[4]), redis.call('PTTL', KEYS[5])))
+    end
+    return read_overrides()
+end
 local node_id = ARGV[2]
 local datacenter = ARGV[3]
 local now = tonumber(ARGV[4])
@@ -58,18 +91,20 @@ local function load_nodes(node_ttl)
     local raw = redis.call('HGETALL', KEYS[4])
     for i = 1, #raw, 2 do
         local id = raw[i]
-        local ls, held, demand, dc = string.match(raw[i + 1], '^(%S+) (%S+) (%S+) (.*)$')
+        local ls, held, demand, batch, dc =
+            string.match(raw[i + 1], '^(%S+) (%S+) (%S+) (%S+) (.*)$')
         ls = tonumber(ls)
         if ls == nil or ls + node_ttl <= now then
             redis.call('HDEL', KEYS[4], id)
         else
-            nodes[id] = {last_seen = ls, held = tonumber(held), demand = tonumber(demand), dc = dc}
+            nodes[id] = {last_seen = ls, held = tonumber(held), demand = tonumber(demand),
+                         batch = batch, dc = dc}
             ids[#ids + 1] = id
         end
     end
     local me = nodes[node_id]
     if me == nil then
-        me = {last_seen = now, held = 0, demand = 0, dc = datacenter}
+        me = {last_seen = now, held = 0, demand = 0, batch = '0', dc = datacenter}
         nodes[node_id] = me
         ids[#ids + 1] = node_id
     end
@@ -82,7 +117,7 @@ end
 local function save_node(id, n)
     -- %.17g round-trips the decayed demand exactly (the default conversion keeps 14 digits).
     redis.call('HSET', KEYS[4], id,
-        string.format('%d %d %.17g %s', n.last_seen, n.held, n.demand, n.dc))
+        string.format('%d %d %.17g %s %s', n.last_seen, n.held, n.demand, n.batch, n.dc))
 end
 
 -- Sum of the live entries of a window hash; with prune, dead entries are deleted.
@@ -118,7 +153,7 @@ end
 local function set_ttls(node_ttl)
     local ttl = math.max(L.session + L.window, L.window + L.abandon,
                          L.rate_span + L.rate_window, node_ttl) + 60000
-    for i = 1, 5 do redis.call('PEXPIRE', KEYS[i], ttl) end
+    for i = 1, 6 do redis.call('PEXPIRE', KEYS[i], ttl) end
 end
 
 if op == 'top_up' then
@@ -130,7 +165,11 @@ if op == 'top_up' then
         local cap = capacity(live_sum(KEYS[2], active_live, false),
                              live_sum(KEYS[1], rate_live, false))
         local free_unheld = math.max(0, cap - held_total(nodes, ids))
-        granted = math.min(want, free_unheld)
+        -- With other nodes live, one top-up takes at most half of what nobody holds (at least
+        -- one): the next node to run dry finds some too.
+        local most = free_unheld
+        if #ids > 1 then most = math.floor((free_unheld + 1) / 2) end
+        granted = math.min(want, most)
         me.held = me.held + granted
     end
     save_node(node_id, me)
@@ -143,24 +182,31 @@ local node_ttl = tonumber(ARGV[13])
 redis.call('HSET', KEYS[5], 'node_ttl', ARGV[13])
 local nodes, ids, me = load_nodes(node_ttl)
 
+-- A resend of the batch this node last had applied (its answer was lost) changes no count:
+-- counting it again would count its visitors twice.
+local applied_before = ARGV[17] ~= '0' and ARGV[17] == me.batch
+me.batch = ARGV[17]
+
 -- Deltas for windows that stopped counting change nothing: skip them rather than resurrect.
-local i = 17
-local n = tonumber(ARGV[i])
-for j = 1, n do
-    local w, d = ARGV[i + 2 * j - 1], ARGV[i + 2 * j]
-    if rate_live(tonumber(w)) then redis.call('HINCRBY', KEYS[1], w, d) end
-end
-i = i + 2 * n + 1
-n = tonumber(ARGV[i])
-for j = 1, n do
-    local w, d = ARGV[i + 2 * j - 1], ARGV[i + 2 * j]
-    if active_live(tonumber(w)) then redis.call('HINCRBY', KEYS[2], w, d) end
-end
-i = i + 2 * n + 1
-n = tonumber(ARGV[i])
-for j = 1, n do
-    local b, w, d = ARGV[i + 3 * j - 2], ARGV[i + 3 * j - 1], ARGV[i + 3 * j]
-    if waiting_live(tonumber(w)) then redis.call('HINCRBY', KEYS[3], b .. ':' .. w, d) end
+if not applied_before then
+    local i = 18
+    local n = tonumber(ARGV[i])
+    for j = 1, n do
+        local w, d = ARGV[i + 2 * j - 1], ARGV[i + 2 * j]
+        if rate_live(tonumber(w)) then redis.call('HINCRBY', KEYS[1], w, d) end
+    end
+    i = i + 2 * n + 1
+    n = tonumber(ARGV[i])
+    for j = 1, n do
+        local w, d = ARGV[i + 2 * j - 1], ARGV[i + 2 * j]
+        if active_live(tonumber(w)) then redis.call('HINCRBY', KEYS[2], w, d) end
+    end
+    i = i + 2 * n + 1
+    n = tonumber(ARGV[i])
+    for j = 1, n do
+        local b, w, d = ARGV[i + 3 * j - 2], ARGV[i + 3 * j - 1], ARGV[i + 3 * j]
+        if waiting_live(tonumber(w)) then redis.call('HINCRBY', KEYS[3], b .. ':' .. w, d) end
+    end
 end
 
 local admitted = live_sum(KEYS[1], rate_live, true)
@@ -185,9 +231,11 @@ for k = 1, #raw, 2 do
 end
 table.sort(buckets)
 
-me.held = math.max(0, me.held - tonumber(ARGV[14]) - tonumber(ARGV[15]))
--- Demand decays by half each sync: the share follows the last couple of intervals.
-me.demand = me.demand / 2 + tonumber(ARGV[16])
+if not applied_before then
+    me.held = math.max(0, me.held - tonumber(ARGV[14]) - tonumber(ARGV[15]))
+    -- Demand decays by half each sync: the share follows the last couple of intervals.
+    me.demand = me.demand / 2 + tonumber(ARGV[16])
+end
 
 local granted, release = 0, 0
 if L.needs_slots then
@@ -200,7 +248,21 @@ if L.needs_slots then
     for _, id in ipairs(ids) do total_demand = total_demand + nodes[id].demand end
     local share
     if total_demand > 0 then share = me.demand / total_demand else share = 1.0 / #ids end
-    local target = math.min(math.ceil(cap * share), math.ceil(me.demand / 2) + 1)
+    -- With other nodes live, a lease takes half of the node's share: the other half stays
+    -- unheld for top-ups, which go to whichever node runs dry first.
+    -- Alone: the whole share, rounded up; with others live: half of it, rounded down (see
+    -- room_ledger.cpp: a small room then leases nothing and admits by exact top-ups).
+    local by_share
+    if #ids > 1 then
+        by_share = math.floor(cap * share * 0.5)
+    else
+        by_share = math.ceil(cap * share * 1.0)
+    end
+    -- Alone and without recent demand (below one request, decayed) a node leases nothing
+    -- (room_ledger.cpp).
+    local by_demand = 0
+    if #ids > 1 or me.demand >= 1 then by_demand = math.ceil(me.demand / 2) + 1 end
+    local target = math.min(by_share, by_demand)
     granted = math.min(math.max(target - me.held, 0), free_unheld)
     release = math.max(0, me.held - target)
     me.held = me.held + granted
@@ -228,4 +290,4 @@ for _, id in ipairs(ids) do
     dcs[dc_index[dc]] = dcs[dc_index[dc]] + 1
 end
 return {granted, release, math.max(0, active), math.max(0, admitted),
-        held_total(nodes, ids), waiting, dcs}
+        held_total(nodes, ids), waiting, dcs, read_overrides()}

@@ -1,0 +1,479 @@
+// Several nodes, one room (issue 5) as whole processes: a real redis-server on a free loopback
+// port, three waitroomd nodes sharing it and one cookie key, in front of one in-process origin.
+// Visitors keep their own cookie jar and send each request to the next node in turn, as a
+// spreading load balancer would. Time-bound behaviour runs under `testing.time_scale`; every
+// wait polls for an outcome with a generous deadline, nothing asserts timing.
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "http_client.hpp"
+#include "state/redis_fixture.hpp"
+#include "support/process.hpp"
+#include "support/test_origin.hpp"
+
+namespace waitroom::test {
+namespace {
+
+using namespace std::chrono_literals;
+using json = nlohmann::json;
+
+constexpr std::string_view cookie_name = "_cfwaitingroom";
+constexpr std::size_t node_count = 3;
+
+// Product time runs 5× faster: a 10 s window (arrival bucket) takes 2 s, a 5 s session ends
+// 1–3 s after its last request, and a 200 ms sync interval is one second of product time.
+// The nodes are spawned together so that their scaled clocks, which start with each process,
+// stay within a fraction of a window of each other.
+constexpr double time_scale = 5;
+// Holding on for window_steps × 200 ms (more than a window of real time) puts the next arrival
+// in a later arrival bucket.
+constexpr int window_steps = 12;
+
+// 32 bytes (0x00..0x1f), base64: the one cookie key every node holds.
+constexpr std::string_view shared_key = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+
+// Calls `step` every `period` until it returns true or `deadline` passes.
+bool poll_until(std::chrono::milliseconds deadline, std::chrono::milliseconds period,
+                const std::function<bool()>& step) {
+    auto end = std::chrono::steady_clock::now() + deadline;
+    while (std::chrono::steady_clock::now() < end) {
+        if (step()) {
+            return true;
+        }
+        std::this_thread::sleep_for(period);
+    }
+    return false;
+}
+
+// One visitor with its own cookie jar (the room cookie only), a fresh connection per request;
+// the caller says which node gets each request.
+class visitor {
+  public:
+    http_response get(std::uint16_t port, bool json_accept = false) {
+        client_connection c(port);
+        if (!c.connected()) {
+            http_response r;
+            r.error = "connect failed";
+            return r;
+        }
+        http::request<http::string_body> req{http::verb::get, "/hello", 11};
+        req.set(http::field::host, "shop.test");
+        if (json_accept) {
+            req.set(http::field::accept, "application/json");
+        }
+        if (!cookie_.empty()) {
+            req.set(http::field::cookie, cookie_);
+        }
+        auto r = c.request(std::move(req));
+        // Keep what the gateway sets, as a browser would.
+        for (auto it = r.headers.find(http::field::set_cookie);
+             it != r.headers.end() && it->name() == http::field::set_cookie; ++it) {
+            std::string v{it->value()};
+            if (v.rfind(std::string(cookie_name) + "=", 0) == 0) {
+                cookie_ = v.substr(0, v.find(';'));
+            }
+        }
+        return r;
+    }
+
+    const std::string& cookie() const { return cookie_; }  // "name=value", "" before any
+    std::string cookie_value() const { return cookie_.substr(cookie_.find('=') + 1); }
+
+  private:
+    std::string cookie_;
+};
+
+// True when the response came from the test origin's /hello route.
+bool from_origin(const http_response& r) {
+    return r.status == 200 && r.body == "hello, world\n";
+}
+
+bool is_queue_page(const http_response& r) {
+    return r.status == 200 && r.body.find("You are in line") != std::string::npos;
+}
+
+std::string describe(const http_response& r) {
+    return std::to_string(r.status) + " " + r.error + " " + r.body.substr(0, 120);
+}
+
+class MultiNode : public ::testing::Test {
+  protected:
+    struct node {
+        std::string config_path;
+        std::unique_ptr<daemon> proc;
+        std::uint16_t port = 0;
+        std::uint16_t admin_port = 0;
+    };
+
+    // Starts the three nodes with one room `shop` (`room` adds to its flow mapping). Each
+    // node has its own id, public and admin listener; the cookie key and the store are shared.
+    void start_nodes(const std::string& room) {
+        const std::string key_file = dir_.write("k1.key", std::string(shared_key) + "\n");
+        nodes_.resize(node_count);
+        for (std::size_t i = 0; i < node_count; ++i) {
+            std::ostringstream c;
+            c << "listen: [\"127.0.0.1:0\"]\n"
+              << "origin: {url: \"" << origin_.url() << "\", connect_timeout: 2s, timeout: 2s}\n"
+              << "node: {id: node-" << i + 1 << "}\n"
+              << "admin: {listen: \"127.0.0.1:0\"}\n"
+              << "threads: 2\n"
+              << "limits: {header_timeout: 1s, max_header_bytes: 8192, drain_timeout: 10s}\n"
+              << "logging: {level: info}\n"
+              << "cookie: {keys: [{id: k1, secret_file: \"" << key_file << "\"}]}\n"
+              << "state: {backend: redis, url: \"redis://127.0.0.1:" << redis_.port()
+              << "/0\", sync_interval: 200ms, timeout: 200ms}\n"
+              << "testing: {time_scale: " << time_scale << "}\n"
+              << "rooms:\n  - {id: shop, name: Shop, host: shop.test, " << room << "}\n";
+            nodes_[i].config_path = dir_.write("node-" + std::to_string(i + 1) + ".yaml", c.str());
+        }
+        // Spawned back to back, waited for afterwards (see time_scale).
+        for (auto& n : nodes_) {
+            n.proc = std::make_unique<daemon>(n.config_path, dir_.path());
+        }
+        static const std::regex admin_re(R"(admin listening on http://127\.0\.0\.1:(\d+))");
+        for (std::size_t i = 0; i < node_count; ++i) {
+            auto& n = nodes_[i];
+            n.port = n.proc->wait_listening();
+            ASSERT_NE(n.port, 0) << "node " << i + 1 << " did not start:\n" << n.proc->output();
+            ASSERT_TRUE(n.proc->process().wait_for_output("admin listening on", 10s))
+                << n.proc->output();
+            std::smatch m;
+            std::string text = n.proc->output();
+            ASSERT_TRUE(std::regex_search(text, m, admin_re)) << text;
+            n.admin_port = static_cast<std::uint16_t>(std::stoi(m[1].str()));
+        }
+        // Every node is ready and has synced with the store (each sees all three nodes)
+        // before the first visitor comes.
+        ASSERT_TRUE(poll_until(15s, 50ms, [&] { return all_ready(true); }))
+            << "not every node became ready:\n"
+            << nodes_[0].proc->output();
+        ASSERT_TRUE(poll_until(15s, 50ms, [&] {
+            for (std::size_t i = 0; i < node_count; ++i) {
+                auto r = admin(i, http::verb::get, "/rooms/shop/status");
+                auto j = json::parse(r.body, nullptr, false);
+                if (j.is_discarded() || j.value("nodes", 0) != static_cast<int>(node_count)) {
+                    return false;
+                }
+            }
+            return true;
+        })) << "the nodes do not all see each other in the store";
+    }
+
+    // The public port of the node that gets the next request (round-robin over all visitors).
+    std::uint16_t next_port() { return nodes_[rr_++ % node_count].port; }
+    http_response send(visitor& v) { return v.get(next_port()); }
+
+    http_response admin(std::size_t i, http::verb method, const std::string& target,
+                        const std::string& body = "") {
+        client_connection c(nodes_[i].admin_port);
+        http::request<http::string_body> req{method, target, 11};
+        if (!body.empty()) {
+            req.set(http::field::content_type, "application/json");
+            req.body() = body;
+            req.prepare_payload();
+        }
+        return c.request(std::move(req));
+    }
+
+    // True when every node's /readyz answers 200 (`ready`) or 503 (not ready).
+    bool all_ready(bool ready) {
+        for (std::size_t i = 0; i < node_count; ++i) {
+            if (admin(i, http::verb::get, "/readyz").status != (ready ? 200u : 503u)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    bool all_running() {
+        for (auto& n : nodes_) {
+            if (!n.proc->process().running()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    // The fields of a visitor's cookie as `waitroomd cookie` decodes them with node 1's config.
+    json decode(const visitor& v) {
+        auto r = run_to_exit(waitroomd_path(), {"cookie", "-c", nodes_[0].config_path, "--room",
+                                                "shop", v.cookie_value()});
+        EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+        auto j = json::parse(r.out, nullptr, false);
+        EXPECT_FALSE(j.is_discarded()) << r.out;
+        return j;
+    }
+
+    // Members are destroyed in reverse: the nodes stop before the origin and the store.
+    redis_server redis_;
+    test_origin origin_;
+    temp_dir dir_;
+    std::vector<node> nodes_;
+    std::size_t rr_ = 0;
+};
+
+// (a) Fifteen visitors arrive and keep refreshing, each request on the next node. The three
+// nodes together never let more than five in, and they do let five in: each node's own lease
+// plus top-ups fill the room rather than queueing early.
+TEST_F(MultiNode, NeverAdmitsMoreVisitorsThanTheRoomLimitSummedOverTheNodes) {
+    ASSERT_NO_FATAL_FAILURE(
+        start_nodes("total_active_users: 5, new_users_per_minute: 1000, session_duration: 5m, "
+                    "refresh_interval: 20s"));
+    std::vector<visitor> v(15);
+    std::vector<bool> in(v.size(), false);
+    std::size_t admitted = 0;
+    std::size_t passed = 0;  // responses that came from the origin
+    bool stable = false;
+    int rounds_full = 0;
+    poll_until(20s, 100ms, [&] {
+        for (std::size_t i = 0; i < v.size(); ++i) {
+            auto r = send(v[i]);
+            if (from_origin(r)) {
+                ++passed;
+                if (!in[i]) {
+                    in[i] = true;
+                    ++admitted;
+                }
+            } else if (is_queue_page(r)) {
+                EXPECT_FALSE(in[i]) << "admitted visitor " << i + 1 << " was queued again";
+            } else {
+                ADD_FAILURE() << "visitor " << i + 1 << ": " << describe(r);
+            }
+            EXPECT_LE(admitted, 5u) << "more visitors admitted than the room holds";
+        }
+        // Once full, a few more rounds show that nobody else gets in.
+        rounds_full = admitted == 5 ? rounds_full + 1 : 0;
+        stable = rounds_full >= 5;
+        return stable || ::testing::Test::HasFailure();
+    });
+    EXPECT_EQ(admitted, 5u) << "the nodes queued visitors while the room had room";
+    EXPECT_TRUE(stable);
+    EXPECT_EQ(origin_.requests(), passed) << "a queued request reached the origin";
+    EXPECT_TRUE(all_running());
+}
+
+// (b) Node 1 admits two visitors and queues a third; nodes 2 and 3 read the same cookies: the
+// admitted keep their session, the queued one keeps its arrival bucket and ticket.
+TEST_F(MultiNode, HonoursOnEveryNodeTheCookieAnotherNodeSet) {
+    ASSERT_NO_FATAL_FAILURE(
+        start_nodes("total_active_users: 2, new_users_per_minute: 1000, session_duration: 5m, "
+                    "refresh_interval: 20s"));
+    const std::uint16_t first = nodes_[0].port;
+    visitor a, b, c;
+    // Nobody queues while the room has room: the first answer of each already lets them in.
+    auto ra0 = a.get(first);
+    ASSERT_TRUE(from_origin(ra0)) << describe(ra0);
+    auto rb0 = b.get(first);
+    ASSERT_TRUE(from_origin(rb0)) << describe(rb0);
+    const std::size_t before = origin_.requests();
+    auto q = c.get(first);
+    ASSERT_TRUE(is_queue_page(q)) << describe(q);
+    ASSERT_NE(c.cookie(), "");
+    const json a0 = decode(a);
+    const json c0 = decode(c);
+    ASSERT_TRUE(a0.value("admitted", false)) << a0.dump();
+    ASSERT_FALSE(c0.value("admitted", true)) << c0.dump();
+
+    for (std::size_t i = 1; i < node_count; ++i) {
+        SCOPED_TRACE("node " + std::to_string(i + 1));
+        const std::uint16_t port = nodes_[i].port;
+        auto ra = a.get(port);
+        EXPECT_TRUE(from_origin(ra)) << describe(ra);
+        auto rb = b.get(port);
+        EXPECT_TRUE(from_origin(rb)) << describe(rb);
+        auto rc = c.get(port);
+        EXPECT_TRUE(is_queue_page(rc)) << describe(rc);
+
+        const json an = decode(a);
+        EXPECT_EQ(an.value("accepted_at", 0), a0.value("accepted_at", -1))
+            << "the session started again: " << an.dump();
+        const json cn = decode(c);
+        EXPECT_FALSE(cn.value("admitted", true)) << cn.dump();
+        EXPECT_EQ(cn.value("bucket", 0), c0.value("bucket", -1)) << "lost its place";
+        EXPECT_EQ(cn.value("ticket", 0), c0.value("ticket", -1)) << "lost its ticket";
+    }
+    EXPECT_EQ(origin_.requests(), before + 4) << "the queued visitor reached the origin";
+}
+
+// Slots are not parked in idle nodes' leases: in an empty room of two, the first new visitor
+// of any node gets in at once, wherever the other one went, and only the third one waits.
+TEST_F(MultiNode, QueuesNobodyWhileTheRoomHasRoomWhicheverNodeTheyReach) {
+    ASSERT_NO_FATAL_FAILURE(
+        start_nodes("total_active_users: 2, new_users_per_minute: 1000, session_duration: 5m, "
+                    "refresh_interval: 20s"));
+    visitor a, b, c;
+    auto ra = a.get(nodes_[2].port);
+    EXPECT_TRUE(from_origin(ra)) << "node 3 queued the first visitor: " << describe(ra);
+    auto rb = b.get(nodes_[0].port);
+    EXPECT_TRUE(from_origin(rb)) << "node 1 queued the second visitor: " << describe(rb);
+    auto rc = c.get(nodes_[1].port);
+    EXPECT_TRUE(is_queue_page(rc))
+        << "node 2 let a third visitor into a room of two: " << describe(rc);
+}
+
+// (c) One place. Three visitors queue in distinct arrival windows, each arriving on a
+// different node, and refresh on every node in turn (the latest arrival first, so a node that
+// ignored the shared admission front would let it in). As each admitted session ends they get
+// in in arrival order.
+TEST_F(MultiNode, AdmitsVisitorsQueuedOnDifferentNodesInArrivalOrder) {
+    ASSERT_NO_FATAL_FAILURE(
+        start_nodes("total_active_users: 1, new_users_per_minute: 1000, session_duration: 5s, "
+                    "refresh_interval: 20s"));
+    visitor holder;
+    auto h0 = send(holder);
+    ASSERT_TRUE(from_origin(h0)) << "queued in an empty room: " << describe(h0);
+
+    std::vector<visitor> queued(3);
+    for (std::size_t i = 0; i < queued.size(); ++i) {
+        auto r = send(queued[i]);
+        ASSERT_TRUE(is_queue_page(r)) << "visitor " << i + 1 << ": " << describe(r);
+        // The next arrival falls in a later window. Meanwhile the holder keeps its session
+        // (renewed as windows pass) and the queued keep their place.
+        for (int step = 0; step < window_steps; ++step) {
+            std::this_thread::sleep_for(200ms);
+            auto h = send(holder);
+            ASSERT_TRUE(from_origin(h)) << "the admitted visitor lost its place: " << describe(h);
+            for (std::size_t j = 0; j <= i; ++j) {
+                auto w = send(queued[j]);
+                ASSERT_TRUE(is_queue_page(w))
+                    << "visitor " << j + 1 << " got in while the room was held: " << describe(w);
+            }
+        }
+    }
+    const std::size_t before = origin_.requests();
+
+    // The holder goes idle now; so does each visitor once in, so that its session ends.
+    std::vector<std::size_t> order;
+    std::vector<bool> in(queued.size(), false);
+    bool done = poll_until(30s, 100ms, [&] {
+        for (std::size_t k = queued.size(); k-- > 0;) {
+            if (in[k]) {
+                continue;
+            }
+            auto r = send(queued[k]);
+            if (from_origin(r)) {
+                in[k] = true;
+                order.push_back(k + 1);
+            } else if (!is_queue_page(r)) {
+                ADD_FAILURE() << "visitor " << k + 1 << ": " << describe(r);
+                return true;
+            }
+        }
+        return order.size() == queued.size();
+    });
+    ASSERT_TRUE(done) << "only " << order.size() << " of 3 got in";
+    EXPECT_EQ(order, (std::vector<std::size_t>{1, 2, 3}));
+    EXPECT_EQ(origin_.requests(), before + 3) << "queued refreshes reached the origin";
+}
+
+// (d) Redis dies mid-run and comes back on the same port. Meanwhile no node crashes, every
+// /readyz says not ready, the admitted keep passing on every node and new admissions stay
+// within the room's free places; afterwards the nodes are ready again and admit again.
+TEST_F(MultiNode, RidesOutARedisOutageAndRecoversWhenItReturns) {
+    ASSERT_NO_FATAL_FAILURE(
+        start_nodes("total_active_users: 5, new_users_per_minute: 1000, session_duration: 5m, "
+                    "refresh_interval: 20s"));
+    std::vector<visitor> admitted(3);
+    for (std::size_t i = 0; i < admitted.size(); ++i) {
+        auto r = send(admitted[i]);
+        ASSERT_TRUE(from_origin(r)) << "visitor " << i + 1 << ": " << describe(r);
+    }
+    // The store has the three sessions before it goes.
+    ASSERT_TRUE(poll_until(10s, 50ms, [&] {
+        auto r = admin(0, http::verb::get, "/rooms/shop/status");
+        auto j = json::parse(r.body, nullptr, false);
+        return !j.is_discarded() && j.value("estimated_total_active_users", 0) == 3;
+    }));
+
+    redis_.kill();
+    ASSERT_TRUE(poll_until(15s, 50ms, [&] { return all_ready(false); }))
+        << "a node still says ready without its store";
+    for (std::size_t i = 0; i < node_count; ++i) {
+        auto r = admin(i, http::verb::get, "/readyz");
+        EXPECT_NE(r.body.find("degraded"), std::string::npos) << r.body;
+    }
+
+    // Several sync intervals without the store: the admitted pass on every node, new visitors
+    // get at most the two free places (their share of the allowance), nobody gets a 5xx.
+    std::vector<visitor> fresh(9);
+    std::size_t fresh_in = 0;
+    std::vector<bool> in(fresh.size(), false);
+    for (int round = 0; round < 10; ++round) {
+        for (auto& v : admitted) {
+            for (std::size_t i = 0; i < node_count; ++i) {
+                auto r = v.get(nodes_[i].port);
+                EXPECT_TRUE(from_origin(r)) << "node " << i + 1 << ": " << describe(r);
+            }
+        }
+        for (std::size_t k = 0; k < fresh.size(); ++k) {
+            auto r = send(fresh[k]);
+            if (from_origin(r) && !in[k]) {
+                in[k] = true;
+                ++fresh_in;
+            } else if (!from_origin(r)) {
+                EXPECT_TRUE(is_queue_page(r)) << describe(r);
+            }
+        }
+        std::this_thread::sleep_for(100ms);
+    }
+    EXPECT_LE(fresh_in, 2u) << "degraded nodes admitted past the room's free places";
+    ASSERT_TRUE(all_running()) << nodes_[0].proc->output();
+    for (std::size_t i = 0; i < node_count; ++i) {
+        EXPECT_EQ(admin(i, http::verb::get, "/healthz").status, 200u) << "node " << i + 1;
+    }
+
+    redis_.start();
+    ASSERT_TRUE(poll_until(15s, 50ms, [&] { return all_ready(true); }))
+        << "a node stayed not ready after the store returned:\n"
+        << nodes_[0].proc->output();
+    // Admissions resume: a place is free, so some waiting or new visitor gets in.
+    bool resumed = poll_until(15s, 100ms, [&] {
+        for (std::size_t k = 0; k < fresh.size(); ++k) {
+            if (!in[k] && from_origin(send(fresh[k]))) {
+                return true;
+            }
+        }
+        visitor late;
+        return from_origin(send(late));
+    });
+    EXPECT_TRUE(resumed) << "no admission after the store returned";
+    EXPECT_TRUE(all_running());
+}
+
+// A run-time change made on one node's admin listener reaches every node through the store.
+TEST_F(MultiNode, AppliesAnAdminPatchOnOneNodeToEveryNode) {
+    ASSERT_NO_FATAL_FAILURE(
+        start_nodes("total_active_users: 100, new_users_per_minute: 1000, session_duration: 5m"));
+    const std::uint16_t third = nodes_[2].port;
+    visitor early;
+    ASSERT_TRUE(from_origin(early.get(third)));
+
+    auto r = admin(0, http::verb::patch, "/rooms/shop", R"({"queue_all": true})");
+    ASSERT_EQ(r.status, 200u) << r.body;
+    EXPECT_TRUE(poll_until(10s, 100ms, [&] {
+        visitor v;
+        return is_queue_page(v.get(third));
+    })) << "node 3 still admits new visitors";
+    auto again = early.get(third);
+    EXPECT_TRUE(from_origin(again)) << "an admitted visitor lost access: " << describe(again);
+
+    r = admin(0, http::verb::patch, "/rooms/shop", R"({"queue_all": false})");
+    ASSERT_EQ(r.status, 200u) << r.body;
+    EXPECT_TRUE(poll_until(10s, 100ms, [&] {
+        visitor v;
+        return from_origin(v.get(third));
+    })) << "node 3 kept queueing new visitors";
+}
+
+}  // namespace
+}  // namespace waitroom::test
