@@ -229,4 +229,31 @@ http_response http_get(std::uint16_t port, std::string_view target) {
     return c.get(target);
 }
 
+http_response cookie_jar::get(std::uint16_t port, std::string_view target, bool json) {
+    client_connection c(port);
+    if (!c.connected()) {
+        http_response r;
+        r.error = "connect failed";
+        return r;
+    }
+    http::request<http::string_body> req{http::verb::get, target, 11};
+    req.set(http::field::host, "shop.test");
+    if (json) {
+        req.set(http::field::accept, "application/json");
+    }
+    if (!cookie_.empty()) {
+        req.set(http::field::cookie, cookie_);
+    }
+    auto r = c.request(std::move(req));
+    // Keep what the gateway sets, as a browser would.
+    for (auto it = r.headers.find(http::field::set_cookie);
+         it != r.headers.end() && it->name() == http::field::set_cookie; ++it) {
+        std::string v{it->value()};
+        if (v.rfind(std::string(name) + "=", 0) == 0) {
+            cookie_ = v.substr(0, v.find(';'));
+        }
+    }
+    return r;
+}
+
 }  // namespace waitroom::test

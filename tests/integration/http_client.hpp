@@ -71,4 +71,18 @@ class client_connection {
 // One request on a fresh connection.
 http_response http_get(std::uint16_t port, std::string_view target);
 
+// One visitor's browser for the rooms of host `shop.test`: each GET (on a fresh connection)
+// carries the admission cookie it holds and keeps the one the gateway sets.
+class cookie_jar {
+  public:
+    static constexpr std::string_view name = "_cfwaitingroom";
+
+    http_response get(std::uint16_t port, std::string_view target, bool json = false);
+    const std::string& cookie() const { return cookie_; }  // "name=value", "" before any
+    void set_cookie(std::string c) { cookie_ = std::move(c); }
+
+  private:
+    std::string cookie_;
+};
+
 }  // namespace waitroom::test

@@ -27,7 +27,6 @@ namespace {
 using namespace std::chrono_literals;
 using json = nlohmann::json;
 
-constexpr std::string_view cookie_name = "_cfwaitingroom";
 constexpr std::size_t node_count = 3;
 
 // Product time runs 5× faster: a 10 s window (arrival bucket) takes 2 s, a 5 s session ends
@@ -57,40 +56,18 @@ bool poll_until(std::chrono::milliseconds deadline, std::chrono::milliseconds pe
 
 // One visitor with its own cookie jar (the room cookie only), a fresh connection per request;
 // the caller says which node gets each request.
+// A visitor whose requests may go to any node.
 class visitor {
   public:
     http_response get(std::uint16_t port, bool json_accept = false) {
-        client_connection c(port);
-        if (!c.connected()) {
-            http_response r;
-            r.error = "connect failed";
-            return r;
-        }
-        http::request<http::string_body> req{http::verb::get, "/hello", 11};
-        req.set(http::field::host, "shop.test");
-        if (json_accept) {
-            req.set(http::field::accept, "application/json");
-        }
-        if (!cookie_.empty()) {
-            req.set(http::field::cookie, cookie_);
-        }
-        auto r = c.request(std::move(req));
-        // Keep what the gateway sets, as a browser would.
-        for (auto it = r.headers.find(http::field::set_cookie);
-             it != r.headers.end() && it->name() == http::field::set_cookie; ++it) {
-            std::string v{it->value()};
-            if (v.rfind(std::string(cookie_name) + "=", 0) == 0) {
-                cookie_ = v.substr(0, v.find(';'));
-            }
-        }
-        return r;
+        return jar_.get(port, "/hello", json_accept);
     }
 
-    const std::string& cookie() const { return cookie_; }  // "name=value", "" before any
-    std::string cookie_value() const { return cookie_.substr(cookie_.find('=') + 1); }
+    const std::string& cookie() const { return jar_.cookie(); }  // "name=value", "" before any
+    std::string cookie_value() const { return cookie().substr(cookie().find('=') + 1); }
 
   private:
-    std::string cookie_;
+    cookie_jar jar_;
 };
 
 // True when the response came from the test origin's /hello route.
