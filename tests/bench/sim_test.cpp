@@ -29,8 +29,11 @@ TEST(Simulator, TrafficFarBelowTheLimitsQueuesNobodyAndNeverOvershoots) {
     EXPECT_FALSE(m.queue_onset_utilization);
     EXPECT_FALSE(m.idle_capacity_while_queued);
     EXPECT_FALSE(m.eta_error_median);
-    // One sync per second and no top-up needed: the store load does not follow the traffic.
-    EXPECT_NEAR(m.store_calls_per_node_minute, 60.0, 2.0);
+    // One sync per second; a node alone without recent demand leases nothing, so an arrival
+    // after a quiet interval may add one top-up: under two calls per interval, whatever the
+    // traffic.
+    EXPECT_GE(m.store_calls_per_node_minute, 58.0);
+    EXPECT_LT(m.store_calls_per_node_minute, 120.0);
 }
 
 TEST(Simulator, SmallSpikeReportsEveryMetricWithinSaneBounds) {
