@@ -13,10 +13,13 @@
 #include "waitroom/state/local_store.hpp"
 #include "waitroom/state/sync_task.hpp"
 
+#include "state/store_doubles.hpp"
+
 namespace waitroom::state {
 namespace {
 
-constexpr std::int64_t t0 = 1'800'000'000'000 - 1'800'000'000'000 % 60'000;
+using test::scripted_store;
+using test::t0;
 
 std::shared_ptr<config::config> one_room(bool queue_all = false, bool suspended = false) {
     auto cfg = std::make_shared<config::config>();
@@ -83,33 +86,6 @@ void patch(store& st, node& n, switch_write queue_all, switch_write suspended) {
     ASSERT_FALSE(res.ec);
     n.overrides->write("shop", res.overrides.queue_all, res.overrides.suspended);
 }
-
-// Answers a sync at once in the store (its effects are real) but hands the answer over only
-// when the test says so: a network store's answer in flight.
-class late_answer_store final : public store {
-  public:
-    void sync(node_report report, sync_handler done) override {
-        inner.sync(std::move(report), [this, done = std::move(done)](sync_result r) mutable {
-            pending.push_back(
-                [done = std::move(done), r = std::move(r)]() mutable { done(std::move(r)); });
-        });
-    }
-    void top_up(top_up_request req, top_up_handler done) override {
-        inner.top_up(std::move(req), std::move(done));
-    }
-    void write_overrides(override_write w, override_handler done) override {
-        inner.write_overrides(std::move(w), std::move(done));
-    }
-    void deliver() {
-        auto p = std::move(pending);
-        pending.clear();
-        for (auto& f : p) {
-            f();
-        }
-    }
-    local_store inner;
-    std::vector<std::function<void()>> pending;
-};
 
 TEST(LocalStoreOverrides, SyncAnswerCarriesTheSwitchesTheLastWriteLeft) {
     local_store st;
@@ -212,17 +188,18 @@ TEST(OverridesSync, FailedSyncLeavesTheSwitchesAlone) {
 }
 
 TEST(OverridesSync, AnswerThatLeftBeforeALocalPatchDoesNotUndoIt) {
-    late_answer_store st;
+    scripted_store st;
+    st.hold_answers = true;
     node a(st, "a");
     a.sync.run_once(t0);  // the store has answered "no switches"; the answer is on its way
     ASSERT_EQ(st.pending.size(), 1u);
 
     patch(st, a, switch_write::on, switch_write::keep);
-    st.deliver();  // the older answer arrives after the PATCH
+    st.release_all();  // the older answer arrives after the PATCH
     EXPECT_TRUE(a.settings().queue_all);
 
     a.sync.run_once(t0 + 1'000);
-    st.deliver();
+    st.release_all();
     EXPECT_TRUE(a.settings().queue_all);
     EXPECT_EQ(a.switches().queue_all(), std::optional<bool>(true));
 }

@@ -20,6 +20,8 @@
 #include "waitroom/state/redis_store.hpp"
 #include "waitroom/state/sync_task.hpp"
 
+#include "state/store_doubles.hpp"
+
 namespace waitroom::state {
 namespace {
 
@@ -27,7 +29,7 @@ using namespace std::chrono_literals;
 using test::redis_server;
 using test::run_until;
 
-constexpr std::int64_t t0 = 1'800'000'000'000 - 1'800'000'000'000 % 60'000;
+using test::t0;
 
 room::room_limits limits(std::int64_t active, std::int64_t per_minute) {
     room::room_limits l;

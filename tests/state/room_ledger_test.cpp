@@ -7,10 +7,12 @@
 
 #include "waitroom/state/room_ledger.hpp"
 
+#include "state/store_doubles.hpp"
+
 namespace waitroom::state {
 namespace {
 
-constexpr std::int64_t t0 = 1'800'000'000'000 - 1'800'000'000'000 % 60'000;
+using test::t0;
 
 room::room_limits limits(std::int64_t active, std::int64_t per_minute) {
     room::room_limits l;

@@ -12,10 +12,13 @@
 #include "waitroom/state/local_store.hpp"
 #include "waitroom/state/sync_task.hpp"
 
+#include "state/store_doubles.hpp"
+
 namespace waitroom::state {
 namespace {
 
-constexpr std::int64_t t0 = 1'800'000'000'000 - 1'800'000'000'000 % 60'000;
+using test::scripted_store;
+using test::t0;
 
 room::room_limits limits() {
     room::room_limits l;
@@ -68,29 +71,6 @@ TEST(SyncBatch, LocalStoreCountsTheSameBatchTwiceOnce) {
     EXPECT_EQ(call(st, admitted_two(0, t0 + 500)).rooms[0].counts.admitted_last_minute, 10);
 }
 
-// Applies every sync, then loses the answer of the ones the test marks (a timeout after Redis
-// ran the script): the node sees errc::timeout.
-class lossy_store final : public store {
-  public:
-    void sync(node_report report, sync_handler done) override {
-        batches.push_back(report.batch);
-        inner.sync(std::move(report), [&](sync_result r) {
-            if (lose_next) {
-                lose_next = false;
-                done(sync_result{make_error_code(errc::timeout), {}});
-                return;
-            }
-            done(std::move(r));
-        });
-    }
-    void top_up(top_up_request req, top_up_handler done) override {
-        inner.top_up(std::move(req), std::move(done));
-    }
-    local_store inner;
-    bool lose_next = false;
-    std::vector<std::uint64_t> batches;
-};
-
 struct one_node {
     explicit one_node(store& st) : sync(state, st, sync_options{}) {
         auto cfg = std::make_shared<config::config>();
@@ -121,7 +101,7 @@ struct one_node {
 };
 
 TEST(SyncBatch, TimedOutSyncThatTheStoreAppliedIsSentAgainAndCountedOnce) {
-    lossy_store st;
+    scripted_store st;
     one_node n(st);
     ASSERT_FALSE(n.run(t0));
     n.admit(t0, 3);
@@ -141,7 +121,7 @@ TEST(SyncBatch, TimedOutSyncThatTheStoreAppliedIsSentAgainAndCountedOnce) {
 }
 
 TEST(SyncBatch, EveryReportOfANodeHasANewBatch) {
-    lossy_store st;
+    scripted_store st;
     one_node n(st);
     ASSERT_FALSE(n.run(t0));
     ASSERT_FALSE(n.run(t0 + 1'000));

@@ -12,59 +12,14 @@
 #include "waitroom/state/sync_task.hpp"
 #include "waitroom/state/sync_timer.hpp"
 
+#include "state/store_doubles.hpp"
+
 namespace waitroom::state {
 namespace {
 
-constexpr std::int64_t t0 = 1'800'000'000'000 - 1'800'000'000'000 % 60'000;
-
-std::shared_ptr<room::engine> make_engine(std::uint32_t active, std::uint32_t per_minute,
-                                          config::duration session = std::chrono::minutes{5}) {
-    auto cfg = std::make_shared<config::config>();
-    config::room r;
-    r.session_duration = session;
-    r.id = "shop";
-    r.name = "Shop";
-    r.total_active_users = active;
-    r.new_users_per_minute = per_minute;
-    cfg->rooms.push_back(r);
-    return std::make_shared<room::engine>(cfg);
-}
-
-// A store whose answers wait until the test releases them (a network store's asynchrony), and
-// which can fail on demand.
-class deferred_store final : public store {
-  public:
-    void sync(node_report report, sync_handler done) override {
-        ++sync_calls;
-        pending.push_back([this, report = std::move(report), done = std::move(done)]() mutable {
-            if (fail) {
-                sync_result r;
-                r.ec = errc::unavailable;
-                done(std::move(r));
-                return;
-            }
-            inner.sync(std::move(report), std::move(done));
-        });
-    }
-    void top_up(top_up_request req, top_up_handler done) override {
-        ++top_up_calls;
-        pending.push_back([this, req = std::move(req), done = std::move(done)]() mutable {
-            inner.top_up(std::move(req), std::move(done));
-        });
-    }
-    void release_all() {
-        auto p = std::move(pending);
-        pending.clear();
-        for (auto& f : p) {
-            f();
-        }
-    }
-    local_store inner;
-    std::vector<std::function<void()>> pending;
-    bool fail = false;
-    int sync_calls = 0;
-    int top_up_calls = 0;
-};
+using test::make_engine;
+using test::scripted_store;
+using test::t0;
 
 // Visitors asked for `n` slots since the last sync. A lease follows recent demand, so a node
 // that saw none leases a single slot; tests about what a lease holds make the node busy first.
@@ -133,7 +88,8 @@ TEST(SyncTask, LeaseCoversTheFreeCapacityOfASingleNode) {
 TEST(SyncTask, FailedSyncKeepsTheDeltasForTheNextOne) {
     auto eng = make_engine(10, 100);
     room::node_state node;
-    deferred_store st;
+    scripted_store st;
+    st.hold_calls = true;
     sync_task sync(node, st, {});
     sync.set_engine(eng);
     add_demand(node, 100);
@@ -145,12 +101,12 @@ TEST(SyncTask, FailedSyncKeepsTheDeltasForTheNextOne) {
         ASSERT_EQ(decide(*eng, w, sync, t0 + 10, rng).what, room::action::admit);
     }
     w.flush();
-    st.fail = true;
+    st.down = true;
     std::error_code got;
     sync.run_once(t0 + 1000, [&](std::error_code ec) { got = ec; });
     st.release_all();
     EXPECT_EQ(got, make_error_code(errc::unavailable));
-    st.fail = false;
+    st.down = false;
     sync.run_once(t0 + 1500, [&](std::error_code ec) { got = ec; });
     st.release_all();
     EXPECT_FALSE(got);
@@ -160,7 +116,8 @@ TEST(SyncTask, FailedSyncKeepsTheDeltasForTheNextOne) {
 TEST(SyncTask, ARunWhileOneIsInFlightIsSkipped) {
     auto eng = make_engine(10, 100);
     room::node_state node;
-    deferred_store st;
+    scripted_store st;
+    st.hold_calls = true;
     sync_task sync(node, st, {});
     sync.set_engine(eng);
     sync.run_once(t0);
@@ -175,7 +132,8 @@ TEST(SyncTask, ARunWhileOneIsInFlightIsSkipped) {
 TEST(SyncTask, LapsedLeaseIsNotUsedAndGoesBackWhenTheStoreReturns) {
     auto eng = make_engine(10, 100);
     room::node_state node;
-    deferred_store st;
+    scripted_store st;
+    st.hold_calls = true;
     sync_options opt;
     opt.lease_ttl_ms = 2000;
     opt.degraded_allowance = false;  // the lapsed lease alone (allowance: Degraded tests)
@@ -187,14 +145,14 @@ TEST(SyncTask, LapsedLeaseIsNotUsedAndGoesBackWhenTheStoreReturns) {
     auto& pool = node.pool("shop");
     EXPECT_TRUE(pool.try_take(t0 + 1999));  // one admission, never reported below
     EXPECT_FALSE(pool.try_take(t0 + 2000));
-    st.fail = true;
+    st.down = true;
     sync.run_once(t0 + 2500);
     st.release_all();
     EXPECT_TRUE(sync.degraded(t0 + 2500));
     EXPECT_FALSE(pool.try_take(t0 + 2600));
     // Back within the store's node TTL: the lapsed 9 are returned, a fresh lease granted, and
     // the store never counts more than the capacity as held.
-    st.fail = false;
+    st.down = false;
     sync.run_once(t0 + 2800);
     st.release_all();
     EXPECT_FALSE(sync.degraded(t0 + 2800));
@@ -206,7 +164,8 @@ TEST(SyncTask, LapsedLeaseIsNotUsedAndGoesBackWhenTheStoreReturns) {
 TEST(SyncTask, ConcurrentTopUpsShareOneStoreCall) {
     auto eng = make_engine(10, 100);
     room::node_state node;
-    deferred_store st;
+    scripted_store st;
+    st.hold_calls = true;
     sync_task sync(node, st, {});
     sync.set_engine(eng);
     add_demand(node, 100);
@@ -249,7 +208,8 @@ TEST(SyncTask, TopUpsBeforeTheNextSyncAskForTwiceThePreviousOne) {
 TEST(SyncTask, TopUpAsksAgainForTheVisitorsWhoJoinedItsCall) {
     auto eng = make_engine(1000, 1000);
     room::node_state node;
-    deferred_store st;
+    scripted_store st;
+    st.hold_calls = true;
     sync_task sync(node, st, {});
     sync.set_engine(eng);
     sync.run_once(t0);
@@ -335,38 +295,6 @@ TEST(SyncTimer, DrivesTheSyncTaskOnTheExecutor) {
 
 // ---- degraded mode (DESIGN.md §4) ----------------------------------------------------------
 
-// The embedded store behind a switch that makes every call fail, inline (a Redis outage).
-class switchable_store final : public store {
-  public:
-    explicit switchable_store(local_store& inner) : inner_(inner) {}
-    void sync(node_report report, sync_handler done) override {
-        ++sync_calls;
-        if (down) {
-            sync_result r;
-            r.ec = errc::unavailable;
-            done(std::move(r));
-            return;
-        }
-        inner_.sync(std::move(report), std::move(done));
-    }
-    void top_up(top_up_request req, top_up_handler done) override {
-        ++top_up_calls;
-        if (down) {
-            top_up_result r;
-            r.ec = errc::unavailable;
-            done(r);
-            return;
-        }
-        inner_.top_up(std::move(req), std::move(done));
-    }
-    bool down = false;
-    int sync_calls = 0;
-    int top_up_calls = 0;
-
-  private:
-    local_store& inner_;
-};
-
 // Offers `n` new visitors at `now`; returns the admitted ones' cookies.
 std::vector<cookie::payload> offer(room::engine& e, room::worker_state& ws, sync_task& sync,
                                    std::int64_t now, int n, room::rng& rng) {
@@ -390,7 +318,7 @@ TEST(Degraded, NodeKeepsAdmittingFromItsAllowanceButNoMoreThanItsShareEachInterv
     auto eng = make_engine(1000, 600);  // 10 new visitors per second
     room::node_state node;
     local_store inner;
-    switchable_store st(inner);
+    scripted_store st(inner);
     sync_task sync(node, st, {});  // interval 1 s, lease TTL 2 s
     sync.set_engine(eng);
     room::worker_state w(node);
@@ -433,7 +361,7 @@ TEST(Degraded, AdmissionsWhileDegradedNeverExceedTheShareOfTheFreeActiveCapacity
     auto eng = make_engine(20, 6000);  // the rate allows 100 per second: the active limit binds
     room::node_state node;
     local_store inner;
-    switchable_store st(inner);
+    scripted_store st(inner);
     sync_task sync(node, st, {});
     sync.set_engine(eng);
     room::worker_state w(node);
@@ -467,7 +395,7 @@ TEST(Degraded, StoreBackReceivesTheDegradedAdmissionsAndLeasesResume) {
     auto eng = make_engine(1000, 600);
     room::node_state node;
     local_store inner;
-    switchable_store st(inner);
+    scripted_store st(inner);
     sync_task sync(node, st, {});
     std::vector<std::pair<bool, std::int64_t>> changes;
     sync.on_degraded_change([&](bool d, std::int64_t at) { changes.emplace_back(d, at); });
@@ -527,7 +455,7 @@ TEST(Degraded, StoreBackReceivesTheDegradedAdmissionsAndLeasesResume) {
 TEST(Degraded, TwoNodesInTheLastKnownStateEachGetHalf) {
     auto eng = make_engine(40, 600);
     local_store inner;
-    switchable_store st(inner);
+    scripted_store st(inner);
     room::node_state node_a, node_b;
     sync_options oa, ob;
     oa.node_id = "a";
@@ -567,7 +495,7 @@ TEST(Degraded, NodeStartedWhileTheStoreIsDownAdmitsNobodyNewAndDoesNotCrash) {
     auto eng = make_engine(100, 600);
     room::node_state node;
     local_store inner;
-    switchable_store st(inner);
+    scripted_store st(inner);
     sync_task sync(node, st, {});
     sync.set_engine(eng);
     room::worker_state w(node);

@@ -1,0 +1,138 @@
+#pragma once
+// Test doubles for the state tests: a fixed start time, an engine with the one room `shop`, and
+// one embedded store wrapped with the faults a networked store has (down, calls or answers in
+// flight, an answer lost after the store applied the call).
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "waitroom/config/config.hpp"
+#include "waitroom/room/engine.hpp"
+#include "waitroom/state/error.hpp"
+#include "waitroom/state/local_store.hpp"
+
+namespace waitroom::test {
+
+using namespace waitroom::state;  // the store interface these doubles implement
+
+// A minute boundary, so window arithmetic in the tests starts clean.
+inline constexpr std::int64_t t0 = 1'800'000'000'000 - 1'800'000'000'000 % 60'000;
+
+inline std::shared_ptr<room::engine> make_engine(std::uint32_t active, std::uint32_t per_minute,
+                                                 config::duration session = std::chrono::minutes{
+                                                     5}) {
+    auto cfg = std::make_shared<config::config>();
+    config::room r;
+    r.session_duration = session;
+    r.id = "shop";
+    r.name = "Shop";
+    r.total_active_users = active;
+    r.new_users_per_minute = per_minute;
+    cfg->rooms.push_back(r);
+    return std::make_shared<room::engine>(cfg);
+}
+
+// The embedded store (its own, or one shared by several nodes) behind switches:
+// - down: every call fails at once with errc::unavailable (an outage);
+// - hold_calls: calls reach the store only at release_all() (a request in flight);
+// - hold_answers: the store applies a sync now, its answer arrives at release_all();
+// - lose_next: the next sync is applied but answered errc::timeout (a lost reply).
+class scripted_store final : public store {
+  public:
+    scripted_store() : inner(own_) {}
+    explicit scripted_store(local_store& shared) : inner(shared) {}
+
+    void sync(node_report report, sync_handler done) override {
+        ++sync_calls;
+        batches.push_back(report.batch);
+        if (hold_calls) {
+            pending.push_back([this, report = std::move(report), done = std::move(done)]() mutable {
+                apply_sync(std::move(report), std::move(done));
+            });
+            return;
+        }
+        apply_sync(std::move(report), std::move(done));
+    }
+
+    void top_up(top_up_request req, top_up_handler done) override {
+        ++top_up_calls;
+        if (hold_calls) {
+            pending.push_back([this, req = std::move(req), done = std::move(done)]() mutable {
+                apply_top_up(std::move(req), std::move(done));
+            });
+            return;
+        }
+        apply_top_up(std::move(req), std::move(done));
+    }
+
+    void write_overrides(override_write w, override_handler done) override {
+        if (down) {
+            override_result r;
+            r.ec = errc::unavailable;
+            done(std::move(r));
+            return;
+        }
+        inner.write_overrides(std::move(w), std::move(done));
+    }
+
+    // Runs what is held, in order; what it holds anew waits for the next call.
+    void release_all() {
+        auto p = std::move(pending);
+        pending.clear();
+        for (auto& f : p) {
+            f();
+        }
+    }
+
+  private:
+    local_store own_;
+
+  public:
+    local_store& inner;
+    bool down = false;
+    bool hold_calls = false;
+    bool hold_answers = false;
+    bool lose_next = false;
+    int sync_calls = 0;
+    int top_up_calls = 0;
+    std::vector<std::uint64_t> batches;  // each sync's batch id, in call order
+    std::vector<std::function<void()>> pending;
+
+  private:
+    void apply_sync(node_report report, sync_handler done) {
+        if (down) {
+            sync_result r;
+            r.ec = errc::unavailable;
+            done(std::move(r));
+            return;
+        }
+        inner.sync(std::move(report), [this, done = std::move(done)](sync_result r) mutable {
+            if (lose_next) {
+                lose_next = false;
+                r = sync_result{make_error_code(errc::timeout), {}};
+            }
+            if (hold_answers) {
+                pending.push_back(
+                    [done = std::move(done), r = std::move(r)]() mutable { done(std::move(r)); });
+                return;
+            }
+            done(std::move(r));
+        });
+    }
+
+    void apply_top_up(top_up_request req, top_up_handler done) {
+        if (down) {
+            top_up_result r;
+            r.ec = errc::unavailable;
+            done(r);
+            return;
+        }
+        inner.top_up(std::move(req), std::move(done));
+    }
+};
+
+}  // namespace waitroom::test
