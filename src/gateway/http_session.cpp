@@ -11,6 +11,7 @@
 #include "origin_connection.hpp"
 #include "origin_pool.hpp"
 #include "tunnel.hpp"
+#include "waitroom/room/router.hpp"
 
 namespace waitroom::gateway {
 
@@ -125,7 +126,7 @@ template <class Stream>
 http_session<Stream>::http_session(std::shared_ptr<worker_state> state, tcp::socket&& socket,
                                    ssl::context* tls)
     : state_(std::move(state)),
-      cfg_(state_->ctx->config()),
+      cfg_(state_->current_config()),
       stream_(make_stream<Stream>(std::move(socket), tls)),
       header_timer_(state_->ioc) {
     error_code ec;
@@ -136,6 +137,7 @@ http_session<Stream>::http_session(std::shared_ptr<worker_state> state, tcp::soc
             addr = asio::ip::make_address_v4(asio::ip::v4_mapped, addr.to_v6());
         }
         info_.client_ip = addr.to_string();
+        info_.client_ip_bytes = room::parse_ip(info_.client_ip);
     }
     if constexpr (!is_tls) {
         lowest().socket().non_blocking(true, ec);  // for write_now
@@ -217,6 +219,9 @@ void http_session<Stream>::do_read_header() {
     busy_ = false;
     if (draining_ || closed_) {
         return do_close();
+    }
+    if (const auto& c = state_->current_config(); c != cfg_) {
+        cfg_ = c;  // a reload applies from the next request on, keep-alive or not
     }
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(cfg_->limits.max_header_bytes));
@@ -331,7 +336,6 @@ void http_session<Stream>::on_filter(filter_result r) {
     }
     // Build the origin's request header once; a retry reuses it.
     out_req_ = {};
-    state_->pool->configure(cfg_->origin);
     forward_info fi;
     fi.client_ip = info_.client_ip;
     fi.tls = is_tls;
@@ -772,8 +776,8 @@ void http_session<Stream>::send_response(unsigned status, const header_list& hea
     memory_shared_ = std::move(shared_body);
     const std::string& text = memory_shared_ ? *memory_shared_ : memory_body_;
     const bool head = parser_ && parser_->get().method() == http::verb::head;
-    memory_res_.body() = head ? boost::span<const char>{}
-                              : boost::span<const char>{text.data(), text.size()};
+    memory_res_.body() =
+        head ? boost::span<const char>{} : boost::span<const char>{text.data(), text.size()};
     memory_res_.content_length(text.size());
     close = close || draining_ || !parser_ || !parser_->get().keep_alive();
     memory_res_.keep_alive(!close);

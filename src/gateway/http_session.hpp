@@ -44,9 +44,6 @@ class http_session : public session_base,
     void drain() override;
     void close() override;
 
-    Stream& stream() { return stream_; }
-    beast::flat_buffer& buffer() { return buffer_; }
-
   private:
     using self_ptr = std::shared_ptr<http_session>;
     self_ptr self() { return this->shared_from_this(); }
@@ -94,7 +91,7 @@ class http_session : public session_base,
     asio::steady_timer header_timer_;
     std::uint64_t header_generation_ = 0;  // of the last arm; older waits are stale
     std::chrono::steady_clock::time_point header_deadline_;  // of the header read in progress
-    bool header_waiting_ = false;      // a header read is in progress
+    bool header_waiting_ = false;                            // a header read is in progress
     bool header_timer_armed_ = false;  // header_timer_ has a wait of header_generation_
     bool header_timed_out_ = false;
     bool first_request_ = true;
@@ -124,9 +121,9 @@ class http_session : public session_base,
     http::response<http::empty_body> interim_;  // 100 Continue, bodyless responses
     http::response<http::span_body<const char>> memory_res_;
     std::optional<http::response_serializer<http::span_body<const char>>> memory_sr_;
-    std::string memory_body_;                            // its body when we wrote it
+    std::string memory_body_;                           // its body when we wrote it
     std::shared_ptr<const std::string> memory_shared_;  // its body when a cache shares it
-    std::unique_ptr<char[]> piece_;  // body relay buffer, made on first use
+    std::unique_ptr<char[]> piece_;                     // body relay buffer, made on first use
 };
 
 }  // namespace waitroom::gateway

@@ -46,7 +46,6 @@ class origin_connection {
     void close();
 
     std::uint64_t requests_served = 0;  // > 0: came from the pool (retry a stale failure once)
-    std::uint64_t idle_generation = 0;  // bumped on every pool exit
     asio::steady_timer idle_timer;      // closes it after origin.idle_timeout unused
     bool idle_watched = false;          // idle_timer is pending
     std::uint64_t pool_generation = 0;  // pool configuration it was made under

@@ -95,12 +95,11 @@ void origin_pool::discard(origin_connection& c) {
 }
 
 std::shared_ptr<origin_connection> origin_pool::take_idle(bool retryable) {
-    const auto now = idle_.empty() ? std::chrono::steady_clock::time_point{}
-                                   : std::chrono::steady_clock::now();
+    const auto now =
+        idle_.empty() ? std::chrono::steady_clock::time_point{} : std::chrono::steady_clock::now();
     while (!idle_.empty()) {
         auto c = std::move(idle_.back());
         idle_.pop_back();
-        ++c->idle_generation;
         const bool peek = !retryable || now - c->idle_since >= peek_after;
         if (c->looks_dead(peek)) {
             discard(*c);
@@ -159,7 +158,6 @@ void origin_pool::acquire(handler h, bool fresh, bool retryable) {
         // Make room for the fresh connection by dropping the oldest idle one.
         auto oldest = std::move(idle_.front());
         idle_.erase(idle_.begin());
-        ++oldest->idle_generation;
         discard(*oldest);
     }
     if (total_ < std::max<std::size_t>(origin_.max_connections, 1)) {
@@ -226,31 +224,29 @@ void origin_pool::serve_waiter() {
 void origin_pool::watch_idle(const std::shared_ptr<origin_connection>& c) {
     c->idle_watched = true;
     c->idle_timer.expires_at(c->idle_since + origin_.idle_timeout);
-    c->idle_timer.async_wait(
-        [self = shared_from_this(), weak = std::weak_ptr(c)](error_code ec) {
-            auto conn = weak.lock();
-            if (!conn) {
-                return;
-            }
-            conn->idle_watched = false;
-            if (ec) {
-                return;
-            }
-            auto it = std::find(self->idle_.begin(), self->idle_.end(), conn);
-            if (it == self->idle_.end()) {
-                return;  // in use: watched again when it comes back
-            }
-            if (std::chrono::steady_clock::now() - conn->idle_since < self->origin_.idle_timeout) {
-                return self->watch_idle(conn);
-            }
-            self->idle_.erase(it);
-            self->discard(*conn);
-        });
+    c->idle_timer.async_wait([self = shared_from_this(), weak = std::weak_ptr(c)](error_code ec) {
+        auto conn = weak.lock();
+        if (!conn) {
+            return;
+        }
+        conn->idle_watched = false;
+        if (ec) {
+            return;
+        }
+        auto it = std::find(self->idle_.begin(), self->idle_.end(), conn);
+        if (it == self->idle_.end()) {
+            return;  // in use: watched again when it comes back
+        }
+        if (std::chrono::steady_clock::now() - conn->idle_since < self->origin_.idle_timeout) {
+            return self->watch_idle(conn);
+        }
+        self->idle_.erase(it);
+        self->discard(*conn);
+    });
 }
 
 void origin_pool::close_idle() {
     for (auto& c : idle_) {
-        ++c->idle_generation;
         discard(*c);
     }
     idle_.clear();

@@ -56,11 +56,8 @@ class origin_pool : public std::enable_shared_from_this<origin_pool> {
     // Closes every idle connection (drain).
     void close_idle();
 
-    const config::origin& settings() const { return origin_; }
     // "host" or "host:port" as the origin expects it in Host.
     const std::string& host_header() const { return host_header_; }
-    std::size_t idle_count() const { return idle_.size(); }
-    std::size_t total_count() const { return total_; }
 
   private:
     class connector;

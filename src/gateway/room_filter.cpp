@@ -21,7 +21,7 @@ constexpr std::string_view command_header = "Cf-Waiting-Room-Command";
 
 // Bypass rules read request headers through this view of Beast's parsed header.
 class beast_headers final : public room::header_lookup {
-public:
+  public:
     explicit beast_headers(const http::request_header<>& req) : req_(req) {}
     std::optional<std::string_view> find(std::string_view name) const override {
         auto it = req_.find(name);
@@ -31,11 +31,13 @@ public:
         return std::string_view{it->value().data(), it->value().size()};
     }
 
-private:
+  private:
     const http::request_header<>& req_;
 };
 
-std::string_view view_of(boost::beast::string_view s) { return {s.data(), s.size()}; }
+std::string_view view_of(boost::beast::string_view s) {
+    return {s.data(), s.size()};
+}
 
 // The metric handles of each room of `rt`, by room index (empty without metrics). Takes the
 // metric set's lock: only at construction and on reload, never per request.
@@ -140,7 +142,9 @@ std::shared_ptr<const room_runtime> room_filter::runtime() const {
     return runtime_.load(std::memory_order_acquire);
 }
 
-room::worker_state& room_filter::worker_state(unsigned w) { return worker(w).ws; }
+room::worker_state& room_filter::worker_state(unsigned w) {
+    return worker(w).ws;
+}
 
 room_filter::per_worker& room_filter::worker(unsigned index) {
     per_worker& w = *workers_[index % workers_.size()];
@@ -166,8 +170,8 @@ void room_filter::on_request(const http::request_header<>& req, const request_in
     view.method = view_of(req.method_string());
     view.host = view_of(req[http::field::host]);
     view.target = view_of(req.target());
-    if (auto ip = room::parse_ip(info.client_ip)) {
-        view.client_ip = *ip;
+    if (info.client_ip_bytes) {
+        view.client_ip = *info.client_ip_bytes;
         view.has_client_ip = true;
     }
     view.headers = &headers;
@@ -189,8 +193,8 @@ void room_filter::on_request(const http::request_header<>& req, const request_in
     const room::compiled_room& room = *routed.room;
 
     std::optional<cookie::payload> visitor;
-    auto raw = cookie::find_cookie(view_of(req[http::field::cookie]),
-                                   rt->cookie_names[room.index()]);
+    auto raw =
+        cookie::find_cookie(view_of(req[http::field::cookie]), rt->cookie_names[room.index()]);
     if (raw) {
         // Any failure (forged, truncated, other room, unknown key) makes a new visitor; the
         // engine applies the session and queue expiry rules itself.
@@ -212,27 +216,26 @@ void room_filter::on_request(const http::request_header<>& req, const request_in
 
     // The node's slots ran out while the store may have more: one asynchronous top-up, which
     // only this new or queued visitor waits for. The decision resumes on the worker's thread.
-    sync_.top_up(
-        room.id(), now_ms,
-        [this, rt, &room, visitor, visitor_tls, wants_json, index = w.index,
-         ex = w.executor, done = std::move(done)](bool) mutable {
-            boost::asio::post(ex, [this, rt = std::move(rt), &room, visitor = std::move(visitor),
-                                   visitor_tls, wants_json, index,
-                                   done = std::move(done)]() mutable {
-                per_worker& w = worker(index);
-                const std::int64_t at_ms = util::unix_ms(clock_.now());
-                auto again = rt->engine->decide(room, w.ws, visitor ? &*visitor : nullptr,
-                                                at_ms, w.random, room::attempt::after_top_up);
-                apply(w, rt, again, visitor ? &*visitor : nullptr, visitor_tls, wants_json,
-                      at_ms, done);
-            });
-        });
+    sync_.top_up(room.id(), now_ms,
+                 [this, rt, &room, visitor, visitor_tls, wants_json, index = w.index,
+                  ex = w.executor, done = std::move(done)](bool) mutable {
+                     boost::asio::post(
+                         ex, [this, rt = std::move(rt), &room, visitor = std::move(visitor),
+                              visitor_tls, wants_json, index, done = std::move(done)]() mutable {
+                             per_worker& w = worker(index);
+                             const std::int64_t at_ms = util::unix_ms(clock_.now());
+                             auto again =
+                                 rt->engine->decide(room, w.ws, visitor ? &*visitor : nullptr,
+                                                    at_ms, w.random, room::attempt::after_top_up);
+                             apply(w, rt, again, visitor ? &*visitor : nullptr, visitor_tls,
+                                   wants_json, at_ms, done);
+                         });
+                 });
 }
 
 void room_filter::apply(per_worker& w, const std::shared_ptr<const room_runtime>& rt,
-                        const room::decision& d, const cookie::payload* visitor,
-                        bool visitor_tls, bool wants_json, std::int64_t now_ms,
-                        completion& done) {
+                        const room::decision& d, const cookie::payload* visitor, bool visitor_tls,
+                        bool wants_json, std::int64_t now_ms, completion& done) {
     if (d.what == room::action::pass || d.room == nullptr) {
         auto r = filter_result::pass();
         r.decision = "pass";
@@ -301,8 +304,8 @@ void room_filter::apply(per_worker& w, const std::shared_ptr<const room_runtime>
             body = w.renderer.queue_page(room.id(), event_name, key, d.page);
         }
     }
-    headers.emplace_back("Content-Type", wants_json ? "application/json"
-                                                    : "text/html; charset=utf-8");
+    headers.emplace_back("Content-Type",
+                         wants_json ? "application/json" : "text/html; charset=utf-8");
     if (!set_cookie.empty()) {
         headers.emplace_back("Set-Cookie", std::move(set_cookie));
     }

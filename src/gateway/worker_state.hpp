@@ -43,6 +43,20 @@ struct worker_state {
     bool draining = false;
     std::unordered_set<session_base*> sessions;
     std::vector<std::shared_ptr<listener>> listeners;
+    config::snapshot cfg;  // the config this worker's sessions and origin pool follow
+    std::uint64_t cfg_generation = 0;
+
+    // The current config: one atomic load per call; after a reload the snapshot is fetched and
+    // the origin pool reconfigured once, here, not by every request.
+    const config::snapshot& current_config() {
+        const std::uint64_t g = ctx->generation();
+        if (!cfg || g != cfg_generation) {
+            cfg_generation = g;
+            cfg = ctx->config();
+            pool->configure(cfg->origin);
+        }
+        return cfg;
+    }
 
     void session_opened(session_base* s) {
         sessions.insert(s);

@@ -6,8 +6,11 @@
 #include <boost/beast/http/fields.hpp>
 #include <boost/beast/http/message.hpp>
 
+#include <array>
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -20,8 +23,10 @@ using header_list = std::vector<std::pair<std::string, std::string>>;
 // What the session knows about the request besides its header.
 struct request_info {
     std::string client_ip;  // peer address, as text
-    bool tls = false;       // arrived on a TLS listener
-    unsigned worker = 0;    // index of the worker the connection lives on
+    // The same, parsed once per connection for IP bypass rules (IPv4 as v4-mapped IPv6).
+    std::optional<std::array<std::uint8_t, 16>> client_ip_bytes;
+    bool tls = false;     // arrived on a TLS listener
+    unsigned worker = 0;  // index of the worker the connection lives on
 };
 
 // The filter's answer.

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -21,12 +22,17 @@ namespace waitroom::gateway {
 
 // What every worker shares. Read-mostly; the config pointer is swapped whole on reload.
 class shared_context {
-public:
+  public:
     shared_context(config::snapshot cfg, std::shared_ptr<const util::clock> clock)
         : cfg_(std::move(cfg)), clock_(std::move(clock)) {}
 
     config::snapshot config() const { return cfg_.load(std::memory_order_acquire); }
-    void set_config(config::snapshot cfg) { cfg_.store(std::move(cfg), std::memory_order_release); }
+    void set_config(config::snapshot cfg) {
+        cfg_.store(std::move(cfg), std::memory_order_release);
+        generation_.fetch_add(1, std::memory_order_release);
+    }
+    // Bumped by every set_config: a worker compares it (one load) to learn of a reload.
+    std::uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
     const util::clock& clock() const { return *clock_; }
 
     // The waiting-room hook (default: pass everything). Set it before any worker starts: the
@@ -46,8 +52,9 @@ public:
     void set_metrics(std::shared_ptr<metrics::metric_set> m) { metrics_ = std::move(m); }
     metrics::metric_set* metrics() const { return metrics_.get(); }
 
-private:
+  private:
     std::atomic<config::snapshot> cfg_;
+    std::atomic<std::uint64_t> generation_{0};
     std::shared_ptr<const util::clock> clock_;
     std::shared_ptr<request_filter> filter_ = std::make_shared<request_filter>();
     std::shared_ptr<const util::access_log> access_log_;
@@ -55,7 +62,7 @@ private:
 };
 
 class worker {
-public:
+  public:
     worker(boost::asio::io_context& ioc, std::shared_ptr<shared_context> ctx, unsigned index);
     ~worker();
     worker(const worker&) = delete;
@@ -80,7 +87,7 @@ public:
     // The local endpoints actually bound, in the order given to start().
     std::vector<boost::asio::ip::tcp::endpoint> local_endpoints() const;
 
-private:
+  private:
     struct impl;
     std::unique_ptr<impl> impl_;
 };
