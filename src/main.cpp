@@ -167,9 +167,7 @@ std::optional<usage_error> parse(int argc, char** argv, arguments& out) {
 }
 
 void print_problems(const waitroom::config::load_result& r) {
-    for (const auto& p : r.problems) {
-        std::cerr << p.to_string() << '\n';
-    }
+    std::cerr << waitroom::config::format_problems(r.problems);
 }
 
 int run_check(const std::string& path) {

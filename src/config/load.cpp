@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "waitroom/config/values.hpp"
+#include "waitroom/util/clock.hpp"
 
 namespace waitroom::config {
 
@@ -62,18 +63,6 @@ std::string lowercase(std::string s) {
         c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     }
     return s;
-}
-
-std::string format_time(time_point t) {
-    auto secs = std::chrono::floor<std::chrono::seconds>(t);
-    auto days = std::chrono::floor<std::chrono::days>(secs);
-    std::chrono::year_month_day ymd{days};
-    std::chrono::hh_mm_ss hms{secs - days};
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02ld:%02ld:%02ldZ", int(ymd.year()),
-                  unsigned(ymd.month()), unsigned(ymd.day()), long(hms.hours().count()),
-                  long(hms.minutes().count()), long(hms.seconds().count()));
-    return buf;
 }
 
 template <class T>
@@ -1155,10 +1144,14 @@ void read_room(loader& l, const YAML::Node& n, const std::string& path, room& r,
             const auto& prev = spans[i - 1];
             const auto& cur = spans[i];
             if (cur.from < prev.to) {
-                l.report(cur.node, f.at("events") + "[" + std::to_string(cur.index) + "]",
-                         "overlaps " + f.at("events") + "[" + std::to_string(prev.index) + "] \"" +
-                             prev.name + "\", which runs until " + format_time(prev.to) +
-                             " (events of a room must not overlap, prequeue included)");
+                l.report(
+                    cur.node, f.at("events") + "[" + std::to_string(cur.index) + "]",
+                    "overlaps " + f.at("events") + "[" + std::to_string(prev.index) + "] \"" +
+                        prev.name + "\", which runs until " +
+                        util::iso8601_utc(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                              prev.to.time_since_epoch())
+                                              .count()) +
+                        " (events of a room must not overlap, prequeue included)");
             }
         }
     }

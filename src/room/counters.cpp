@@ -25,10 +25,4 @@ void room_deltas::reset() {
     queued = 0;
 }
 
-void merge_into(delta_set& into, const delta_set& from) {
-    for (const auto& [id, d] : from) {
-        into[id].merge(d);
-    }
-}
-
 }  // namespace waitroom::room

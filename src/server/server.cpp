@@ -26,11 +26,11 @@
 #include "waitroom/gateway/worker.hpp"
 #include "waitroom/room/overrides.hpp"
 #include "waitroom/room/room_state.hpp"
+#include "waitroom/server/logging.hpp"
 #include "waitroom/state/local_store.hpp"
 #include "waitroom/state/redis_store.hpp"
 #include "waitroom/state/sync_task.hpp"
 #include "waitroom/state/sync_timer.hpp"
-#include "waitroom/server/logging.hpp"
 #include "waitroom/util/clock.hpp"
 
 namespace waitroom::server {
@@ -282,8 +282,9 @@ bool server::impl::start_rooms(const config::snapshot& cfg) {
     // /readyz and the store_degraded metric read the same state from the sync task.
     sync_->on_degraded_change([](bool degraded, std::int64_t) {
         if (degraded) {
-            spdlog::warn("state store unreachable: degraded mode, admitting new visitors only "
-                         "from this node's local allowance; admitted visitors keep passing");
+            spdlog::warn(
+                "state store unreachable: degraded mode, admitting new visitors only "
+                "from this node's local allowance; admitted visitors keep passing");
         } else {
             spdlog::info("state store reachable again: degraded mode over, leases resume");
         }
@@ -385,7 +386,9 @@ void server::impl::on_signal(int sig) {
 void server::impl::reload() {
     config::load_result result;
     try {
-        result = load_config(path_);
+        // Not load_config: room_runtime::build below compiles the templates (and reports their
+        // problems); compiling them here too did the work twice per reload.
+        result = config::load_file(path_);
     } catch (const std::exception& e) {
         spdlog::error("reload failed: {}; keeping the previous configuration", e.what());
         return;
@@ -470,9 +473,10 @@ void server::impl::reload() {
         w.suspended = c.suspended ? state::switch_write::unset : state::switch_write::keep;
         store_->write_overrides(std::move(w), [room = c.room](state::override_result res) {
             if (res.ec) {
-                spdlog::warn("reload: cannot clear the run-time switches of room {} in the state "
-                             "store ({}); the next sync may bring them back",
-                             room, res.ec.message());
+                spdlog::warn(
+                    "reload: cannot clear the run-time switches of room {} in the state "
+                    "store ({}); the next sync may bring them back",
+                    room, res.ec.message());
             }
         });
     }

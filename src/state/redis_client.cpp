@@ -156,8 +156,7 @@ void client::stop() {
     }
 }
 
-void client::execute(std::vector<command> cmds, clock::time_point deadline, handler h) {
-    auto b = std::make_shared<batch>(strand_, std::move(cmds), std::move(h));
+void client::arm_deadline(const std::shared_ptr<batch>& b, clock::time_point deadline) {
     b->owner = weak_from_this();
     b->timer.expires_at(deadline);
     b->timer.async_wait([b](const boost::system::error_code& ec) {
@@ -172,6 +171,11 @@ void client::execute(std::vector<command> cmds, clock::time_point deadline, hand
             o->teardown();
         }
     });
+}
+
+void client::execute(std::vector<command> cmds, clock::time_point deadline, handler h) {
+    auto b = std::make_shared<batch>(strand_, std::move(cmds), std::move(h));
+    arm_deadline(b, deadline);
     switch (phase_) {
         case phase::stopped:
         case phase::backoff:
@@ -259,18 +263,7 @@ void client::open(const std::string& address) {
                 c->on_handshake(ec, replies);
             }
         });
-    b->owner = weak_from_this();
-    b->timer.expires_after(opt_.timeout);
-    b->timer.async_wait([b](const boost::system::error_code& ec) {
-        if (ec || b->done) {
-            return;
-        }
-        auto o = b->owner.lock();
-        b->complete(make_error_code(errc::timeout));
-        if (o) {
-            o->teardown();
-        }
-    });
+    arm_deadline(b, clock::now() + opt_.timeout);
     send(b);
 }
 

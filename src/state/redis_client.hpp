@@ -52,6 +52,9 @@ class client : public std::enable_shared_from_this<client> {
     void on_gone();  // hiredis freed the context (inside hiredis: records and posts only)
     void after_gone();
     void fail_later(const std::shared_ptr<batch>& b, std::error_code ec);
+    // Fails `b` with errc::timeout at `deadline` and drops the connection (its late answer
+    // must never be read as another call's).
+    void arm_deadline(const std::shared_ptr<batch>& b, clock::time_point deadline);
     void forget(const batch* b);
 
     boost::asio::any_io_executor strand_;

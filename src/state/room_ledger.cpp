@@ -171,16 +171,15 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
         // unheld for top-ups, which go to whichever node runs dry first. Leasing whole shares
         // stranded the last slots of a spike in the pool of the node that synced last while a
         // small node queued (issue 6: onset 88.5%).
-        // Alone, a node leases its whole share (rounded up). With others live, the half share
-        // is rounded down: rounding up gave every idle node a slot, so a room of 2 with three
-        // nodes had both slots parked in two idle pools and queued the third node's first
+        // Alone (share 1), a node may lease all of the capacity. With others live, the half
+        // share is rounded down: rounding up gave every idle node a slot, so a room of 2 with
+        // three nodes had both slots parked in two idle pools and queued the third node's first
         // visitor in an empty room. Rounded down, a small room leases nothing and every
         // admission is an exact top-up.
         const bool alone = nodes_.size() <= 1;
-        const double lease_part = alone ? 1.0 : 0.5;
-        const double lease = static_cast<double>(cap) * share * lease_part;
         const auto by_share =
-            static_cast<std::int64_t>(alone ? std::floor(lease) : std::floor(lease));
+            alone ? cap
+                  : static_cast<std::int64_t>(std::floor(static_cast<double>(cap) * share / 2));
         // A node alone without recent demand (decayed below one request) leases nothing: every
         // node's first sync is alone in the store, and the slot it leased then sat in an idle
         // pool while another node queued a visitor in an empty small room. Alone for good, its

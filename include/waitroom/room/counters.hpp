@@ -61,6 +61,4 @@ struct room_deltas {
 // Deltas of every room, by room id.
 using delta_set = std::unordered_map<std::string, room_deltas>;
 
-void merge_into(delta_set& into, const delta_set& from);
-
 }  // namespace waitroom::room

@@ -125,7 +125,6 @@ class worker_state {
     // Hands this worker's deltas to the node inbox. Call on the worker's thread once per sync
     // interval (the decide path also does it, without blocking, when a new snapshot appears).
     void flush();
-    node_state& node() { return node_; }
 
   private:
     friend class engine;
@@ -156,7 +155,6 @@ class engine {
     const config::config& config() const { return *cfg_; }
     const std::vector<compiled_room>& rooms() const { return rooms_; }
     const compiled_room* find(std::string_view room_id) const;
-    const windowing& windows() const { return win_; }
     std::uint64_t generation() const { return generation_; }
 
     // Step 1: the room of a request, or pass (unmatched / bypassed). The gateway then reads the

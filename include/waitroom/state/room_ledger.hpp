@@ -35,7 +35,6 @@ class room_ledger {
 
     // Admin PATCH (or a reload clearing a key the file changed); returns the switches after it.
     room_switch_values write_overrides(const override_write& w);
-    const room_switch_values& overrides() const { return overrides_; }
 
   private:
     struct node_entry {

@@ -250,14 +250,10 @@ if L.needs_slots then
     if total_demand > 0 then share = me.demand / total_demand else share = 1.0 / #ids end
     -- With other nodes live, a lease takes half of the node's share: the other half stays
     -- unheld for top-ups, which go to whichever node runs dry first.
-    -- Alone: the whole share, rounded up; with others live: half of it, rounded down (see
+    -- Alone: all of the capacity; with others live: half the share, rounded down (see
     -- room_ledger.cpp: a small room then leases nothing and admits by exact top-ups).
-    local by_share
-    if #ids > 1 then
-        by_share = math.floor(cap * share * 0.5)
-    else
-        by_share = math.ceil(cap * share * 1.0)
-    end
+    local by_share = cap
+    if #ids > 1 then by_share = math.floor(cap * share / 2) end
     -- Alone and without recent demand (below one request, decayed) a node leases nothing
     -- (room_ledger.cpp).
     local by_demand = 0
