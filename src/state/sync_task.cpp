@@ -234,7 +234,6 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
     const std::shared_ptr<const room::state_snapshot> previous = node_.snapshot();
     std::map<std::string, std::int64_t> releases;
     std::map<std::string, std::int64_t> demand;
-    std::map<std::string, room::room_counts> known;
     std::map<std::string, std::int64_t> holdback;  // room → slots kept out of the new lease
     bool left_degraded = false;
     {
@@ -285,7 +284,6 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
             releases[g.room] = g.release;
         }
         demand[g.room] = sent[i].deltas.demand;
-        known[g.room] = g.counts;
         room::room_state st(std::move(g.counts), limits[g.room]);
         if (const room::room_state* before = previous->find(g.room)) {
             st.follow(*before, limits[g.room].window_ms);  // the queue's departure rate
@@ -316,7 +314,6 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
         pending_release_ = std::move(releases);
         last_demand_ = std::move(demand);
         top_up_asked_.clear();  // the lease now follows the demand: top-ups start small again
-        last_known_ = std::move(known);
     }
     if (left_degraded) {
         notify(false, now_ms);
@@ -327,6 +324,8 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
 }
 
 void sync_task::on_failed(std::int64_t now_ms, const std::vector<room_report>& sent) {
+    // The last state the store gave: only a successful sync publishes a snapshot.
+    const auto last_known = node_.snapshot();
     bool entered = false;
     {
         std::lock_guard lock(mu_);
@@ -351,27 +350,24 @@ void sync_task::on_failed(std::int64_t now_ms, const std::vector<room_report>& s
                 ep.lapsed = pool.take_up_to(pool.available());
                 ep.last_ms = now_ms - opt_.interval_ms;  // one interval's allowance at once
                 ep.share = 0;
-                auto known = last_known_.find(r.room);
-                if (opt_.degraded_allowance && known != last_known_.end()) {
-                    std::uint32_t nodes = 0;
-                    for (const auto& dc : known->second.datacenters) {
-                        nodes += dc.nodes;
-                    }
-                    ep.share = 1.0 / static_cast<double>(std::max<std::uint32_t>(1, nodes));
+                const room::room_state* known = last_known->find(r.room);
+                if (opt_.degraded_allowance && known != nullptr) {
+                    ep.share =
+                        1.0 / static_cast<double>(std::max<std::uint32_t>(1, known->nodes()));
                     std::int64_t own_admitted = 0;  // since the last success, not in `known`
                     for (const auto& [w, n] : r.deltas.admitted.entries()) {
                         own_admitted += n;
                     }
                     own_admitted = std::max<std::int64_t>(0, own_admitted);
                     const auto free_active = std::max<std::int64_t>(
-                        0, r.limits.total_active_users - known->second.active);
+                        0, r.limits.total_active_users - known->counts().active);
                     ep.budget = std::max<std::int64_t>(
                         0, static_cast<std::int64_t>(ep.share * static_cast<double>(free_active)) -
                                own_admitted);
                     // The admissions of the sliding minute still count against the rate: the
                     // allowance starts that far behind and catches up at the node's share.
                     ep.credit =
-                        -ep.share * static_cast<double>(known->second.admitted_last_minute) -
+                        -ep.share * static_cast<double>(known->counts().admitted_last_minute) -
                         static_cast<double>(own_admitted);
                 }
             }

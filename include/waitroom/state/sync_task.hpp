@@ -171,7 +171,6 @@ class sync_task {
     std::uint64_t episodes_ = 0;
     std::uint64_t degraded_admissions_ = 0;
     std::map<std::string, episode> episodes_by_room_;
-    std::map<std::string, room::room_counts> last_known_;  // room → counts at the last success
     // Allowance slots used whose slots_used must not lower the store's count of held slots
     // (the store never leased them, and the new lease was too small to stand in for them).
     std::map<std::string, std::int64_t> cancel_used_;
