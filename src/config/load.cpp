@@ -84,7 +84,6 @@ class fields {
            std::initializer_list<std::string_view> known);
 
     bool ok() const { return ok_; }
-    const YAML::Node& node() const { return node_; }
     std::optional<YAML::Node> get(std::string_view key) const {
         for (const auto& e : entries_) {
             if (e.key == key) {
@@ -97,14 +96,12 @@ class fields {
     std::string at(std::string_view key) const {
         return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
     }
-    const std::string& path() const { return path_; }
 
   private:
     struct entry {
         std::string key;
         YAML::Node value;
     };
-    YAML::Node node_;
     std::string path_;
     std::vector<entry> entries_;
     bool ok_ = true;
@@ -352,7 +349,6 @@ class loader {
         return std::to_string(ms) + "ms";
     }
 
-    const fs::path& base_dir() const { return base_dir_; }
 
   private:
     std::string file_;
@@ -363,7 +359,7 @@ class loader {
 
 fields::fields(loader& l, const YAML::Node& node, std::string path,
                std::initializer_list<std::string_view> known)
-    : node_(node), path_(std::move(path)) {
+    : path_(std::move(path)) {
     if (node.IsNull()) {
         return;  // `key:` with nothing after it: every default
     }
