@@ -4,11 +4,15 @@
 # by wrk pinned to core 1 (the origin shares core 1). Prints req/s, p50, p99 and the proxy's CPU
 # time per request (utime+stime from /proc), and waitroomd's ratio to nginx.
 #   bench/proxy.sh [BUILD_DIR] [DURATION_S] [CONNECTIONS]
+# With ROUNDS=N (default 1) the nginx/waitroomd pair runs N times, alternating, and the summary
+# takes each figure's median: on a shared machine, neighbours' noise then hits both alike.
 # With SYSCALLS=1 it then counts each proxy's system calls per request (strace -c on the nginx
 # worker / waitroomd during an extra, untimed 3 s run) and prints them by call.
 # Needs: scripts/install-deps.sh bench (nginx-light, wrk). A room with limits far above the load
-# checks every request; wrk sends the admission cookie a first request received, as a returning
-# admitted visitor would.
+# checks every request; wrk keeps the admission cookie the gateway last set, as a returning
+# admitted visitor's browser does (bench/browser-cookie.lua).
+
+
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build}"
@@ -95,57 +99,74 @@ taskset -c 0 "$waitroomd" -c "$work/waitroom.yaml" > "$work/waitroomd.log" 2>&1 
 wr_pid=$!; pids+=($wr_pid)
 wait_port "$origin_port"; wait_port "$nginx_port"; wait_port "$wr_port"
 
-# CPU ticks (utime+stime) of a process and its children (nginx master + worker).
+# CPU ticks of a process and its children (nginx master + worker): "utime stime".
 cpu_ticks() {
-  local total=0 p
+  local user=0 sys=0 p
   for p in "$1" $(pgrep -P "$1" || true); do
     read -r -a f < "/proc/$p/stat"
-    total=$((total + f[13] + f[14]))
+    user=$((user + f[13])); sys=$((sys + f[14]))
   done
-  echo "$total"
+  echo "$user $sys"
 }
 hz=$(getconf CLK_TCK)
 
 cookie=$(curl -s -D - -o /dev/null "http://127.0.0.1:$wr_port/64" | tr -d '\r' |
          awk -F': ' 'tolower($1)=="set-cookie"{split($2,a,";"); print a[1]; exit}')
-hdr=()
-[[ -n "$cookie" ]] && hdr=(-H "Cookie: $cookie")
+# Both proxies get the same client: one that keeps the last cookie set, as a browser does.
+client=(-s bench/browser-cookie.lua)
 
 # run NAME PORT PATH PID -> prints a table row
 run() {
   local name=$1 port=$2 path=$3 pid=$4 extra=("${@:5}")
-  taskset -c 1 wrk -t1 -c"$conns" -d2s "${extra[@]}" "http://127.0.0.1:$port$path" >/dev/null  # warm-up
-  local before after out
-  before=$(cpu_ticks "$pid")
-  out=$(taskset -c 1 wrk -t1 -c"$conns" -d"${secs}s" --latency "${extra[@]}" "http://127.0.0.1:$port$path")
-  after=$(cpu_ticks "$pid")
+  taskset -c 1 wrk -t1 -c"$conns" -d2s "${client[@]}" "http://127.0.0.1:$port$path" "${extra[@]}" >/dev/null  # warm-up
+  local before after out u0 s0 u1 s1
+  read -r u0 s0 < <(cpu_ticks "$pid")
+  out=$(taskset -c 1 wrk -t1 -c"$conns" -d"${secs}s" --latency "${client[@]}" "http://127.0.0.1:$port$path" "${extra[@]}")
+  read -r u1 s1 < <(cpu_ticks "$pid")
   local reqs rps p50 p99 errs
   reqs=$(awk '/requests in/{print $1}' <<<"$out")
   rps=$(awk '/Requests\/sec/{print $2}' <<<"$out")
   p50=$(awk '$1=="50%"{print $2}' <<<"$out")
   p99=$(awk '$1=="99%"{print $2}' <<<"$out")
   errs=$(awk '/Non-2xx|Socket errors/{print}' <<<"$out" | tr '\n' ' ')
-  local us
-  us=$(awk -v t=$((after - before)) -v hz="$hz" -v n="$reqs" 'BEGIN{printf "%.2f", t/hz*1e6/n}')
-  printf '%-10s %-6s %12s %10s %10s %14s  %s\n' "$name" "$path" "$rps" "$p50" "$p99" "$us" "$errs"
+  local us split
+  us=$(awk -v t=$((u1 - u0 + s1 - s0)) -v hz="$hz" -v n="$reqs" 'BEGIN{printf "%.2f", t/hz*1e6/n}')
+  split=$(awk -v u=$((u1 - u0)) -v s=$((s1 - s0)) -v hz="$hz" -v n="$reqs" \
+              'BEGIN{printf "%.1f/%.1f", u/hz*1e6/n, s/hz*1e6/n}')
+  printf '%-10s %-6s %12s %10s %10s %14s %11s  %s\n' "$name" "$path" "$rps" "$p50" "$p99" "$us" "$split" "$errs"
   echo "$name $path $rps $p50 $p99 $us" >> "$work/rows"
 }
 
 echo "proxy speed: ${secs}s per run, wrk -t1 -c$conns, proxies on core 0, wrk+origin on core 1"
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
-printf '%-10s %-6s %12s %10s %10s %14s\n' proxy body req/s p50 p99 "cpu us/req"
-for path in /64 /16k; do
-  run nginx "$nginx_port" "$path" "$nginx_pid"
-  run waitroomd "$wr_port" "$path" "$wr_pid" "${hdr[@]}"
+printf '%-10s %-6s %12s %10s %10s %14s %11s\n' proxy body req/s p50 p99 "cpu us/req" "user/sys"
+rounds="${ROUNDS:-1}"
+for ((round = 1; round <= rounds; round++)); do
+  for path in /64 /16k; do
+    run nginx "$nginx_port" "$path" "$nginx_pid"
+    run waitroomd "$wr_port" "$path" "$wr_pid" -- "$cookie"
+  done
 done
 
 to_us() { awk '{v=$1; if (v ~ /us$/) {sub(/us$/,"",v); print v} else if (v ~ /ms$/) {sub(/ms$/,"",v); print v*1000} else if (v ~ /s$/) {sub(/s$/,"",v); print v*1e6} else print v}' <<<"$1"; }
+# median NAME PATH -> "rps p99(us) cpu" medians over the rounds
+median() {
+  grep "^$1 $2 " "$work/rows" | while read -r _ _ rps _ p99 cpu; do
+    echo "$rps $(to_us "$p99") $cpu"
+  done | awk '{r[NR]=$1; p[NR]=$2; c[NR]=$3}
+    function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+        if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+      return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+    END { printf "%s %s %s\n", med(r, NR), med(p, NR), med(c, NR) }'
+}
 echo
+[[ "$rounds" -gt 1 ]] && echo "medians over $rounds rounds"
 echo "waitroomd / nginx (throughput higher is better; p99 and cpu lower is better)"
 for path in /64 /16k; do
-  read -r _ _ n_rps _ n_p99 n_cpu < <(grep "^nginx $path " "$work/rows")
-  read -r _ _ w_rps _ w_p99 w_cpu < <(grep "^waitroomd $path " "$work/rows")
-  awk -v p="$path" -v a="$w_rps" -v b="$n_rps" -v c="$(to_us "$w_p99")" -v d="$(to_us "$n_p99")" \
+  read -r n_rps n_p99 n_cpu < <(median nginx "$path")
+  read -r w_rps w_p99 w_cpu < <(median waitroomd "$path")
+  [[ "$rounds" -gt 1 ]] && printf '%-6s median cpu us/req: nginx %s  waitroomd %s\n' "$path" "$n_cpu" "$w_cpu"
+  awk -v p="$path" -v a="$w_rps" -v b="$n_rps" -v c="$w_p99" -v d="$n_p99" \
       -v e="$w_cpu" -v f="$n_cpu" \
       'BEGIN{printf "%-6s throughput %.2fx   p99 %.2fx   cpu/req %.2fx\n", p, a/b, c/d, e/f}'
 done
@@ -157,7 +178,7 @@ if [[ "${SYSCALLS:-0}" == 1 ]] && command -v strace >/dev/null; then
     local name=$1 port=$2 path=$3 pid=$4 extra=("${@:5}") out reqs sp
     strace -c -f -p "$pid" -o "$work/strace.$name" 2>/dev/null & sp=$!
     sleep 0.5
-    out=$(taskset -c 1 wrk -t1 -c"$conns" -d3s "${extra[@]}" "http://127.0.0.1:$port$path")
+    out=$(taskset -c 1 wrk -t1 -c"$conns" -d3s "${client[@]}" "http://127.0.0.1:$port$path" "${extra[@]}")
     kill -INT "$sp"; wait "$sp" 2>/dev/null || true
     reqs=$(awk '/requests in/{print $1}' <<<"$out")
     awk -v n="$reqs" -v who="$name" -v p="$path" '
@@ -172,6 +193,6 @@ if [[ "${SYSCALLS:-0}" == 1 ]] && command -v strace >/dev/null; then
   nginx_worker=$(pgrep -P "$nginx_pid" | head -1)
   for path in /64 /16k; do
     syscalls nginx "$nginx_port" "$path" "$nginx_worker"
-    syscalls waitroomd "$wr_port" "$path" "$wr_pid" "${hdr[@]}"
+    syscalls waitroomd "$wr_port" "$path" "$wr_pid" -- "$cookie"
   done
 fi

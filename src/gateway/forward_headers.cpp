@@ -3,11 +3,14 @@
 #include "forward_headers.hpp"
 
 #include "common.hpp"
+#include "outgoing_message.hpp"
 
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/rfc7230.hpp>
 
+#include <array>
 #include <charconv>
+#include <cstring>
 #include <optional>
 
 namespace waitroom::gateway {
@@ -15,12 +18,10 @@ namespace waitroom::gateway {
 namespace {
 
 bool has_bad_char(std::string_view v) {
-    for (char c : v) {
-        if (c == '\0' || c == '\r' || c == '\n') {
-            return true;
-        }
-    }
-    return false;
+    // memchr is vectorised: three passes over a long Cookie value beat one loop over it.
+    return std::memchr(v.data(), '\r', v.size()) != nullptr ||
+           std::memchr(v.data(), '\n', v.size()) != nullptr ||
+           std::memchr(v.data(), '\0', v.size()) != nullptr;
 }
 
 std::string_view trim(std::string_view s) {
@@ -44,7 +45,7 @@ std::optional<std::uint64_t> parse_length(std::string_view v) {
 }
 
 // Fields never forwarded in either direction (besides those named by Connection).
-bool is_hop_by_hop(const http::fields::value_type& f) {
+bool is_hop_by_hop(const header_fields::value_type& f) {
     switch (f.name()) {
         case http::field::connection:
         case http::field::keep_alive:
@@ -63,8 +64,9 @@ bool is_hop_by_hop(const http::fields::value_type& f) {
     return name.size() >= 6 && beast::iequals(name.substr(0, 6), "proxy-");
 }
 
-template <bool IsRequest>
-bool named_by_connection(const http::header<IsRequest>& h, std::string_view name) {
+// True when one of the message's Connection fields lists `name`.
+template <class Head>
+bool named_by_connection(const Head& h, std::string_view name) {
     for (auto it = h.find(http::field::connection);
          it != h.end() && it->name() == http::field::connection; ++it) {
         for (auto token : http::token_list{it->value()}) {
@@ -76,14 +78,46 @@ bool named_by_connection(const http::header<IsRequest>& h, std::string_view name
     return false;
 }
 
-template <bool IsRequest>
-bool has_connection_token(const http::header<IsRequest>& h) {
-    return h.find(http::field::connection) != h.end();
-}
+// The same question asked for every field of a message: the Connection fields are read once
+// (a handful of names kept), not once per field. Past that handful it reads them again.
+template <class Head>
+class connection_names {
+  public:
+    explicit connection_names(const Head& h) : h_(h) {
+        for (auto it = h.find(http::field::connection);
+             it != h.end() && it->name() == http::field::connection; ++it) {
+            for (auto token : http::token_list{it->value()}) {
+                if (size_ == names_.size()) {
+                    overflow_ = true;
+                    return;
+                }
+                names_[size_++] = token;
+            }
+        }
+    }
+
+    bool contains(std::string_view name) const {
+        if (overflow_) {
+            return named_by_connection(h_, name);
+        }
+        for (std::size_t i = 0; i < size_; ++i) {
+            if (beast::iequals(names_[i], name)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+  private:
+    const Head& h_;
+    std::array<std::string_view, 8> names_;
+    std::size_t size_ = 0;
+    bool overflow_ = false;
+};
 
 }  // namespace
 
-std::string_view request_problem(const http::request_header<>& req) {
+std::string_view request_problem(const request_head& req) {
     std::optional<std::uint64_t> length;
     bool has_te = false;
     for (const auto& f : req) {
@@ -118,7 +152,7 @@ std::string_view request_problem(const http::request_header<>& req) {
     return {};
 }
 
-bool is_websocket_upgrade(const http::request_header<>& req) {
+bool is_websocket_upgrade(const request_head& req) {
     if (req.method() != http::verb::get) {
         return false;
     }
@@ -129,15 +163,18 @@ bool is_websocket_upgrade(const http::request_header<>& req) {
     return named_by_connection(req, "upgrade");
 }
 
-void build_origin_request(const http::request_header<>& in, http::request_header<>& out,
-                          const forward_info& info) {
-    const bool websocket = is_websocket_upgrade(in);
-    out.method(in.method());
-    if (in.method() == http::verb::unknown) {
-        out.method_string(in.method_string());
-    }
-    out.version(11);
+namespace {
 
+bool is_forwarded_for(const header_fields::value_type& f) {
+    return f.name() == http::field::unknown && beast::iequals(f.name_string(), "x-forwarded-for");
+}
+
+}  // namespace
+
+void write_origin_request(const request_head& in, std::string& out,
+                          const forward_info& info) {
+    out += in.method_string();
+    out += ' ';
     // Absolute-form targets are reduced to origin-form; "*" (OPTIONS) stays as it is.
     std::string_view target = in.target();
     if (!target.empty() && target.front() != '/' && target != "*") {
@@ -147,20 +184,20 @@ void build_origin_request(const http::request_header<>& in, http::request_header
             target = slash == std::string_view::npos ? std::string_view{"/"} : target.substr(slash);
         }
     }
-    if (info.base_path.empty() || target == "*") {
-        out.target(target);
-    } else {
-        std::string t{info.base_path};
-        if (!t.empty() && t.back() == '/' && !target.empty() && target.front() == '/') {
-            t.pop_back();
+    if (!info.base_path.empty() && target != "*") {
+        std::string_view base = info.base_path;
+        if (base.back() == '/' && !target.empty() && target.front() == '/') {
+            base.remove_suffix(1);
         }
-        t.append(target);
-        out.target(t);
+        out += base;
     }
+    out += target;
+    out += " HTTP/1.1\r\n";
+    append_field(out, "Host", info.origin_host);
 
-    std::string forwarded_for;
     std::string_view original_host;
-    const bool names = has_connection_token(in);
+    bool forwarded_for = false;
+    const connection_names names(in);
     for (const auto& f : in) {
         switch (f.name()) {
             case http::field::host:
@@ -177,11 +214,8 @@ void build_origin_request(const http::request_header<>& in, http::request_header
         }
         if (f.name() == http::field::unknown) {
             auto name = f.name_string();
-            if (beast::iequals(name, "x-forwarded-for")) {
-                if (!forwarded_for.empty()) {
-                    forwarded_for += ", ";
-                }
-                forwarded_for.append(f.value());
+            if (is_forwarded_for(f)) {
+                forwarded_for = true;
                 continue;
             }
             if (beast::iequals(name, "x-forwarded-proto") ||
@@ -189,57 +223,86 @@ void build_origin_request(const http::request_header<>& in, http::request_header
                 continue;
             }
         }
-        if (names && named_by_connection(in, f.name_string())) {
+        if (names.contains(f.name_string())) {
             continue;
         }
-        // The parsed field enum goes along: no second name lookup per copied field.
-        out.insert(f.name(), f.name_string(), f.value());
+        append_field(out, f.name_string(), f.value());
     }
-    if (!forwarded_for.empty()) {
-        forwarded_for += ", ";
+    // The client's X-Forwarded-For values, in order, then the client's own address.
+    out += "X-Forwarded-For: ";
+    if (forwarded_for) {
+        for (const auto& f : in) {
+            if (is_forwarded_for(f)) {
+                out += f.value();
+                out += ", ";
+            }
+        }
     }
-    forwarded_for.append(info.client_ip);
-    out.set(http::field::host, info.origin_host);
-    out.set("X-Forwarded-For", forwarded_for);
-    out.set("X-Forwarded-Proto", info.tls ? "https" : "http");
+    out += info.client_ip;
+    out += "\r\n";
+    append_field(out, "X-Forwarded-Proto", info.tls ? "https" : "http");
     if (!original_host.empty()) {
-        out.set("X-Forwarded-Host", original_host);
+        append_field(out, "X-Forwarded-Host", original_host);
     }
 
     // Framing follows the client's body; chunked stays chunked, a length stays that length.
     if (in.count(http::field::transfer_encoding) > 0) {
-        out.set(http::field::transfer_encoding, "chunked");
+        append_field(out, "Transfer-Encoding", "chunked");
     } else if (auto cl = in.find(http::field::content_length); cl != in.end()) {
-        out.set(http::field::content_length, trim(cl->value()));
+        append_field(out, "Content-Length", trim(cl->value()));
     }
-    if (websocket) {
-        out.set(http::field::upgrade, "websocket");
-        out.set(http::field::connection, "Upgrade");
+    if (is_websocket_upgrade(in)) {
+        append_field(out, "Upgrade", "websocket");
+        append_field(out, "Connection", "Upgrade");
     }
+    out += "\r\n";
 }
 
-void build_client_response(const http::response_header<>& in, http::response_header<>& out,
-                           bool websocket_101) {
-    out.result(in.result_int());
-    out.reason(in.reason());
-    out.version(11);
-    const bool names = has_connection_token(in);
+void write_client_response(const response_head& in, std::string& out,
+                           const client_framing& how) {
+    append_status_line(out, how.version, in.result_int(), in.reason());
+    const connection_names names(in);
+    std::string_view origin_length;
     for (const auto& f : in) {
         if (f.name() == http::field::content_length) {
-            continue;  // framing is set by the session from the origin parser
+            origin_length = f.value();  // framing is set from `how`
+            continue;
         }
         if (is_hop_by_hop(f)) {
             continue;
         }
-        if (names && named_by_connection(in, f.name_string())) {
+        if (names.contains(f.name_string())) {
             continue;
         }
-        out.insert(f.name(), f.name_string(), f.value());
+        append_field(out, f.name_string(), f.value());
     }
-    if (websocket_101) {
-        out.set(http::field::upgrade, "websocket");
-        out.set(http::field::connection, "Upgrade");
+    if (how.extra != nullptr) {
+        for (const auto& [name, value] : *how.extra) {
+            append_field(out, name, value);
+        }
     }
+    switch (how.kind) {
+        case client_framing::body::as_origin:
+            if (!origin_length.empty()) {
+                append_field(out, "Content-Length", trim(origin_length));
+            }
+            break;
+        case client_framing::body::length:
+            append_field(out, "Content-Length", how.length);
+            break;
+        case client_framing::body::chunked:
+            append_field(out, "Transfer-Encoding", "chunked");
+            break;
+        case client_framing::body::until_close:
+            break;
+    }
+    if (how.websocket_101) {
+        append_field(out, "Upgrade", "websocket");
+        append_field(out, "Connection", "Upgrade");
+    } else {
+        append_connection(out, how.version, how.keep_alive);
+    }
+    out += "\r\n";
 }
 
 }  // namespace waitroom::gateway

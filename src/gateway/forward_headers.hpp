@@ -4,8 +4,11 @@
 
 #include <boost/beast/http/message.hpp>
 
+#include <cstdint>
 #include <string>
 #include <string_view>
+
+#include "waitroom/gateway/request_filter.hpp"
 
 namespace waitroom::gateway {
 
@@ -13,10 +16,10 @@ namespace waitroom::gateway {
 // Content-Length with Transfer-Encoding, differing or malformed Content-Lengths,
 // Transfer-Encoding on HTTP/1.0, a transfer-coding other than `chunked`, or a field value
 // holding NUL, CR or LF.
-std::string_view request_problem(const boost::beast::http::request_header<>& req);
+std::string_view request_problem(const request_head& req);
 
 // True when the request asks for a WebSocket upgrade (the only upgrade that is tunnelled).
-bool is_websocket_upgrade(const boost::beast::http::request_header<>& req);
+bool is_websocket_upgrade(const request_head& req);
 
 struct forward_info {
     std::string_view client_ip;    // appended to X-Forwarded-For
@@ -25,16 +28,34 @@ struct forward_info {
     std::string_view base_path;    // origin URL path prefix, "" for none
 };
 
-// Builds the header sent to the origin from the client's: end-to-end fields copied, hop-by-hop
-// ones dropped (Connection and what it names, Keep-Alive, Proxy-*, TE, Trailer,
-// Transfer-Encoding, Expect, Upgrade except WebSocket), framing set from the client's body,
-// X-Forwarded-For appended, X-Forwarded-Proto/-Host set, Host rewritten, base path prepended.
-void build_origin_request(const boost::beast::http::request_header<>& in,
-                          boost::beast::http::request_header<>& out, const forward_info& info);
+// Writes the request head sent to the origin (request line, fields, blank line) into `out`,
+// from the client's: end-to-end fields copied, hop-by-hop ones dropped (Connection and what it
+// names, Keep-Alive, Proxy-*, TE, Trailer, Transfer-Encoding, Expect, Upgrade except
+// WebSocket), framing set from the client's body (chunked stays chunked, a length stays that
+// length), X-Forwarded-For appended, X-Forwarded-Proto/-Host set, Host rewritten, base path
+// prepended. HTTP/1.1 to the origin, always.
+void write_origin_request(const request_head& in, std::string& out,
+                          const forward_info& info);
 
-// Builds the header sent to the client from the origin's: hop-by-hop fields dropped, except
-// the Upgrade/Connection pair of a 101 to a WebSocket upgrade.
-void build_client_response(const boost::beast::http::response_header<>& in,
-                           boost::beast::http::response_header<>& out, bool websocket_101);
+// How the response to the client is framed and kept.
+struct client_framing {
+    enum class body {
+        as_origin,  // no body (HEAD, 204, 304): the origin's Content-Length, if any, is kept
+        length,     // Content-Length: `length`
+        chunked,    // Transfer-Encoding: chunked
+        until_close,  // neither: the connection's end ends the body (HTTP/1.0 client)
+    };
+    unsigned version = 11;  // the client's HTTP version (1.0 → 10, 1.1 → 11)
+    body kind = body::as_origin;
+    std::uint64_t length = 0;
+    bool keep_alive = true;
+    bool websocket_101 = false;  // keep the Upgrade/Connection pair of a 101 to a WebSocket
+    const header_list* extra = nullptr;  // added after the origin's fields
+};
+
+// Writes the response head sent to the client into `out`, from the origin's: hop-by-hop fields
+// and the origin's framing dropped, framing and Connection set as `how` says.
+void write_client_response(const response_head& in, std::string& out,
+                           const client_framing& how);
 
 }  // namespace waitroom::gateway

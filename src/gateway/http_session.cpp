@@ -5,7 +5,6 @@
 #include <boost/beast/core/bind_handler.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/read.hpp>
-#include <boost/beast/http/write.hpp>
 
 #include "forward_headers.hpp"
 #include "origin_connection.hpp"
@@ -22,8 +21,8 @@ constexpr std::size_t origin_header_limit = 64 * 1024;
 constexpr auto linger_time = std::chrono::seconds(2);
 
 template <class Stream>
-Stream make_stream(tcp::socket&& socket, ssl::context* tls) {
-    if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
+Stream make_stream(tcp_socket&& socket, ssl::context* tls) {
+    if constexpr (std::is_same_v<Stream, tcp_stream>) {
         (void)tls;
         return Stream(std::move(socket));
     } else {
@@ -98,32 +97,10 @@ metrics::origin_error origin_error_kind(const error_code& ec, bool connecting) {
     return metrics::origin_error::reset;
 }
 
-// Plain TCP sockets are put in non-blocking mode, so Beast's synchronous write sends what the
-// socket takes right now and stops at would_block instead of waiting. A message that fits the
-// socket buffer (nearly always) then goes out inline: no timer armed and cancelled, no
-// operation allocated, no completion posted. True when nothing is left to send now (`ec` holds
-// a real error, if any); false when the socket is full and the rest must go asynchronously.
-template <class Serializer>
-bool write_now(beast::tcp_stream& s, Serializer& sr, bool header_only, error_code& ec) {
-    if (header_only) {
-        http::write_header(s, sr, ec);
-    } else {
-        http::write(s, sr, ec);
-    }
-    if (ec == asio::error::would_block || ec == asio::error::try_again) {
-        ec = {};
-        return false;
-    }
-    if (ec == http::error::need_buffer) {
-        ec = {};  // the piece is sent; the serializer waits for the next one
-    }
-    return true;
-}
-
 }  // namespace
 
 template <class Stream>
-http_session<Stream>::http_session(std::shared_ptr<worker_state> state, tcp::socket&& socket,
+http_session<Stream>::http_session(std::shared_ptr<worker_state> state, tcp_socket&& socket,
                                    ssl::context* tls)
     : state_(std::move(state)),
       cfg_(state_->current_config()),
@@ -140,7 +117,7 @@ http_session<Stream>::http_session(std::shared_ptr<worker_state> state, tcp::soc
         info_.client_ip_bytes = room::parse_ip(info_.client_ip);
     }
     if constexpr (!is_tls) {
-        lowest().socket().non_blocking(true, ec);  // for write_now
+        lowest().socket().non_blocking(true, ec);  // for write_now (inline writes)
     }
     info_.tls = is_tls;
     info_.worker = state_->index;
@@ -205,7 +182,7 @@ void http_session<Stream>::close() {
     closed_ = true;
     error_code ignored;
     header_timer_.cancel();
-    lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    lowest().socket().shutdown(asio::socket_base::shutdown_both, ignored);
     lowest().socket().close(ignored);
     if (origin_) {
         origin_->close();
@@ -223,7 +200,11 @@ void http_session<Stream>::do_read_header() {
     if (const auto& c = state_->current_config(); c != cfg_) {
         cfg_ = c;  // a reload applies from the next request on, keep-alive or not
     }
-    parser_.emplace();
+    // The previous exchange's heads go before their arena is reset.
+    res_parser_.reset();
+    parser_.reset();
+    arena_.release();
+    parser_.emplace(request_head(field_allocator(&arena_)));
     parser_->header_limit(static_cast<std::uint32_t>(cfg_->limits.max_header_bytes));
     if (cfg_->limits.max_body_bytes > 0) {
         parser_->body_limit(cfg_->limits.max_body_bytes);
@@ -334,29 +315,28 @@ void http_session<Stream>::on_filter(filter_result r) {
         return send_response(filter_.status, filter_.headers, std::move(filter_.body),
                              std::move(filter_.shared_body), request_has_body_);
     }
-    // Build the origin's request header once; a retry reuses it.
-    out_req_ = {};
+    // Build the origin's request head once; a retry sends it again.
     forward_info fi;
     fi.client_ip = info_.client_ip;
     fi.tls = is_tls;
     fi.origin_host = state_->pool->host_header();
     fi.base_path = cfg_->origin.base_path;
-    build_origin_request(parser_->get().base(), out_req_.base(), fi);
+    const auto& req = parser_->get();
+    write_origin_request(req.base(), to_origin_.head(req.chunked()), fi);
     if (!request_has_body_) {
         return do_forward(false);
     }
     // Read the first piece of the body before touching the origin: a malformed first chunk is
-    // then refused without the origin seeing anything, and the header and first piece go out
+    // then refused without the origin seeing anything, and the head and first piece go out
     // together.
     if (expect_continue_) {
         // The client waits for this before sending the body; the origin never sees Expect.
+        static constexpr std::string_view continue_100 = "HTTP/1.1 100 Continue\r\n\r\n";
         expect_continue_ = false;
-        interim_ = {};
-        interim_.result(http::status::continue_);
-        interim_.version(11);
         lowest().expires_after(cfg_->limits.body_timeout);
-        return http::async_write(
-            stream_, interim_, beast::bind_front_handler(&http_session::on_write_continue, self()));
+        return asio::async_write(
+            stream_, asio::buffer(continue_100.data(), continue_100.size()),
+            beast::bind_front_handler(&http_session::on_write_continue, self()));
     }
     do_read_body();
 }
@@ -396,15 +376,18 @@ void http_session<Stream>::on_origin(error_code ec, std::shared_ptr<origin_conne
         (c->requests_served > 0 ? m->origin_reused() : m->origin_opened()).inc(state_->index);
     }
     origin_ = std::move(c);
-    out_req_.body().data = nullptr;
-    out_req_.body().size = 0;
-    out_req_.body().more = request_has_body_;
-    out_sr_.emplace(out_req_);
-    if (!origin_->is_tls()) {
+    // The head (again, on a retry) with the body's first piece, or the whole bodiless request.
+    to_origin_.resend_head();
+    if (request_has_body_) {
+        to_origin_.queue(piece(), pending_, parser_->is_done());
+    } else {
+        to_origin_.queue(nullptr, 0, true);
+    }
+    if (!request_has_body_ && !origin_->is_tls()) {
         error_code wec;
-        if (write_now(origin_->lowest(), *out_sr_, true, wec)) {
-            if (wec || request_has_body_) {
-                return on_origin_write_header(wec, 0);
+        if (write_now(origin_->lowest().socket(), to_origin_, wec)) {
+            if (wec) {
+                return origin_failed(wec, true);
             }
             // The answer cannot be there yet: reading now would only cost a system call that
             // returns EAGAIN. Going to the back of the queue first lets the origin answer.
@@ -412,22 +395,27 @@ void http_session<Stream>::on_origin(error_code ec, std::shared_ptr<origin_conne
                               [self = self()] { self->do_read_response_header(); });
         }
     }
-    origin_->lowest().expires_after(cfg_->origin.timeout);
-    origin_->visit([&](auto& s) {
-        http::async_write_header(
-            s, *out_sr_, beast::bind_front_handler(&http_session::on_origin_write_header, self()));
-    });
+    write_origin();
 }
 
+// Sends what to_origin_ holds: inline while a plain socket takes it, else asynchronously.
 template <class Stream>
-void http_session<Stream>::on_origin_write_header(error_code ec, std::size_t) {
-    if (ec) {
-        return origin_failed(ec, true);
+void http_session<Stream>::write_origin() {
+    if (!origin_->is_tls()) {
+        error_code ec;
+        if (write_now(origin_->lowest().socket(), to_origin_, ec)) {
+            return on_origin_write_body(ec, 0);
+        }
     }
-    if (!request_has_body_) {
-        return do_read_response_header();
-    }
-    send_piece();
+    origin_->lowest().expires_after(request_has_body_ ? cfg_->limits.body_timeout
+                                                      : cfg_->origin.timeout);
+    origin_->visit([&](auto& s) {
+        asio::async_write(s, to_origin_.buffers(),
+                          [self = self()](error_code ec, std::size_t n) {
+                              self->to_origin_.sent();
+                              self->on_origin_write_body(ec, n);
+                          });
+    });
 }
 
 template <class Stream>
@@ -474,30 +462,17 @@ void http_session<Stream>::on_read_body(error_code ec, std::size_t) {
     if (!origin_) {
         return do_forward(false);  // first piece in hand: now the origin
     }
-    send_piece();
-}
-
-template <class Stream>
-void http_session<Stream>::send_piece() {
-    out_req_.body().data = pending_ > 0 ? piece() : nullptr;
-    out_req_.body().size = pending_;
-    out_req_.body().more = !parser_->is_done();
-    origin_->lowest().expires_after(cfg_->limits.body_timeout);
-    origin_->visit([&](auto& s) {
-        http::async_write(s, *out_sr_,
-                          beast::bind_front_handler(&http_session::on_origin_write_body, self()));
-    });
+    to_origin_.queue(pending_ > 0 ? piece() : nullptr, pending_, parser_->is_done());
+    write_origin();
 }
 
 template <class Stream>
 void http_session<Stream>::on_origin_write_body(error_code ec, std::size_t) {
-    if (ec == http::error::need_buffer) {
-        ec = {};
-    }
     if (ec) {
-        return origin_failed(ec, false);
+        // A bodiless request may be retried (a stale pooled connection); a body is gone.
+        return origin_failed(ec, !request_has_body_);
     }
-    if (parser_->is_done()) {
+    if (!request_has_body_ || parser_->is_done()) {
         return do_read_response_header();
     }
     do_read_body();
@@ -507,7 +482,7 @@ void http_session<Stream>::on_origin_write_body(error_code ec, std::size_t) {
 
 template <class Stream>
 void http_session<Stream>::do_read_response_header() {
-    res_parser_.emplace();
+    res_parser_.emplace(response_head(field_allocator(&arena_)));
     res_parser_->body_limit(boost::none);
     res_parser_->header_limit(origin_header_limit);
     if (head_) {
@@ -539,75 +514,47 @@ void http_session<Stream>::on_read_response_header(error_code ec, std::size_t) {
     if (status >= 100 && status < 200) {
         return do_read_response_header();  // interim (103 Early Hints…): not relayed
     }
-    out_res_ = {};
-    build_client_response(res.base(), out_res_.base(), false);
-    state_->ctx->filter().on_response(out_res_.base(), filter_.context);
-    for (const auto& [name, value] : filter_.headers) {
-        out_res_.insert(name, value);
-    }
-    out_res_.version(parser_->get().version());
-
+    // The filter sees (and may change) the origin's header; what is left of it goes out.
+    state_->ctx->filter().on_response(res.base(), filter_.context);
+    client_framing how;
+    how.version = parser_->get().version();
+    how.extra = &filter_.headers;
     const bool bodyless = head_ || status == 204 || status == 304;
     bool keep = client_keep_alive_ && !draining_;
     if (bodyless) {
-        if (auto cl = res.find(http::field::content_length); cl != res.end()) {
-            out_res_.set(http::field::content_length, cl->value());
-        }
+        how.kind = client_framing::body::as_origin;
     } else if (auto len = res_parser_->content_length()) {
-        out_res_.content_length(*len);
-    } else if (parser_->get().version() >= 11) {
-        out_res_.chunked(true);
+        how.kind = client_framing::body::length;
+        how.length = *len;
+    } else if (how.version >= 11) {
+        how.kind = client_framing::body::chunked;
     } else {
+        how.kind = client_framing::body::until_close;
         keep = false;  // HTTP/1.0 client, unknown length: the close ends the body
     }
     client_keep_alive_ = keep;
-    out_res_.keep_alive(keep);
+    how.keep_alive = keep;
+    status_ = status;
+    write_client_response(res.base(),
+                          to_client_.head(how.kind == client_framing::body::chunked), how);
 
-    lowest().expires_after(cfg_->limits.body_timeout);
     if (bodyless) {
-        interim_ = http::response<http::empty_body>{out_res_.base()};
-        return http::async_write(stream_, interim_, [self = self()](error_code e, std::size_t n) {
-            self->on_write_response_body(e, n);
-        });
+        to_client_.queue(nullptr, 0, true);
+        return write_response_piece();
     }
-    out_res_.body().data = nullptr;
-    out_res_.body().size = 0;
-    out_res_.body().more = true;
-    res_sr_.emplace(out_res_);
     if (res_parser_->is_done() || origin_->buffer().size() > 0) {
-        // Body bytes are already here: the header goes out with them in one write.
+        // Body bytes are already here: the head goes out with them in one write.
         return do_read_response_body();
     }
-    if constexpr (!is_tls) {
-        error_code wec;
-        if (write_now(lowest(), *res_sr_, true, wec)) {
-            return on_write_response_header(wec, 0);
-        }
-    }
-    http::async_write_header(
-        stream_, *res_sr_,
-        beast::bind_front_handler(&http_session::on_write_response_header, self()));
-}
-
-template <class Stream>
-void http_session<Stream>::on_write_response_header(error_code ec, std::size_t) {
-    if (ec) {
-        fail(ec, "write response header");
-        return close();
-    }
-    if (res_sr_->is_done()) {
-        return finish_exchange();
-    }
-    do_read_response_body();
+    to_client_.queue(nullptr, 0, false);  // the head alone, while the body is on its way
+    write_response_piece();
 }
 
 template <class Stream>
 void http_session<Stream>::do_read_response_body() {
     if (res_parser_->is_done()) {
         // Finish the framing (the last chunk) with an empty final piece.
-        out_res_.body().data = nullptr;
-        out_res_.body().size = 0;
-        out_res_.body().more = false;
+        to_client_.queue(nullptr, 0, true);
         return write_response_piece();
     }
     auto& body = res_parser_->get().body();
@@ -617,7 +564,7 @@ void http_session<Stream>::do_read_response_body() {
         // Bytes already read from the origin are parsed here and now; only a body that is not
         // all here yet takes an asynchronous read (which goes on from where this stops).
         // A piece that is neither full nor the end is not sent yet: the read below goes on
-        // filling it, so a 16 KiB body still leaves in one write with its header.
+        // filling it, so a 16 KiB body still leaves in one write with its head.
         res_parser_->eager(true);
         error_code ec;
         bool full = false;
@@ -662,36 +609,43 @@ void http_session<Stream>::on_read_response_body(error_code ec, std::size_t) {
     if (n == 0 && more) {
         return do_read_response_body();
     }
-    out_res_.body().data = n > 0 ? piece() : nullptr;
-    out_res_.body().size = n;
     bytes_sent_ += n;
-    out_res_.body().more = more;
+    to_client_.queue(n > 0 ? piece() : nullptr, n, !more);
     write_response_piece();
 }
 
 template <class Stream>
 void http_session<Stream>::write_response_piece() {
+    write_client(beast::bind_front_handler(&http_session::on_write_response_body, self()));
+}
+
+// Sends what to_client_ holds, then calls `on_done(ec, n)`: inline while a plain socket takes
+// it (no timer, no operation allocated, no completion posted), else asynchronously.
+template <class Stream>
+template <class Handler>
+void http_session<Stream>::write_client(Handler&& on_done) {
     if constexpr (!is_tls) {
         error_code ec;
-        if (write_now(lowest(), *res_sr_, false, ec)) {
-            return on_write_response_body(ec, 0);
+        if (write_now(lowest().socket(), to_client_, ec)) {
+            return on_done(ec, 0);
         }
     }
     lowest().expires_after(cfg_->limits.body_timeout);
-    http::async_write(stream_, *res_sr_,
-                      beast::bind_front_handler(&http_session::on_write_response_body, self()));
+    asio::async_write(stream_, to_client_.buffers(),
+                      [self = self(), on_done = std::forward<Handler>(on_done)](
+                          error_code ec, std::size_t n) mutable {
+                          self->to_client_.sent();
+                          on_done(ec, n);
+                      });
 }
 
 template <class Stream>
 void http_session<Stream>::on_write_response_body(error_code ec, std::size_t) {
-    if (ec == http::error::need_buffer) {
-        ec = {};
-    }
     if (ec) {
-        fail(ec, "write response body");
+        fail(ec, "write response");
         return close();
     }
-    if (res_sr_ && !res_sr_->is_done()) {
+    if (!to_client_.done()) {
         return do_read_response_body();
     }
     finish_exchange();
@@ -699,11 +653,9 @@ void http_session<Stream>::on_write_response_body(error_code ec, std::size_t) {
 
 template <class Stream>
 void http_session<Stream>::finish_exchange() {
-    log_request(out_res_.result_int());
+    log_request(status_);
     const bool reusable = res_parser_->is_done() && res_parser_->keep_alive();
     state_->pool->release(std::move(origin_), reusable);
-    res_sr_.reset();
-    out_sr_.reset();
     if (!client_keep_alive_) {
         return do_close();
     }
@@ -713,15 +665,17 @@ void http_session<Stream>::finish_exchange() {
 
 template <class Stream>
 void http_session<Stream>::start_tunnel() {
-    auto res = http::response<http::empty_body>{};
-    build_client_response(res_parser_->get().base(), res.base(), true);
+    auto& res = res_parser_->get();
     state_->ctx->filter().on_response(res.base(), filter_.context);
-    for (const auto& [name, value] : filter_.headers) {
-        res.insert(name, value);
-    }
-    interim_ = std::move(res);
+    client_framing how;
+    how.websocket_101 = true;
+    how.extra = &filter_.headers;
+    status_ = 101;
+    write_client_response(res.base(), to_client_.head(false), how);
+    to_client_.queue(nullptr, 0, true);
     lowest().expires_after(cfg_->limits.body_timeout);
-    http::async_write(stream_, interim_, [self = self()](error_code ec, std::size_t) {
+    asio::async_write(stream_, to_client_.buffers(), [self = self()](error_code ec, std::size_t) {
+        self->to_client_.sent();
         if (ec) {
             fail(ec, "write 101");
             return self->close();
@@ -735,7 +689,6 @@ void http_session<Stream>::start_tunnel() {
         });
     });
 }
-
 template <class Stream>
 void http_session<Stream>::origin_failed(error_code ec, bool before_response) {
     fail(ec, "origin");
@@ -764,35 +717,20 @@ void http_session<Stream>::send_response(unsigned status, const header_list& hea
                                          std::string body,
                                          std::shared_ptr<const std::string> shared_body,
                                          bool close) {
-    memory_res_ = {};
-    memory_res_.result(status);
-    memory_res_.version(parser_ ? parser_->get().version() : 11);
-    for (const auto& [name, value] : headers) {
-        memory_res_.insert(name, value);
-    }
     // The body is either our own text or a page the render cache shares with us (no copy);
     // either way it stays alive in a member until the write completes.
     memory_body_ = std::move(body);
     memory_shared_ = std::move(shared_body);
     const std::string& text = memory_shared_ ? *memory_shared_ : memory_body_;
     const bool head = parser_ && parser_->get().method() == http::verb::head;
-    memory_res_.body() =
-        head ? boost::span<const char>{} : boost::span<const char>{text.data(), text.size()};
-    memory_res_.content_length(text.size());
     close = close || draining_ || !parser_ || !parser_->get().keep_alive();
-    memory_res_.keep_alive(!close);
-    memory_sr_.emplace(memory_res_);
-    if constexpr (!is_tls) {
-        // A queue page goes out as a proxied response does: inline while the socket takes it.
-        error_code ec;
-        if (write_now(lowest(), *memory_sr_, false, ec)) {
-            return on_write_memory_response(close, ec, 0);
-        }
-    }
-    lowest().expires_after(cfg_->limits.body_timeout);
-    http::async_write(
-        stream_, *memory_sr_,
-        beast::bind_front_handler(&http_session::on_write_memory_response, self(), close));
+    status_ = status;
+    write_local_head(to_client_.head(false), parser_ ? parser_->get().version() : 11, status,
+                     headers, text.size(), !close);
+    to_client_.queue(text.data(), head ? 0 : text.size(), true);
+    bytes_sent_ = head ? 0 : text.size();
+    // A queue page goes out as a proxied response does: inline while the socket takes it.
+    write_client(beast::bind_front_handler(&http_session::on_write_memory_response, self(), close));
 }
 
 template <class Stream>
@@ -810,10 +748,7 @@ void http_session<Stream>::on_write_memory_response(bool close, error_code ec, s
         fail(ec, "write");
         return do_close();
     }
-    bytes_sent_ = memory_res_.body().size();
-    log_request(memory_res_.result_int());
-    memory_sr_.reset();
-    memory_res_.body() = {};
+    log_request(status_);
     memory_shared_.reset();
     if (close) {
         return do_close();
@@ -861,7 +796,7 @@ void http_session<Stream>::do_close() {
         stream_.async_shutdown(beast::bind_front_handler(&http_session::on_shutdown, self()));
     } else {
         error_code ignored;
-        lowest().socket().shutdown(tcp::socket::shutdown_send, ignored);
+        lowest().socket().shutdown(asio::socket_base::shutdown_send, ignored);
         do_linger();
     }
 }
@@ -892,7 +827,7 @@ void http_session<Stream>::on_shutdown(error_code ec) {
     lowest().socket().close(ignored);
 }
 
-template class http_session<beast::tcp_stream>;
-template class http_session<ssl::stream<beast::tcp_stream>>;
+template class http_session<tcp_stream>;
+template class http_session<ssl::stream<tcp_stream>>;
 
 }  // namespace waitroom::gateway

@@ -2,26 +2,27 @@
 // One client connection: reads HTTP/1.1 requests one at a time (pipelined bytes wait in the
 // buffer), validates each, asks the request_filter, then forwards it through a pooled origin
 // connection with both bodies streamed piece by piece, or answers it from memory. Upgrades
-// to a byte tunnel after an origin 101 to a WebSocket request. Stream is beast::tcp_stream or
-// ssl::stream<beast::tcp_stream>.
+// to a byte tunnel after an origin 101 to a WebSocket request. Stream is tcp_stream or
+// ssl::stream<tcp_stream>.
 
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/buffer_body.hpp>
-#include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/parser.hpp>
-#include <boost/beast/http/serializer.hpp>
-#include <boost/beast/http/span_body.hpp>
 
+#include <array>
 #include <chrono>
+#include <cstddef>
+#include <memory_resource>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "common.hpp"
+#include "outgoing_message.hpp"
 #include "waitroom/config/config.hpp"
 #include "waitroom/gateway/request_filter.hpp"
 #include "worker_state.hpp"
@@ -34,10 +35,10 @@ template <class Stream>
 class http_session : public session_base,
                      public std::enable_shared_from_this<http_session<Stream>> {
   public:
-    static constexpr bool is_tls = !std::is_same_v<Stream, beast::tcp_stream>;
+    static constexpr bool is_tls = !std::is_same_v<Stream, tcp_stream>;
 
     // `tls` is the listener's context when Stream is a TLS stream, else nullptr.
-    http_session(std::shared_ptr<worker_state> state, tcp::socket&& socket, ssl::context* tls);
+    http_session(std::shared_ptr<worker_state> state, tcp_socket&& socket, ssl::context* tls);
     ~http_session() override;
 
     void run();
@@ -47,7 +48,7 @@ class http_session : public session_base,
   private:
     using self_ptr = std::shared_ptr<http_session>;
     self_ptr self() { return this->shared_from_this(); }
-    beast::tcp_stream& lowest() { return beast::get_lowest_layer(stream_); }
+    tcp_stream& lowest() { return beast::get_lowest_layer(stream_); }
     char* piece();
 
     void on_handshake(error_code ec);
@@ -58,15 +59,13 @@ class http_session : public session_base,
     void on_filter(filter_result r);
     void do_forward(bool fresh);
     void on_origin(error_code ec, std::shared_ptr<origin_connection> c);
-    void on_origin_write_header(error_code ec, std::size_t);
+    void write_origin();
     void on_write_continue(error_code ec, std::size_t);
     void do_read_body();
     void on_read_body(error_code ec, std::size_t);
-    void send_piece();
     void on_origin_write_body(error_code ec, std::size_t);
     void do_read_response_header();
     void on_read_response_header(error_code ec, std::size_t);
-    void on_write_response_header(error_code ec, std::size_t);
     void do_read_response_body();
     void on_read_response_body(error_code ec, std::size_t);
     void write_response_piece();
@@ -78,6 +77,8 @@ class http_session : public session_base,
                        std::shared_ptr<const std::string> shared_body, bool close);
     void send_error(unsigned status, std::string_view text, bool close);
     void on_write_memory_response(bool close, error_code ec, std::size_t);
+    template <class Handler>
+    void write_client(Handler&& on_done);
     void log_request(unsigned status);
     void do_close();
     void do_linger();
@@ -88,7 +89,7 @@ class http_session : public session_base,
     config::snapshot cfg_;
     Stream stream_;
     beast::flat_buffer buffer_;
-    asio::steady_timer header_timer_;
+    steady_timer header_timer_;
     std::uint64_t header_generation_ = 0;  // of the last arm; older waits are stale
     std::chrono::steady_clock::time_point header_deadline_;  // of the header read in progress
     bool header_waiting_ = false;                            // a header read is in progress
@@ -100,8 +101,13 @@ class http_session : public session_base,
     bool closed_ = false;
     request_info info_;
 
+    // The fields of the exchange's two parsed heads live here; reset per request. Most heads
+    // fit its inline buffer, so parsing one allocates nothing.
+    std::array<std::byte, 3072> arena_buffer_;
+    std::pmr::monotonic_buffer_resource arena_{arena_buffer_.data(), arena_buffer_.size()};
+
     // The exchange in flight.
-    std::optional<http::request_parser<http::buffer_body>> parser_;
+    std::optional<http::request_parser<http::buffer_body, field_allocator>> parser_;
     filter_result filter_;
     bool head_ = false;
     bool websocket_ = false;
@@ -113,14 +119,10 @@ class http_session : public session_base,
     std::size_t pending_ = 0;  // body bytes read from the client, not yet sent on
     bool client_keep_alive_ = false;
     std::shared_ptr<origin_connection> origin_;
-    http::request<http::buffer_body> out_req_;
-    std::optional<http::request_serializer<http::buffer_body>> out_sr_;
-    std::optional<http::response_parser<http::buffer_body>> res_parser_;
-    http::response<http::buffer_body> out_res_;
-    std::optional<http::response_serializer<http::buffer_body>> res_sr_;
-    http::response<http::empty_body> interim_;  // 100 Continue, bodyless responses
-    http::response<http::span_body<const char>> memory_res_;
-    std::optional<http::response_serializer<http::span_body<const char>>> memory_sr_;
+    outgoing_message to_origin_;  // the request as forwarded (its head is built once per request)
+    std::optional<http::response_parser<http::buffer_body, field_allocator>> res_parser_;
+    outgoing_message to_client_;  // the response, forwarded or answered from memory
+    unsigned status_ = 0;         // of the response, for the access log and metrics
     std::string memory_body_;                           // its body when we wrote it
     std::shared_ptr<const std::string> memory_shared_;  // its body when a cache shares it
     std::unique_ptr<char[]> piece_;                     // body relay buffer, made on first use

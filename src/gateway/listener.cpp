@@ -84,7 +84,7 @@ void listener::do_accept() {
                            beast::bind_front_handler(&listener::on_accept, shared_from_this()));
 }
 
-void listener::on_accept(error_code ec, tcp::socket socket) {
+void listener::on_accept(error_code ec, tcp_socket socket) {
     if (stopped_) {
         return;
     }
@@ -101,11 +101,11 @@ void listener::on_accept(error_code ec, tcp::socket socket) {
     }
     socket.set_option(tcp::no_delay(true), ec);
     if (tls_) {
-        std::make_shared<http_session<ssl::stream<beast::tcp_stream>>>(state_, std::move(socket),
+        std::make_shared<http_session<ssl::stream<tcp_stream>>>(state_, std::move(socket),
                                                                        tls_.get())
             ->run();
     } else {
-        std::make_shared<http_session<beast::tcp_stream>>(state_, std::move(socket), nullptr)
+        std::make_shared<http_session<tcp_stream>>(state_, std::move(socket), nullptr)
             ->run();
     }
     // The config is read here only, once per accepted connection.

@@ -31,11 +31,11 @@ class listener : public std::enable_shared_from_this<listener> {
 
   private:
     void do_accept();
-    void on_accept(error_code ec, tcp::socket socket);
+    void on_accept(error_code ec, tcp_socket socket);
 
     std::shared_ptr<worker_state> state_;
-    tcp::acceptor acceptor_;
-    asio::steady_timer retry_timer_;
+    tcp_acceptor acceptor_;
+    steady_timer retry_timer_;
     std::unique_ptr<ssl::context> tls_;
     bool paused_ = false;
     bool stopped_ = false;

@@ -6,7 +6,7 @@
 
 namespace waitroom::gateway {
 
-origin_connection::origin_connection(asio::any_io_executor ex, ssl::context* tls) : idle_timer(ex) {
+origin_connection::origin_connection(executor_type ex, ssl::context* tls) : idle_timer(ex) {
     // Beast reads at most the buffer's free capacity (>= 512 bytes) per recv: without room a
     // 16 KiB body takes some 32 system calls.
     buffer_.reserve(16 * 1024);
@@ -42,7 +42,7 @@ bool origin_connection::looks_dead(bool peek) {
 void origin_connection::close() {
     error_code ignored;
     idle_timer.cancel();
-    lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    lowest().socket().shutdown(asio::socket_base::shutdown_both, ignored);
     lowest().socket().close(ignored);
 }
 

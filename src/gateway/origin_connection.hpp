@@ -21,7 +21,7 @@ namespace waitroom::gateway {
 class origin_connection {
   public:
     // A TLS connection when `tls` is given (the pool's context, which outlives it).
-    origin_connection(asio::any_io_executor ex, ssl::context* tls);
+    origin_connection(executor_type ex, ssl::context* tls);
 
     template <class F>
     decltype(auto) visit(F&& f) {
@@ -31,9 +31,9 @@ class origin_connection {
         return f(*tcp_);
     }
 
-    beast::tcp_stream& lowest() { return tls_ ? tls_->next_layer() : *tcp_; }
+    tcp_stream& lowest() { return tls_ ? tls_->next_layer() : *tcp_; }
     bool is_tls() const { return tls_.has_value(); }
-    ssl::stream<beast::tcp_stream>* tls_stream() { return tls_ ? &*tls_ : nullptr; }
+    ssl::stream<tcp_stream>* tls_stream() { return tls_ ? &*tls_ : nullptr; }
 
     // Bytes read from the origin past the last message (kept with the connection).
     beast::flat_buffer& buffer() { return buffer_; }
@@ -46,15 +46,15 @@ class origin_connection {
     void close();
 
     std::uint64_t requests_served = 0;  // > 0: came from the pool (retry a stale failure once)
-    asio::steady_timer idle_timer;      // closes it after origin.idle_timeout unused
+    steady_timer idle_timer;      // closes it after origin.idle_timeout unused
     bool idle_watched = false;          // idle_timer is pending
     std::uint64_t pool_generation = 0;  // pool configuration it was made under
     std::chrono::steady_clock::time_point idle_since;  // when it last went back to the pool
     bool counted = false;  // connected and counted in the open-connections gauge
 
   private:
-    std::optional<beast::tcp_stream> tcp_;
-    std::optional<ssl::stream<beast::tcp_stream>> tls_;
+    std::optional<tcp_stream> tcp_;
+    std::optional<ssl::stream<tcp_stream>> tls_;
     beast::flat_buffer buffer_;
 };
 

@@ -80,7 +80,7 @@ class origin_pool::connector : public std::enable_shared_from_this<connector> {
     std::chrono::steady_clock::time_point deadline_;
 };
 
-origin_pool::origin_pool(asio::any_io_executor ex, metrics::metric_set* metrics, unsigned slot)
+origin_pool::origin_pool(executor_type ex, metrics::metric_set* metrics, unsigned slot)
     : ex_(std::move(ex)), metrics_(metrics), slot_(slot) {}
 
 void origin_pool::discard(origin_connection& c) {

@@ -31,7 +31,7 @@ class origin_pool : public std::enable_shared_from_this<origin_pool> {
     using handler = std::function<void(error_code, std::shared_ptr<origin_connection>)>;
 
     // `metrics` (optional, outlives the pool): the open-connections gauge, in slot `slot`.
-    explicit origin_pool(asio::any_io_executor ex, metrics::metric_set* metrics = nullptr,
+    explicit origin_pool(executor_type ex, metrics::metric_set* metrics = nullptr,
                          unsigned slot = 0);
 
     // Adopts the origin settings; when they differ from the current ones the idle connections
@@ -69,7 +69,7 @@ class origin_pool : public std::enable_shared_from_this<origin_pool> {
     // Closes a connection that leaves the pool's count for good.
     void discard(origin_connection& c);
 
-    asio::any_io_executor ex_;
+    executor_type ex_;
     config::origin origin_;
     bool configured_ = false;
     std::string host_header_;

@@ -22,7 +22,7 @@ constexpr std::string_view command_header = "Cf-Waiting-Room-Command";
 // Bypass rules read request headers through this view of Beast's parsed header.
 class beast_headers final : public room::header_lookup {
   public:
-    explicit beast_headers(const http::request_header<>& req) : req_(req) {}
+    explicit beast_headers(const request_head& req) : req_(req) {}
     std::optional<std::string_view> find(std::string_view name) const override {
         auto it = req_.find(name);
         if (it == req_.end()) {
@@ -32,7 +32,7 @@ class beast_headers final : public room::header_lookup {
     }
 
   private:
-    const http::request_header<>& req_;
+    const request_head& req_;
 };
 
 std::string_view view_of(boost::beast::string_view s) {
@@ -119,6 +119,40 @@ struct room_filter::admitted_context {
     unsigned worker = 0;
 };
 
+// The last cookie opened on a connection. Opening is a pure function of the key ring, the
+// room and the value, so an identical value under the same ring and room opens the same.
+struct room_filter::opened_cookie {
+    std::shared_ptr<const cookie::key_ring> keys;
+    std::string room;
+    std::string value;
+    cookie::payload visitor;
+};
+
+std::optional<cookie::payload> room_filter::open_cookie(const request_info& info,
+                                                        const std::shared_ptr<const room_runtime>& rt,
+                                                        std::string_view room, std::string_view value) {
+    auto* last = static_cast<opened_cookie*>(info.filter_state.get());
+    if (last != nullptr && last->keys == rt->keys && last->room == room && last->value == value) {
+        return last->visitor;
+    }
+    // Any failure (forged, truncated, other room, unknown key) makes a new visitor; the engine
+    // applies the session and queue expiry rules itself.
+    auto opened = cookie::open(*rt->keys, value, room);
+    if (!opened) {
+        return std::nullopt;
+    }
+    if (last == nullptr) {
+        auto made = std::make_shared<opened_cookie>();
+        last = made.get();
+        info.filter_state = std::move(made);
+    }
+    last->keys = rt->keys;
+    last->room.assign(room);
+    last->value.assign(value);
+    last->visitor = opened.value();
+    return last->visitor;
+}
+
 room_filter::room_filter(std::shared_ptr<const room_runtime> runtime, room::node_state& node,
                          state::sync_task& sync, const util::clock& clock,
                          std::vector<boost::asio::any_io_executor> executors,
@@ -159,7 +193,7 @@ room_filter::per_worker& room_filter::worker(unsigned index) {
     return w;
 }
 
-void room_filter::on_request(const http::request_header<>& req, const request_info& info,
+void room_filter::on_request(const request_head& req, const request_info& info,
                              completion done) {
     per_worker& w = worker(info.worker);
     auto rt = w.runtime;  // keeps the rooms alive across an asynchronous top-up
@@ -196,12 +230,7 @@ void room_filter::on_request(const http::request_header<>& req, const request_in
     auto raw =
         cookie::find_cookie(view_of(req[http::field::cookie]), rt->cookie_names[room.index()]);
     if (raw) {
-        // Any failure (forged, truncated, other room, unknown key) makes a new visitor; the
-        // engine applies the session and queue expiry rules itself.
-        auto opened = cookie::open(*rt->keys, *raw, room.id());
-        if (opened) {
-            visitor = std::move(opened.value());
-        }
+        visitor = open_cookie(info, rt, room.id(), *raw);
     }
 
     const bool visitor_tls = info.tls;
@@ -348,7 +377,7 @@ void room_filter::count(per_worker& w, const room::decision& d, const cookie::pa
     }
 }
 
-void room_filter::on_response(http::response_header<>& res, const std::shared_ptr<void>& context) {
+void room_filter::on_response(response_head& res, const std::shared_ptr<void>& context) {
     // The origin command never reaches the client, whether or not the room acts on it.
     bool revoke = false;
     for (auto it = res.find(command_header); it != res.end(); it = res.find(command_header)) {

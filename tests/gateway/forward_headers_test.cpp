@@ -2,20 +2,39 @@
 #include "forward_headers.hpp"
 
 #include <gtest/gtest.h>
+#include <boost/asio/buffer.hpp>
+#include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/message.hpp>
+#include <boost/beast/http/parser.hpp>
+
+#include <string>
 
 namespace waitroom::gateway {
 namespace {
 
 namespace http = boost::beast::http;
 
-http::request_header<> make_request(unsigned version = 11) {
-    http::request_header<> h;
+request_head make_request(unsigned version = 11) {
+    request_head h;
     h.method(http::verb::post);
     h.target("/cart?x=1");
     h.version(version);
     h.set(http::field::host, "shop.example.com");
     return h;
+}
+
+// Parses a head written by write_origin_request / write_client_response the way its peer
+// would, checking that it is exactly one well-formed head.
+template <bool IsRequest>
+http::header<IsRequest> parse_head(const std::string& text) {
+    http::parser<IsRequest, http::empty_body> p;
+    boost::system::error_code ec;
+    const std::size_t used = p.put(boost::asio::buffer(text), ec);
+    EXPECT_FALSE(ec) << ec.message() << "\n" << text;
+    EXPECT_TRUE(p.is_header_done()) << text;
+    EXPECT_EQ(used, text.size()) << text;
+    EXPECT_TRUE(text.ends_with("\r\n\r\n")) << text;
+    return p.get().base();
 }
 
 TEST(ForwardHeaders, AcceptsPlainFraming) {
@@ -57,7 +76,7 @@ TEST(ForwardHeaders, RefusesControlCharactersInValues) {
 }
 
 TEST(ForwardHeaders, DropsHopByHopAndSetsForwardedHeaders) {
-    auto in = make_request();
+    auto in = make_request(10);
     in.set(http::field::connection, "keep-alive, X-Secret-Hop");
     in.set("X-Secret-Hop", "1");
     in.set(http::field::keep_alive, "timeout=5");
@@ -65,23 +84,55 @@ TEST(ForwardHeaders, DropsHopByHopAndSetsForwardedHeaders) {
     in.set(http::field::te, "trailers");
     in.set(http::field::upgrade, "h2c");
     in.set(http::field::expect, "100-continue");
-    in.set("X-Forwarded-For", "10.1.1.1");
+    in.insert("X-Forwarded-For", "10.1.1.1");
+    in.insert("x-forwarded-for", "10.2.2.2");
     in.set("X-Forwarded-Proto", "https");
     in.set("X-End-To-End", "kept");
-    in.set(http::field::content_length, "3");
-    http::request_header<> out;
-    build_origin_request(in, out, {"192.0.2.7", false, "127.0.0.1:3000", "/base/"});
-    EXPECT_EQ(out.target(), "/base/cart?x=1");
+    in.set(http::field::content_length, " 3");
+    std::string text;
+    write_origin_request(in, text, {"192.0.2.7", false, "127.0.0.1:3000", "/base/"});
+    auto out = parse_head<true>(text);
+    EXPECT_TRUE(text.starts_with("POST /base/cart?x=1 HTTP/1.1\r\n")) << text;
+    EXPECT_EQ(out.version(), 11u);  // HTTP/1.1 to the origin whatever the client spoke
+    EXPECT_EQ(out.count(http::field::host), 1u);
     EXPECT_EQ(out[http::field::host], "127.0.0.1:3000");
-    EXPECT_EQ(out["X-Forwarded-For"], "10.1.1.1, 192.0.2.7");
+    EXPECT_EQ(out.count("X-Forwarded-For"), 1u);
+    EXPECT_EQ(out["X-Forwarded-For"], "10.1.1.1, 10.2.2.2, 192.0.2.7");
+    EXPECT_EQ(out.count("X-Forwarded-Proto"), 1u);
     EXPECT_EQ(out["X-Forwarded-Proto"], "http");
     EXPECT_EQ(out["X-Forwarded-Host"], "shop.example.com");
     EXPECT_EQ(out["X-End-To-End"], "kept");
     EXPECT_EQ(out[http::field::content_length], "3");
     for (auto name : {"Connection", "X-Secret-Hop", "Keep-Alive", "Proxy-Authorization", "TE",
-                      "Upgrade", "Expect"}) {
+                      "Upgrade", "Expect", "Transfer-Encoding"}) {
         EXPECT_EQ(out.count(name), 0u) << name;
     }
+}
+
+TEST(ForwardHeaders, ReducesTargetsAndKeepsChunkedFraming) {
+    auto in = make_request();
+    in.target("http://shop.example.com/a/b?c");
+    in.set(http::field::transfer_encoding, "chunked");
+    std::string text;
+    write_origin_request(in, text, {"192.0.2.7", true, "origin", ""});
+    auto out = parse_head<true>(text);
+    EXPECT_EQ(out.target(), "/a/b?c");
+    EXPECT_EQ(out[http::field::transfer_encoding], "chunked");
+    EXPECT_EQ(out.count(http::field::content_length), 0u);
+    EXPECT_EQ(out["X-Forwarded-For"], "192.0.2.7");
+
+    auto star = make_request();
+    star.method(http::verb::options);
+    star.target("*");
+    text.clear();
+    write_origin_request(star, text, {"192.0.2.7", false, "origin", "/base"});
+    EXPECT_EQ(parse_head<true>(text).target(), "*");
+
+    auto odd = make_request();
+    odd.method_string("PURGE");
+    text.clear();
+    write_origin_request(odd, text, {"192.0.2.7", false, "origin", "/base"});
+    EXPECT_TRUE(text.starts_with("PURGE /base/cart?x=1 HTTP/1.1\r\n")) << text;
 }
 
 TEST(ForwardHeaders, KeepsOnlyWebSocketUpgrade) {
@@ -90,27 +141,94 @@ TEST(ForwardHeaders, KeepsOnlyWebSocketUpgrade) {
     in.set(http::field::connection, "Upgrade");
     in.set(http::field::upgrade, "websocket");
     in.set(http::field::sec_websocket_key, "dGhlIHNhbXBsZSBub25jZQ==");
-    http::request_header<> out;
-    build_origin_request(in, out, {"127.0.0.1", true, "origin", ""});
+    std::string text;
+    write_origin_request(in, text, {"127.0.0.1", true, "origin", ""});
+    auto out = parse_head<true>(text);
     EXPECT_EQ(out[http::field::upgrade], "websocket");
     EXPECT_EQ(out[http::field::connection], "Upgrade");
     EXPECT_EQ(out[http::field::sec_websocket_key], "dGhlIHNhbXBsZSBub25jZQ==");
     EXPECT_EQ(out["X-Forwarded-Proto"], "https");
 }
 
-TEST(ForwardHeaders, DropsHopByHopFromResponses) {
-    http::response_header<> in;
+response_head origin_response() {
+    response_head in;
     in.result(200);
+    in.reason("Fine");
     in.set(http::field::connection, "close, X-Hop");
     in.set("X-Hop", "1");
     in.set(http::field::transfer_encoding, "chunked");
+    in.set(http::field::content_length, "10");
     in.set(http::field::set_cookie, "a=b");
-    http::response_header<> out;
-    build_client_response(in, out, false);
+    return in;
+}
+
+TEST(ForwardHeaders, DropsHopByHopFromResponses) {
+    const header_list extra = {{"Set-Cookie", "_cfwaitingroom=x"}};
+    client_framing how;
+    how.kind = client_framing::body::length;
+    how.length = 42;
+    how.extra = &extra;
+    std::string text;
+    write_client_response(origin_response(), text, how);
+    auto out = parse_head<false>(text);
+    EXPECT_TRUE(text.starts_with("HTTP/1.1 200 Fine\r\n")) << text;
     EXPECT_EQ(out.count("X-Hop"), 0u);
     EXPECT_EQ(out.count(http::field::transfer_encoding), 0u);
-    EXPECT_EQ(out.count(http::field::connection), 0u);
-    EXPECT_EQ(out[http::field::set_cookie], "a=b");
+    EXPECT_EQ(out.count(http::field::connection), 0u);  // HTTP/1.1 keep-alive is the default
+    EXPECT_EQ(out[http::field::content_length], "42");
+    EXPECT_EQ(out.count(http::field::set_cookie), 2u);
+}
+
+TEST(ForwardHeaders, FramesResponsesForTheClient) {
+    auto in = origin_response();
+    in.set(http::field::content_length, "10");
+    std::string text;
+    client_framing how;
+
+    how.kind = client_framing::body::chunked;
+    how.keep_alive = false;
+    write_client_response(in, text, how);
+    auto chunked = parse_head<false>(text);
+    EXPECT_EQ(chunked[http::field::transfer_encoding], "chunked");
+    EXPECT_EQ(chunked.count(http::field::content_length), 0u);
+    EXPECT_EQ(chunked[http::field::connection], "close");
+
+    text.clear();
+    how = {};
+    how.version = 10;
+    how.kind = client_framing::body::until_close;
+    how.keep_alive = false;
+    write_client_response(in, text, how);
+    auto until_close = parse_head<false>(text);
+    EXPECT_TRUE(text.starts_with("HTTP/1.0 200 Fine\r\n")) << text;
+    EXPECT_EQ(until_close.count(http::field::content_length), 0u);
+    EXPECT_EQ(until_close.count(http::field::transfer_encoding), 0u);
+    EXPECT_EQ(until_close.count(http::field::connection), 0u);  // HTTP/1.0 closes by default
+
+    text.clear();
+    how = {};
+    how.version = 10;
+    how.kind = client_framing::body::as_origin;  // HEAD: the origin's length stays
+    write_client_response(in, text, how);
+    auto head = parse_head<false>(text);
+    EXPECT_EQ(head[http::field::content_length], "10");
+    EXPECT_EQ(head[http::field::connection], "keep-alive");
+
+    text.clear();
+    response_head switching;
+    switching.result(http::status::switching_protocols);
+    switching.set(http::field::upgrade, "websocket");
+    switching.set(http::field::connection, "upgrade");
+    switching.set(http::field::sec_websocket_accept, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+    how = {};
+    how.websocket_101 = true;
+    write_client_response(switching, text, how);
+    auto ws = parse_head<false>(text);
+    EXPECT_TRUE(text.starts_with("HTTP/1.1 101 Switching Protocols\r\n")) << text;
+    EXPECT_EQ(ws[http::field::upgrade], "websocket");
+    EXPECT_EQ(ws[http::field::connection], "Upgrade");
+    EXPECT_EQ(ws.count(http::field::connection), 1u);
+    EXPECT_EQ(ws[http::field::sec_websocket_accept], "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
 }
 
 }  // namespace

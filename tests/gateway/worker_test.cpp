@@ -464,7 +464,7 @@ TEST_F(Proxy, ServesPipelinedRequestsInOrder) {
 // origin's command header.
 class sample_filter : public request_filter {
   public:
-    void on_request(const http::request_header<>& req, const request_info&,
+    void on_request(const request_head& req, const request_info&,
                     completion done) override {
         if (req.target() == "/queue") {
             return done(filter_result::respond(
@@ -475,7 +475,7 @@ class sample_filter : public request_filter {
         r.headers.emplace_back("Set-Cookie", "_cfwaitingroom=abc; Path=/; HttpOnly");
         done(std::move(r));
     }
-    void on_response(http::response_header<>& res, const std::shared_ptr<void>&) override {
+    void on_response(response_head& res, const std::shared_ptr<void>&) override {
         if (res.count("Cf-Waiting-Room-Command") > 0) {
             res.erase("Cf-Waiting-Room-Command");
             ++commands;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <memory_resource>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,6 +21,13 @@ namespace waitroom::gateway {
 
 using header_list = std::vector<std::pair<std::string, std::string>>;
 
+// The message heads the data plane parses. A session keeps their fields in an arena it resets
+// per request (no heap allocation per field); a default-constructed one uses the heap.
+using field_allocator = std::pmr::polymorphic_allocator<char>;
+using header_fields = boost::beast::http::basic_fields<field_allocator>;
+using request_head = boost::beast::http::request_header<header_fields>;
+using response_head = boost::beast::http::response_header<header_fields>;
+
 // What the session knows about the request besides its header.
 struct request_info {
     std::string client_ip;  // peer address, as text
@@ -27,6 +35,10 @@ struct request_info {
     std::optional<std::array<std::uint8_t, 16>> client_ip_bytes;
     bool tls = false;     // arrived on a TLS listener
     unsigned worker = 0;  // index of the worker the connection lives on
+    // Scratch the filter keeps between the requests of one connection (e.g. the admission
+    // cookie it last opened, so a keep-alive client's unchanged cookie is not decrypted again).
+    // The filter alone reads and writes it; the session only keeps it for the connection's life.
+    mutable std::shared_ptr<void> filter_state;
 };
 
 // The filter's answer.
@@ -79,7 +91,7 @@ class request_filter {
     // Decides on a request. `done` must be called exactly once, on the worker's thread (it may
     // be called before on_request returns, or later after an asynchronous step such as a store
     // call — then post it to the connection's executor).
-    virtual void on_request(const boost::beast::http::request_header<>& req,
+    virtual void on_request(const request_head& req,
                             const request_info& info, completion done) {
         (void)req;
         (void)info;
@@ -88,7 +100,7 @@ class request_filter {
 
     // Sees (and may change) the origin's response header before it goes to the client, e.g. to
     // act on and remove `Cf-Waiting-Room-Command`. `context` is the one on_request returned.
-    virtual void on_response(boost::beast::http::response_header<>& res,
+    virtual void on_response(response_head& res,
                              const std::shared_ptr<void>& context) {
         (void)res;
         (void)context;
