@@ -1,5 +1,7 @@
 #include "waitroom/cookie/http_cookie.hpp"
 
+#include <array>
+
 namespace waitroom::cookie {
 namespace {
 
@@ -13,14 +15,24 @@ std::string_view trim(std::string_view s) noexcept {
     return s;
 }
 
+// The characters a sealed value is made of (key id, '.', base64url), as a lookup table: the
+// value of every request's cookie is checked, byte by byte.
+constexpr std::array<bool, 256> value_chars = [] {
+    std::array<bool, 256> t{};
+    for (int c = 0; c < 256; ++c) {
+        t[static_cast<std::size_t>(c)] = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                                         (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+                                         c == '.';
+    }
+    return t;
+}();
+
 bool well_formed_value(std::string_view v) noexcept {
     if (v.empty()) {
         return false;
     }
     for (char c : v) {
-        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                  c == '-' || c == '_' || c == '.';
-        if (!ok) {
+        if (!value_chars[static_cast<unsigned char>(c)]) {
             return false;
         }
     }

@@ -14,6 +14,8 @@
 #include <functional>
 #include <thread>
 
+#include <pthread.h>
+
 #include "endpoints.hpp"
 #include "waitroom/config/load.hpp"
 #include "waitroom/config/values.hpp"
@@ -197,7 +199,9 @@ int server::impl::run() {
     n = std::max(1u, n);
 
     for (unsigned i = 0; i < n; ++i) {
-        iocs_.push_back(std::make_unique<asio::io_context>(1));
+        // One thread runs each worker's io_context, and every socket of a worker is only ever
+        // touched on that thread (others post to it): the reactor needs no per-socket locks.
+        iocs_.push_back(std::make_unique<asio::io_context>(BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO));
     }
     metrics_ = std::make_shared<gateway::metrics::metric_set>(n + 1);
     ctx_->set_metrics(metrics_);
@@ -209,7 +213,7 @@ int server::impl::run() {
     try {
         resolved = resolve_listeners(control_, cfg->listen);
         for (unsigned i = 0; i < n; ++i) {
-            workers_.push_back(std::make_unique<gateway::worker>(*iocs_.back(), ctx_, i));
+            workers_.push_back(std::make_unique<gateway::worker>(*iocs_[i], ctx_, i));
             workers_.back()->start(resolved.endpoints, cfg->listen);
         }
     } catch (const std::exception& e) {
@@ -231,6 +235,9 @@ int server::impl::run() {
     for (unsigned i = 0; i < n; ++i) {
         guards_.push_back(asio::make_work_guard(*iocs_[i]));
         threads_.emplace_back([this, i] {
+            // "worker-N" in top -H, ps -L and /proc/PID/task/*/comm.
+            const std::string name = "worker-" + std::to_string(i);
+            pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
             // A handler that throws is a bug; log it and keep the worker serving.
             for (;;) {
                 try {

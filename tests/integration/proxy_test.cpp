@@ -2,7 +2,15 @@
 // (in-process) origin, driven over loopback.
 
 #include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "daemon_fixture.hpp"
 
@@ -171,6 +179,63 @@ TEST_F(Proxy, StreamsA100MiBDownloadWithFlatMemory) {
     EXPECT_EQ(r.status, 200u);
     EXPECT_EQ(r.body, std::to_string(big_body));
     EXPECT_LT(peak - base, rss_growth_bound_kib) << "base " << base << " KiB, peak " << peak;
+}
+
+// CPU time (utime + stime, in clock ticks) of the threads of `pid` named worker-N, by name (a
+// thread a worker starts, such as Asio's resolver thread, inherits its name).
+std::map<std::string, long> worker_thread_ticks(pid_t pid) {
+    std::map<std::string, long> ticks;
+    const std::filesystem::path tasks = "/proc/" + std::to_string(pid) + "/task";
+    std::error_code ec;
+    for (const auto& task : std::filesystem::directory_iterator(tasks, ec)) {
+        std::string name;
+        std::getline(std::ifstream(task.path() / "comm"), name);
+        if (name.rfind("worker-", 0) != 0) {
+            continue;
+        }
+        std::string stat;
+        std::getline(std::ifstream(task.path() / "stat"), stat);
+        // Fields after the ")" that ends the name: state is the 3rd field, utime the 14th.
+        std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+        std::vector<std::string> f{std::istream_iterator<std::string>(rest), {}};
+        if (f.size() > 12) {
+            ticks[name] += std::stol(f[11]) + std::stol(f[12]);
+        }
+    }
+    return ticks;
+}
+
+// threads: 2 gives two workers, each with its own acceptor on the port (SO_REUSEPORT) and its
+// own thread: connections spread over both, and both threads serve.
+TEST_F(Proxy, ServesOnEveryWorkerThread) {
+    start_default();
+    const auto before = worker_thread_ticks(proc().pid());
+    ASSERT_EQ(before.size(), 2u) << "expected threads worker-0 and worker-1";
+    std::vector<std::unique_ptr<client_connection>> clients;
+    for (int i = 0; i < 16; ++i) {
+        clients.push_back(std::make_unique<client_connection>(port_));
+        ASSERT_TRUE(clients.back()->connected());
+    }
+    // Until each worker thread has used 30 ms of CPU (or 30 s pass).
+    constexpr long min_ticks = 3;
+    auto busy_enough = [&] {
+        auto now = worker_thread_ticks(proc().pid());
+        return std::all_of(before.begin(), before.end(), [&](const auto& b) {
+            return now[b.first] - b.second >= min_ticks;
+        });
+    };
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (!busy_enough() && std::chrono::steady_clock::now() < deadline) {
+        for (auto& c : clients) {
+            for (int k = 0; k < 20; ++k) {
+                ASSERT_EQ(c->get("/hello").status, 200u);
+            }
+        }
+    }
+    const auto after = worker_thread_ticks(proc().pid());
+    for (const auto& [name, ticks] : before) {
+        EXPECT_GE(after.at(name) - ticks, min_ticks) << name << " served nothing";
+    }
 }
 
 }  // namespace
