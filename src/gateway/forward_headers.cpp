@@ -45,7 +45,7 @@ std::optional<std::uint64_t> parse_length(std::string_view v) {
 }
 
 // Fields never forwarded in either direction (besides those named by Connection).
-bool is_hop_by_hop(const header_fields::value_type& f) {
+bool is_hop_by_hop(const field_list::value_type& f) {
     switch (f.name()) {
         case http::field::connection:
         case http::field::keep_alive:
@@ -67,9 +67,11 @@ bool is_hop_by_hop(const header_fields::value_type& f) {
 // True when one of the message's Connection fields lists `name`.
 template <class Head>
 bool named_by_connection(const Head& h, std::string_view name) {
-    for (auto it = h.find(http::field::connection);
-         it != h.end() && it->name() == http::field::connection; ++it) {
-        for (auto token : http::token_list{it->value()}) {
+    for (const auto& f : h) {
+        if (f.name() != http::field::connection) {
+            continue;
+        }
+        for (auto token : http::token_list{f.value()}) {
             if (beast::iequals(token, name)) {
                 return true;
             }
@@ -84,9 +86,11 @@ template <class Head>
 class connection_names {
   public:
     explicit connection_names(const Head& h) : h_(h) {
-        for (auto it = h.find(http::field::connection);
-             it != h.end() && it->name() == http::field::connection; ++it) {
-            for (auto token : http::token_list{it->value()}) {
+        for (const auto& f : h) {
+            if (f.name() != http::field::connection) {
+                continue;
+            }
+            for (auto token : http::token_list{f.value()}) {
                 if (size_ == names_.size()) {
                     overflow_ = true;
                     return;
@@ -165,7 +169,7 @@ bool is_websocket_upgrade(const request_head& req) {
 
 namespace {
 
-bool is_forwarded_for(const header_fields::value_type& f) {
+bool is_forwarded_for(const field_list::value_type& f) {
     return f.name() == http::field::unknown && beast::iequals(f.name_string(), "x-forwarded-for");
 }
 

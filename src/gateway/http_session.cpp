@@ -200,11 +200,8 @@ void http_session<Stream>::do_read_header() {
     if (const auto& c = state_->current_config(); c != cfg_) {
         cfg_ = c;  // a reload applies from the next request on, keep-alive or not
     }
-    // The previous exchange's heads go before their arena is reset.
     res_parser_.reset();
-    parser_.reset();
-    arena_.release();
-    parser_.emplace(request_head(field_allocator(&arena_)));
+    parser_.emplace(request_);
     parser_->header_limit(static_cast<std::uint32_t>(cfg_->limits.max_header_bytes));
     if (cfg_->limits.max_body_bytes > 0) {
         parser_->body_limit(cfg_->limits.max_body_bytes);
@@ -292,19 +289,19 @@ void http_session<Stream>::on_read_header(error_code ec, std::size_t) {
     bytes_sent_ = 0;
     filter_ = {};  // the access log must not show the previous request's room
     const auto& req = parser_->get();
-    if (auto problem = request_problem(req.base()); !problem.empty()) {
+    if (auto problem = request_problem(req); !problem.empty()) {
         spdlog::debug("gateway: 400 from {}: {}", info_.client_ip, problem);
         return send_error(400, "ambiguous or malformed request framing", true);
     }
     head_ = req.method() == http::verb::head;
-    websocket_ = is_websocket_upgrade(req.base());
+    websocket_ = is_websocket_upgrade(req);
     request_has_body_ = !parser_->is_done();
     expect_continue_ =
         request_has_body_ && beast::iequals(req[http::field::expect], "100-continue");
-    client_keep_alive_ = req.keep_alive();
+    client_keep_alive_ = parser_->keep_alive();
     retried_ = false;
     state_->ctx->filter().on_request(
-        req.base(), info_, [self = self()](filter_result r) { self->on_filter(std::move(r)); });
+        req, info_, [self = self()](filter_result r) { self->on_filter(std::move(r)); });
 }
 
 template <class Stream>
@@ -322,7 +319,7 @@ void http_session<Stream>::on_filter(filter_result r) {
     fi.origin_host = state_->pool->host_header();
     fi.base_path = cfg_->origin.base_path;
     const auto& req = parser_->get();
-    write_origin_request(req.base(), to_origin_.head(req.chunked()), fi);
+    write_origin_request(req, to_origin_.head(parser_->chunked()), fi);
     if (!request_has_body_) {
         return do_forward(false);
     }
@@ -429,7 +426,7 @@ void http_session<Stream>::on_write_continue(error_code ec, std::size_t) {
 
 template <class Stream>
 void http_session<Stream>::do_read_body() {
-    auto& body = parser_->get().body();
+    auto& body = parser_->body();
     body.data = piece();
     body.size = piece_size;
     lowest().expires_after(cfg_->limits.body_timeout);
@@ -455,7 +452,7 @@ void http_session<Stream>::on_read_body(error_code ec, std::size_t) {
         fail(ec, "read body");
         return do_close();
     }
-    pending_ = piece_size - parser_->get().body().size;
+    pending_ = piece_size - parser_->body().size;
     if (pending_ == 0 && !parser_->is_done()) {
         return do_read_body();
     }
@@ -482,7 +479,7 @@ void http_session<Stream>::on_origin_write_body(error_code ec, std::size_t) {
 
 template <class Stream>
 void http_session<Stream>::do_read_response_header() {
-    res_parser_.emplace(response_head(field_allocator(&arena_)));
+    res_parser_.emplace(response_);
     res_parser_->body_limit(boost::none);
     res_parser_->header_limit(origin_header_limit);
     if (head_) {
@@ -515,7 +512,7 @@ void http_session<Stream>::on_read_response_header(error_code ec, std::size_t) {
         return do_read_response_header();  // interim (103 Early Hints…): not relayed
     }
     // The filter sees (and may change) the origin's header; what is left of it goes out.
-    state_->ctx->filter().on_response(res.base(), filter_.context);
+    state_->ctx->filter().on_response(res, filter_.context);
     client_framing how;
     how.version = parser_->get().version();
     how.extra = &filter_.headers;
@@ -535,8 +532,7 @@ void http_session<Stream>::on_read_response_header(error_code ec, std::size_t) {
     client_keep_alive_ = keep;
     how.keep_alive = keep;
     status_ = status;
-    write_client_response(res.base(),
-                          to_client_.head(how.kind == client_framing::body::chunked), how);
+    write_client_response(res, to_client_.head(how.kind == client_framing::body::chunked), how);
 
     if (bodyless) {
         to_client_.queue(nullptr, 0, true);
@@ -557,7 +553,7 @@ void http_session<Stream>::do_read_response_body() {
         to_client_.queue(nullptr, 0, true);
         return write_response_piece();
     }
-    auto& body = res_parser_->get().body();
+    auto& body = res_parser_->body();
     body.data = piece();
     body.size = piece_size;
     if (auto& buf = origin_->buffer(); buf.size() > 0) {
@@ -604,7 +600,7 @@ void http_session<Stream>::on_read_response_body(error_code ec, std::size_t) {
         fail(ec, "read response body");
         return close();
     }
-    const std::size_t n = piece_size - res_parser_->get().body().size;
+    const std::size_t n = piece_size - res_parser_->body().size;
     const bool more = !res_parser_->is_done();
     if (n == 0 && more) {
         return do_read_response_body();
@@ -666,12 +662,12 @@ void http_session<Stream>::finish_exchange() {
 template <class Stream>
 void http_session<Stream>::start_tunnel() {
     auto& res = res_parser_->get();
-    state_->ctx->filter().on_response(res.base(), filter_.context);
+    state_->ctx->filter().on_response(res, filter_.context);
     client_framing how;
     how.websocket_101 = true;
     how.extra = &filter_.headers;
     status_ = 101;
-    write_client_response(res.base(), to_client_.head(false), how);
+    write_client_response(res, to_client_.head(false), how);
     to_client_.queue(nullptr, 0, true);
     lowest().expires_after(cfg_->limits.body_timeout);
     asio::async_write(stream_, to_client_.buffers(), [self = self()](error_code ec, std::size_t) {
@@ -723,7 +719,7 @@ void http_session<Stream>::send_response(unsigned status, const header_list& hea
     memory_shared_ = std::move(shared_body);
     const std::string& text = memory_shared_ ? *memory_shared_ : memory_body_;
     const bool head = parser_ && parser_->get().method() == http::verb::head;
-    close = close || draining_ || !parser_ || !parser_->get().keep_alive();
+    close = close || draining_ || !parser_ || !parser_->is_header_done() || !parser_->keep_alive();
     status_ = status;
     write_local_head(to_client_.head(false), parser_ ? parser_->get().version() : 11, status,
                      headers, text.size(), !close);

@@ -9,19 +9,15 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/buffer_body.hpp>
-#include <boost/beast/http/parser.hpp>
 
-#include <array>
 #include <chrono>
-#include <cstddef>
-#include <memory_resource>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "common.hpp"
+#include "head_parser.hpp"
 #include "outgoing_message.hpp"
 #include "waitroom/config/config.hpp"
 #include "waitroom/gateway/request_filter.hpp"
@@ -101,13 +97,13 @@ class http_session : public session_base,
     bool closed_ = false;
     request_info info_;
 
-    // The fields of the exchange's two parsed heads live here; reset per request. Most heads
-    // fit its inline buffer, so parsing one allocates nothing.
-    std::array<std::byte, 3072> arena_buffer_;
-    std::pmr::monotonic_buffer_resource arena_{arena_buffer_.data(), arena_buffer_.size()};
+    // The heads of the exchange in flight, parsed in place: kept for the connection's life so
+    // that their buffers keep their capacity.
+    request_head request_;
+    response_head response_;
 
     // The exchange in flight.
-    std::optional<http::request_parser<http::buffer_body, field_allocator>> parser_;
+    std::optional<head_parser<true>> parser_;
     filter_result filter_;
     bool head_ = false;
     bool websocket_ = false;
@@ -120,7 +116,7 @@ class http_session : public session_base,
     bool client_keep_alive_ = false;
     std::shared_ptr<origin_connection> origin_;
     outgoing_message to_origin_;  // the request as forwarded (its head is built once per request)
-    std::optional<http::response_parser<http::buffer_body, field_allocator>> res_parser_;
+    std::optional<head_parser<false>> res_parser_;
     outgoing_message to_client_;  // the response, forwarded or answered from memory
     unsigned status_ = 0;         // of the response, for the access log and metrics
     std::string memory_body_;                           // its body when we wrote it

@@ -19,10 +19,10 @@ namespace {
 
 constexpr std::string_view command_header = "Cf-Waiting-Room-Command";
 
-// Bypass rules read request headers through this view of Beast's parsed header.
-class beast_headers final : public room::header_lookup {
+// Bypass rules read request headers through this view of the parsed head.
+class head_fields final : public room::header_lookup {
   public:
-    explicit beast_headers(const request_head& req) : req_(req) {}
+    explicit head_fields(const request_head& req) : req_(req) {}
     std::optional<std::string_view> find(std::string_view name) const override {
         auto it = req_.find(name);
         if (it == req_.end()) {
@@ -199,7 +199,7 @@ void room_filter::on_request(const request_head& req, const request_info& info,
     auto rt = w.runtime;  // keeps the rooms alive across an asynchronous top-up
     const room::engine& eng = *rt->engine;
 
-    beast_headers headers{req};
+    head_fields headers{req};
     room::request_view view;
     view.method = view_of(req.method_string());
     view.host = view_of(req[http::field::host]);

@@ -3,30 +3,22 @@
 // after its header is read and validated, before anything reaches the origin. The default lets
 // everything pass untouched.
 
-#include <boost/beast/http/fields.hpp>
-#include <boost/beast/http/message.hpp>
 
 #include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <memory_resource>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "waitroom/gateway/message_head.hpp"
+
 namespace waitroom::gateway {
 
 using header_list = std::vector<std::pair<std::string, std::string>>;
-
-// The message heads the data plane parses. A session keeps their fields in an arena it resets
-// per request (no heap allocation per field); a default-constructed one uses the heap.
-using field_allocator = std::pmr::polymorphic_allocator<char>;
-using header_fields = boost::beast::http::basic_fields<field_allocator>;
-using request_head = boost::beast::http::request_header<header_fields>;
-using response_head = boost::beast::http::response_header<header_fields>;
 
 // What the session knows about the request besides its header.
 struct request_info {
