@@ -6,7 +6,9 @@
 #   bench/proxy.sh [BUILD_DIR] [DURATION_S] [CONNECTIONS]
 # With ROUNDS=N (default 1) the nginx/waitroomd pair runs N times, alternating, and the summary
 # takes each figure's median: on a shared machine, neighbours' noise then hits both alike.
-# With SYSCALLS=1 it then counts each proxy's system calls per request (strace -c on the nginx
+# With INSTRUCTIONS=1 it then counts each proxy's user-space instructions per request under
+# valgrind's callgrind (start-up excluded; wrk -c16): a figure that neighbours' noise does not
+# move, for comparing builds. With SYSCALLS=1 it then counts each proxy's system calls per request (strace -c on the nginx
 # worker / waitroomd during an extra, untimed 3 s run) and prints them by call.
 # Needs: scripts/install-deps.sh bench (nginx-light, wrk). A room with limits far above the load
 # checks every request; wrk keeps the admission cookie the gateway last set, as a returning
@@ -194,5 +196,43 @@ if [[ "${SYSCALLS:-0}" == 1 ]] && command -v strace >/dev/null; then
   for path in /64 /16k; do
     syscalls nginx "$nginx_port" "$path" "$nginx_worker"
     syscalls waitroomd "$wr_port" "$path" "$wr_pid" -- "$cookie"
+  done
+fi
+
+if [[ "${INSTRUCTIONS:-0}" == 1 ]] && command -v valgrind >/dev/null; then
+  # instructions NAME PATH -> "NAME PATH N instructions/request": the proxy runs under callgrind
+  # with instrumentation off until wrk's measured run starts.
+  instructions() {
+    local name=$1 path=$2 port pid out n ir cookie_arg=()
+    port=$(free_port)
+    if [[ "$name" == nginx ]]; then
+      sed -e "s/listen 127.0.0.1:$nginx_port/listen 127.0.0.1:$port/" \
+          -e "s|pid $work/proxy/nginx.pid|pid $work/proxy/cg.pid|" \
+          -e '1i master_process off; daemon off;' "$work/proxy/nginx.conf" > "$work/proxy/cg.conf"
+      valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/cg.out" \
+        nginx -p "$work/proxy" -c "$work/proxy/cg.conf" >/dev/null 2>&1 &
+    else
+      sed -e "s/127.0.0.1:$wr_port/127.0.0.1:$port/" -e "s/127.0.0.1:$admin_port/127.0.0.1:0/" \
+          -e 's/admin: {listen: "127.0.0.1:0"}/admin: {listen: ""}/' "$work/waitroom.yaml" > "$work/cg.yaml"
+      valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/cg.out" \
+        "$waitroomd" -c "$work/cg.yaml" >/dev/null 2>&1 &
+      cookie_arg=(-- "$cookie")
+    fi
+    pid=$!
+    wait_port "$port"
+    taskset -c 1 wrk -t1 -c16 -d1s "${client[@]}" "http://127.0.0.1:$port$path" "${cookie_arg[@]}" >/dev/null
+    callgrind_control -i on "$pid" >/dev/null 2>&1
+    out=$(taskset -c 1 wrk -t1 -c16 -d5s "${client[@]}" "http://127.0.0.1:$port$path" "${cookie_arg[@]}")
+    kill -TERM "$pid"; wait "$pid" 2>/dev/null || true
+    n=$(awk '/requests in/{print $1}' <<<"$out")
+    ir=$(callgrind_annotate "$work/cg.out" 2>/dev/null | awk '/PROGRAM TOTALS/{gsub(",","",$1); print $1}')
+    printf '%-10s %-6s %8s requests %10s instructions/request\n' "$name" "$path" "$n" "$((ir / n))"
+    rm -f "$work/cg.out"
+  }
+  echo
+  echo "user-space instructions per request (callgrind, wrk -c16, 5 s)"
+  for path in /64 /16k; do
+    instructions nginx "$path"
+    instructions waitroomd "$path"
   done
 fi

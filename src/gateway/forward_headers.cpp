@@ -61,7 +61,8 @@ bool is_hop_by_hop(const field_list::value_type& f) {
             break;
     }
     auto name = f.name_string();
-    return name.size() >= 6 && beast::iequals(name.substr(0, 6), "proxy-");
+    return name.size() >= 6 && (name[0] | 0x20) == 'p' &&
+           beast::iequals(name.substr(0, 6), "proxy-");
 }
 
 // True when one of the message's Connection fields lists `name`.
@@ -91,6 +92,11 @@ class connection_names {
                 continue;
             }
             for (auto token : http::token_list{f.value()}) {
+                // The usual token names a field that is hop-by-hop anyway: keeping it would
+                // only cost a comparison per field.
+                if (beast::iequals(token, "keep-alive")) {
+                    continue;
+                }
                 if (size_ == names_.size()) {
                     overflow_ = true;
                     return;
@@ -101,6 +107,9 @@ class connection_names {
     }
 
     bool contains(std::string_view name) const {
+        if (size_ == 0 && !overflow_) {
+            return false;
+        }
         if (overflow_) {
             return named_by_connection(h_, name);
         }
@@ -125,7 +134,8 @@ std::string_view request_problem(const request_head& req) {
     std::optional<std::uint64_t> length;
     bool has_te = false;
     for (const auto& f : req) {
-        if (has_bad_char(f.value()) || has_bad_char(f.name_string())) {
+        // A parsed name is a token (the parser refuses anything else); a value is checked.
+        if (has_bad_char(f.value())) {
             return "field value holds NUL, CR or LF";
         }
         if (f.name() == http::field::content_length) {
