@@ -11,7 +11,7 @@ build_pkgs=(g++ cmake ninja-build ccache pkg-config libboost1.81-dev libssl-dev 
             libgmock-dev libbenchmark-dev)
 test_pkgs=(redis-server chromium fonts-ipafont-gothic fonts-dejavu-core nodejs npm clang libclang-rt-14-dev procps
            curl)
-bench_pkgs=(nginx-light wrk util-linux procps gnuplot-nox redis-server)
+bench_pkgs=(nginx-light wrk util-linux procps gnuplot-nox redis-server strace valgrind)
 
 case "$profile" in
   build|run) want=("${build_pkgs[@]}") ;;

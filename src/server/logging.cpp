@@ -92,10 +92,12 @@ std::optional<spdlog::level::level_enum> parse_level(const std::string& name) {
 
 void apply_level(const std::string& name) {
     if (auto level = parse_level(name)) {
-        spdlog::set_level(*level);
+        // The daemon's own log only: spdlog::set_level would also quiet the access log, which
+        // records every request whatever this level is.
+        spdlog::default_logger()->set_level(*level);
     } else {
         spdlog::warn("logging.level: unknown level '{}', keeping '{}'", name,
-                     spdlog::level::to_string_view(spdlog::get_level()));
+                     spdlog::level::to_string_view(spdlog::default_logger()->level()));
     }
 }
 

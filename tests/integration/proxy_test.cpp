@@ -10,6 +10,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "daemon_fixture.hpp"
@@ -209,7 +210,12 @@ std::map<std::string, long> worker_thread_ticks(pid_t pid) {
 // own thread: connections spread over both, and both threads serve.
 TEST_F(Proxy, ServesOnEveryWorkerThread) {
     start_default();
-    const auto before = worker_thread_ticks(proc().pid());
+    // The threads start just after the listeners announce themselves.
+    auto before = worker_thread_ticks(proc().pid());
+    for (int i = 0; i < 500 && before.size() < 2; ++i) {
+        std::this_thread::sleep_for(10ms);
+        before = worker_thread_ticks(proc().pid());
+    }
     ASSERT_EQ(before.size(), 2u) << "expected threads worker-0 and worker-1";
     std::vector<std::unique_ptr<client_connection>> clients;
     for (int i = 0; i < 16; ++i) {

@@ -143,6 +143,30 @@ TEST_F(Signals, ReopenAfterLogrotateRenamedTheAccessLogWritesNewLinesToANewFile)
     EXPECT_TRUE(proc().running());
 }
 
+// logging.level is the daemon's own log; the access log records every request whatever it is.
+TEST_F(Signals, ReloadToAQuieterLogLevelKeepsTheAccessLog) {
+    const auto log = dir_.path() / "access.log";
+    auto with_level = [&](const std::string& level) {
+        std::string yaml = proxy_config(origin_.url());
+        const std::string logging = "logging: {level: info}";
+        yaml.replace(yaml.find(logging), logging.size(),
+                     "logging: {level: " + level + ", access_log: \"" + log.string() + "\"}");
+        return yaml;
+    };
+    start(with_level("info"));
+    ASSERT_NE(port_, 0);
+    dir_.write("config.yaml", with_level("error"));
+    proc().send_signal(SIGHUP);
+    // The last line the reload prints at info; the new level applies a moment after it.
+    ASSERT_TRUE(proc().wait_for_output("reload: logging.level info -> error", 10s)) << output();
+    std::this_thread::sleep_for(300ms);
+
+    ASSERT_EQ(http_get(port_, "/hello?line=after-reload").status, 200u);
+    EXPECT_TRUE(eventually(
+        [&] { return read_file(log).find("line=after-reload") != std::string::npos; }))
+        << read_file(log);
+}
+
 TEST_F(Signals, ReopenWithoutAnAccessLogIsHarmless) {
     start_default();
     proc().send_signal(SIGUSR1);
