@@ -105,7 +105,7 @@ http_session<Stream>::http_session(std::shared_ptr<worker_state> state, tcp_sock
     : state_(std::move(state)),
       cfg_(state_->current_config()),
       stream_(make_stream<Stream>(std::move(socket), tls)),
-      header_timer_(state_->ioc) {
+      deadline_timer_(state_->ioc) {
     error_code ec;
     auto remote = lowest().socket().remote_endpoint(ec);
     if (!ec) {
@@ -171,7 +171,7 @@ void http_session<Stream>::drain() {
     if (!busy_) {
         // Waiting for a request: cancel the read; on_read_header closes.
         header_waiting_ = false;
-        header_timer_.cancel();
+        deadline_timer_.cancel();
         error_code ignored;
         lowest().socket().cancel(ignored);
     }
@@ -181,7 +181,7 @@ template <class Stream>
 void http_session<Stream>::close() {
     closed_ = true;
     error_code ignored;
-    header_timer_.cancel();
+    deadline_timer_.cancel();
     lowest().socket().shutdown(asio::socket_base::shutdown_both, ignored);
     lowest().socket().close(ignored);
     if (origin_) {
@@ -215,45 +215,64 @@ void http_session<Stream>::do_read_header() {
     header_deadline_ = std::chrono::steady_clock::now() +
                        (started ? cfg_->limits.header_timeout : cfg_->limits.keepalive_timeout);
     header_waiting_ = true;
-    // The timer is re-armed only when the new deadline is earlier than the armed one; a later
-    // deadline is picked up when the armed one fires. Back-to-back keep-alive requests then
-    // cost no timer operation at all.
-    if (!header_timer_armed_ || header_timer_.expiry() > header_deadline_) {
-        arm_header_timer();
-    }
+    // Back-to-back keep-alive requests cost no timer operation at all (see arm_timer).
+    arm_timer(header_deadline_);
     lowest().expires_never();
-    http::async_read_header(stream_, buffer_, *parser_,
-                            beast::bind_front_handler(&http_session::on_read_header, self()));
+    if constexpr (!is_tls) {
+        // deadline_timer_ bounds this read, so the stream's own timeout machinery (an operation
+        // layer and a timer wait per read) has nothing to add: read the socket directly.
+        http::async_read_header(lowest().socket(), buffer_, *parser_,
+                                beast::bind_front_handler(&http_session::on_read_header, self()));
+    } else {
+        http::async_read_header(stream_, buffer_, *parser_,
+                                beast::bind_front_handler(&http_session::on_read_header, self()));
+    }
 }
 
+// One timer bounds the two waits that happen on every request: for the client's header and
+// for the origin's response header (never both at once). It is re-armed only when a wait's
+// deadline is earlier than the armed one; a later deadline is picked up when it fires.
 template <class Stream>
-void http_session<Stream>::arm_header_timer() {
-    header_timer_armed_ = true;
-    header_timer_.expires_at(header_deadline_);  // a pending wait ends as a stale generation
+void http_session<Stream>::arm_timer(std::chrono::steady_clock::time_point deadline) {
+    if (timer_armed_ && deadline_timer_.expiry() <= deadline) {
+        return;
+    }
+    timer_armed_ = true;
+    deadline_timer_.expires_at(deadline);  // a pending wait ends as a stale generation
     // A weak owner: the timer may stay armed while the session is busy or gone.
-    header_timer_.async_wait(
-        [weak = this->weak_from_this(), generation = ++header_generation_](error_code ec) {
+    deadline_timer_.async_wait(
+        [weak = this->weak_from_this(), generation = ++timer_generation_](error_code ec) {
             if (auto s = weak.lock()) {
-                s->on_header_timeout(generation, ec);
+                s->on_timer(generation, ec);
             }
         });
 }
 
 template <class Stream>
-void http_session<Stream>::on_header_timeout(std::uint64_t generation, error_code ec) {
-    if (generation != header_generation_) {
+void http_session<Stream>::on_timer(std::uint64_t generation, error_code ec) {
+    if (generation != timer_generation_) {
         return;  // superseded by a re-arm
     }
-    header_timer_armed_ = false;
-    if (ec || !header_waiting_ || closed_) {
-        return;  // cancelled, or a request is in flight: the next header read arms it again
+    timer_armed_ = false;
+    if (ec || closed_) {
+        return;  // cancelled: the next wait arms it again
     }
-    if (std::chrono::steady_clock::now() < header_deadline_) {
-        return arm_header_timer();  // armed for an older, earlier deadline
+    const auto now = std::chrono::steady_clock::now();
+    if (header_waiting_) {
+        if (now < header_deadline_) {
+            return arm_timer(header_deadline_);  // armed for an older, earlier deadline
+        }
+        header_timed_out_ = true;
+        error_code ignored;
+        lowest().socket().cancel(ignored);
+    } else if (origin_waiting_ && origin_) {
+        if (now < origin_deadline_) {
+            return arm_timer(origin_deadline_);
+        }
+        origin_timed_out_ = true;
+        error_code ignored;
+        origin_->lowest().socket().cancel(ignored);
     }
-    header_timed_out_ = true;
-    error_code ignored;
-    lowest().socket().cancel(ignored);
 }
 
 template <class Stream>
@@ -485,6 +504,17 @@ void http_session<Stream>::do_read_response_header() {
     if (head_) {
         res_parser_->skip(true);
     }
+    if (!origin_->is_tls()) {
+        // The session's deadline timer bounds the wait (no timer operation per request, see
+        // arm_timer) and the socket is read directly, as for the client's header.
+        origin_timed_out_ = false;
+        origin_waiting_ = true;
+        origin_deadline_ = std::chrono::steady_clock::now() + cfg_->origin.timeout;
+        arm_timer(origin_deadline_);
+        return http::async_read_header(
+            origin_->lowest().socket(), origin_->buffer(), *res_parser_,
+            beast::bind_front_handler(&http_session::on_read_response_header, self()));
+    }
     origin_->lowest().expires_after(cfg_->origin.timeout);
     origin_->visit([&](auto& s) {
         http::async_read_header(
@@ -495,6 +525,10 @@ void http_session<Stream>::do_read_response_header() {
 
 template <class Stream>
 void http_session<Stream>::on_read_response_header(error_code ec, std::size_t) {
+    origin_waiting_ = false;
+    if (ec == asio::error::operation_aborted && origin_timed_out_) {
+        ec = beast::error::timeout;  // what the stream's own timeout reports (→ 504)
+    }
     if (ec) {
         return origin_failed(ec, true);
     }
@@ -786,7 +820,7 @@ void http_session<Stream>::do_close() {
         return;
     }
     closed_ = true;
-    header_timer_.cancel();
+    deadline_timer_.cancel();
     if constexpr (is_tls) {
         lowest().expires_after(std::chrono::seconds(2));
         stream_.async_shutdown(beast::bind_front_handler(&http_session::on_shutdown, self()));

@@ -49,8 +49,8 @@ class http_session : public session_base,
 
     void on_handshake(error_code ec);
     void do_read_header();
-    void arm_header_timer();
-    void on_header_timeout(std::uint64_t generation, error_code ec);
+    void arm_timer(std::chrono::steady_clock::time_point deadline);
+    void on_timer(std::uint64_t generation, error_code ec);
     void on_read_header(error_code ec, std::size_t);
     void on_filter(filter_result r);
     void do_forward(bool fresh);
@@ -85,12 +85,15 @@ class http_session : public session_base,
     config::snapshot cfg_;
     Stream stream_;
     beast::flat_buffer buffer_;
-    steady_timer header_timer_;
-    std::uint64_t header_generation_ = 0;  // of the last arm; older waits are stale
+    steady_timer deadline_timer_;          // bounds the header and origin-response waits
+    std::uint64_t timer_generation_ = 0;   // of the last arm; older waits are stale
+    bool timer_armed_ = false;             // deadline_timer_ has a wait of timer_generation_
     std::chrono::steady_clock::time_point header_deadline_;  // of the header read in progress
     bool header_waiting_ = false;                            // a header read is in progress
-    bool header_timer_armed_ = false;  // header_timer_ has a wait of header_generation_
     bool header_timed_out_ = false;
+    std::chrono::steady_clock::time_point origin_deadline_;  // of the origin's response header
+    bool origin_waiting_ = false;  // waiting (plain TCP origin) for the response header
+    bool origin_timed_out_ = false;
     bool first_request_ = true;
     bool busy_ = false;  // a request is being handled
     bool draining_ = false;

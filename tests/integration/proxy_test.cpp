@@ -100,6 +100,19 @@ TEST_F(Proxy, AnswersGatewayTimeoutWhenTheOriginIsSlow) {
     EXPECT_EQ(r.status, 504u);
 }
 
+// On a kept-alive connection the idle wait is bounded by keepalive_timeout (75 s), much later
+// than origin.timeout (2 s): the origin's wait must still end at its own deadline.
+TEST_F(Proxy, AnswersGatewayTimeoutOnAKeptAliveConnectionToo) {
+    start_default();
+    client_connection c(port_);
+    ASSERT_TRUE(c.connected());
+    ASSERT_EQ(c.get("/hello").status, 200u);
+    std::this_thread::sleep_for(1500ms);  // past header_timeout (1 s): now the keep-alive wait
+    auto r = c.get("/slow?ms=6000");  // answered 200 after 6 s unless the timeout ends it
+    ASSERT_EQ(r.error, "");
+    EXPECT_EQ(r.status, 504u);
+}
+
 TEST_F(Proxy, RejectsAmbiguousFramingWithoutForwardingIt) {
     start_default();
     client_connection c(port_);
