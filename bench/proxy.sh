@@ -6,6 +6,9 @@
 #   bench/proxy.sh [BUILD_DIR] [DURATION_S] [CONNECTIONS]
 # With ROUNDS=N (default 1) the nginx/waitroomd pair runs N times, alternating, and the summary
 # takes each figure's median: on a shared machine, neighbours' noise then hits both alike.
+# With CPU_QUOTA=P (percent of one core) both proxies run in a cgroup limited to P % of a core:
+# the proxy, not wrk or the origin, is then the bottleneck, and the figures compare capacity at
+# saturation (an idle-ish proxy also pays for waking up between bursts, a saturated one not).
 # With INSTRUCTIONS=1 it then counts each proxy's user-space instructions per request under
 # valgrind's callgrind (start-up excluded; wrk -c16): a figure that neighbours' noise does not
 # move, for comparing builds. With SYSCALLS=1 it then counts each proxy's system calls per request (strace -c on the nginx
@@ -100,6 +103,20 @@ nginx_pid=$!; pids+=($nginx_pid)
 taskset -c 0 "$waitroomd" -c "$work/waitroom.yaml" > "$work/waitroomd.log" 2>&1 &
 wr_pid=$!; pids+=($wr_pid)
 wait_port "$origin_port"; wait_port "$nginx_port"; wait_port "$wr_port"
+
+if [[ -n "${CPU_QUOTA:-}" ]]; then
+  # cgroup v2 (cpu.max) or v1 (cpu.cfs_quota_us); every proxy process goes in.
+  if [[ -f /sys/fs/cgroup/cgroup.controllers ]]; then
+    cg=/sys/fs/cgroup/waitroom-bench-$$; mkdir -p "$cg"
+    echo "$((CPU_QUOTA * 1000)) 100000" > "$cg/cpu.max"
+  else
+    cg=/sys/fs/cgroup/cpu/waitroom-bench-$$; mkdir -p "$cg"
+    echo 100000 > "$cg/cpu.cfs_period_us"; echo $((CPU_QUOTA * 1000)) > "$cg/cpu.cfs_quota_us"
+  fi
+  for p in "$nginx_pid" $(pgrep -P "$nginx_pid") "$wr_pid"; do echo "$p" > "$cg/cgroup.procs"; done
+  trap 'cleanup; rmdir "$cg" 2>/dev/null || true' EXIT
+  echo "proxies limited to ${CPU_QUOTA} % of a core (cgroup $cg)"
+fi
 
 # CPU ticks of a process and its children (nginx master + worker): "utime stime".
 cpu_ticks() {
