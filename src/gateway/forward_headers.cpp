@@ -133,7 +133,15 @@ class connection_names {
 std::string_view request_problem(const request_head& req) {
     std::optional<std::uint64_t> length;
     bool has_te = false;
+    bool has_host = false;
     for (const auto& f : req) {
+        if (f.name() == http::field::host) {
+            if (has_host) {
+                // Rooms route on the first, the origin would see another (RFC 9112 §3.2).
+                return "more than one Host";
+            }
+            has_host = true;
+        }
         // A parsed name is a token (the parser refuses anything else); a value is checked.
         if (has_bad_char(f.value())) {
             return "field value holds NUL, CR or LF";
@@ -270,6 +278,13 @@ void write_origin_request(const request_head& in, std::string& out,
         append_field(out, "Connection", "Upgrade");
     }
     out += "\r\n";
+}
+
+void strip_hop_by_hop(response_head& res) {
+    const connection_names names(res);
+    res.remove_if([&](const field_list::value_type& f) {
+        return is_hop_by_hop(f) || names.contains(f.name_string());
+    });
 }
 
 void write_client_response(const response_head& in, std::string& out,

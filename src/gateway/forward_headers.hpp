@@ -13,7 +13,8 @@
 namespace waitroom::gateway {
 
 // Why a request header must be refused with 400, or "" when its framing is unambiguous:
-// Content-Length with Transfer-Encoding, differing or malformed Content-Lengths,
+// more than one Host, Content-Length with Transfer-Encoding, differing or malformed
+// Content-Lengths,
 // Transfer-Encoding on HTTP/1.0, a transfer-coding other than `chunked`, or a field value
 // holding NUL, CR or LF.
 std::string_view request_problem(const request_head& req);
@@ -52,6 +53,11 @@ struct client_framing {
     bool websocket_101 = false;  // keep the Upgrade/Connection pair of a 101 to a WebSocket
     const header_list* extra = nullptr;  // added after the origin's fields
 };
+
+// Removes from the origin's response head the fields never forwarded (hop-by-hop ones and those
+// its Connection fields name), before the filter sees it: what the filter then adds (its
+// Set-Cookie) cannot be dropped by a name the origin listed. Content-Length stays (framing).
+void strip_hop_by_hop(response_head& res);
 
 // Writes the response head sent to the client into `out`, from the origin's: hop-by-hop fields
 // and the origin's framing dropped, framing and Connection set as `how` says.

@@ -315,8 +315,9 @@ void http_session<Stream>::on_read_header(error_code ec, std::size_t) {
     head_ = req.method() == http::verb::head;
     websocket_ = is_websocket_upgrade(req);
     request_has_body_ = !parser_->is_done();
-    expect_continue_ =
-        request_has_body_ && beast::iequals(req[http::field::expect], "100-continue");
+    // An HTTP/1.0 client's expectation is ignored (RFC 9110 §10.1.1): it sends its body anyway.
+    expect_continue_ = request_has_body_ && req.version() >= 11 &&
+                       beast::iequals(req[http::field::expect], "100-continue");
     client_keep_alive_ = parser_->keep_alive();
     retried_ = false;
     state_->ctx->filter().on_request(
@@ -545,7 +546,9 @@ void http_session<Stream>::on_read_response_header(error_code ec, std::size_t) {
     if (status >= 100 && status < 200) {
         return do_read_response_header();  // interim (103 Early Hints…): not relayed
     }
-    // The filter sees (and may change) the origin's header; what is left of it goes out.
+    // The filter sees (and may change) the origin's header without its hop-by-hop fields;
+    // what is left of it goes out.
+    strip_hop_by_hop(res);
     state_->ctx->filter().on_response(res, filter_.context);
     client_framing how;
     how.version = parser_->get().version();
@@ -696,6 +699,7 @@ void http_session<Stream>::finish_exchange() {
 template <class Stream>
 void http_session<Stream>::start_tunnel() {
     auto& res = res_parser_->get();
+    strip_hop_by_hop(res);
     state_->ctx->filter().on_response(res, filter_.context);
     client_framing how;
     how.websocket_101 = true;

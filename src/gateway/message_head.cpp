@@ -12,7 +12,7 @@ namespace http = boost::beast::http;
 std::uint32_t field_list::keep(std::string_view s) {
     const auto at = static_cast<std::uint32_t>(text_.size());
     if (!s.empty() && s.data() >= text_.data() && s.data() < text_.data() + text_.size()) {
-        // A piece of this very buffer (a value copied to another field): append may move it.
+        // A piece of this very buffer (the target set again…): append may move it.
         const std::size_t from = static_cast<std::size_t>(s.data() - text_.data());
         text_.append(text_, from, s.size());
         return at;
@@ -79,6 +79,15 @@ void field_list::insert(field name, std::string_view name_string, std::string_vi
     if (name_string.empty() && name != field::unknown) {
         auto canonical = http::to_string(name);
         name_string = std::string_view(canonical.data(), canonical.size());
+    }
+    // A name or value taken from this head (a value copied to another field) would dangle once
+    // the first append moves the buffer: copy it out first (rare; never on the parse path).
+    const auto inside = [this](std::string_view s) {
+        return !s.empty() && s.data() >= text_.data() && s.data() < text_.data() + text_.size();
+    };
+    if (inside(name_string) || inside(value)) {
+        const std::string n(name_string), v(value);
+        return insert(name, n, v);
     }
     entry e{};
     e.name = name;

@@ -69,6 +69,13 @@ TEST(ForwardHeaders, RefusesTransferEncodingOnHttp10AndOtherCodings) {
     EXPECT_NE(request_problem(gz), "");
 }
 
+TEST(ForwardHeaders, RefusesMoreThanOneHost) {
+    auto h = make_request();
+    EXPECT_EQ(request_problem(h), "");
+    h.insert(http::field::host, "other.example");  // rooms would route on one, the origin use another
+    EXPECT_NE(request_problem(h), "");
+}
+
 TEST(ForwardHeaders, RefusesControlCharactersInValues) {
     auto h = make_request();
     h.set("X-Evil", std::string("a\0b", 3));
@@ -177,6 +184,27 @@ TEST(ForwardHeaders, DropsHopByHopFromResponses) {
     EXPECT_EQ(out.count(http::field::connection), 0u);  // HTTP/1.1 keep-alive is the default
     EXPECT_EQ(out[http::field::content_length], "42");
     EXPECT_EQ(out.count(http::field::set_cookie), 2u);
+}
+
+// The filter adds its Set-Cookie after the strip: a name the origin's Connection lists cannot
+// drop it, while the origin's own fields so named are gone.
+TEST(ForwardHeaders, StripsHopByHopBeforeTheFilterAddsItsFields) {
+    auto in = origin_response();  // Connection: close, X-Hop; X-Hop; TE; CL; Set-Cookie a=b
+    in.set(http::field::connection, "close, X-Hop, Set-Cookie");
+    strip_hop_by_hop(in);
+    EXPECT_EQ(in.count(http::field::connection), 0u);
+    EXPECT_EQ(in.count("X-Hop"), 0u);
+    EXPECT_EQ(in.count(http::field::transfer_encoding), 0u);
+    EXPECT_EQ(in.count(http::field::set_cookie), 0u);
+    EXPECT_EQ(in[http::field::content_length], "10");  // framing stays for HEAD/304
+    in.insert(http::field::set_cookie, "_cfwaitingroom=v");  // what the room filter does
+    std::string text;
+    client_framing how;
+    how.kind = client_framing::body::length;
+    how.length = 10;
+    write_client_response(in, text, how);
+    auto out = parse_head<false>(text);
+    EXPECT_EQ(out[http::field::set_cookie], "_cfwaitingroom=v");
 }
 
 TEST(ForwardHeaders, FramesResponsesForTheClient) {

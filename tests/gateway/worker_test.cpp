@@ -199,6 +199,16 @@ TEST_F(Proxy, SendsContinueToClientsThatWaitForIt) {
     EXPECT_EQ(res.body(), "ping");
 }
 
+// An HTTP/1.0 client sends its body without waiting (RFC 9110 §10.1.1): no interim 100.
+TEST_F(Proxy, IgnoresTheContinueExpectationOfHttp10Clients) {
+    start();
+    test_client c{gw_->port()};
+    c.write_raw(
+        "POST /echo HTTP/1.0\r\nHost: x\r\nContent-Length: 4\r\n"
+        "Expect: 100-continue\r\n\r\nping");
+    EXPECT_EQ(c.read_header_text().rfind("HTTP/1.0 200 ", 0), 0u);
+}
+
 TEST_F(Proxy, StreamsLargeBodiesBothWays) {
     start();
     constexpr std::size_t size = 20u << 20;

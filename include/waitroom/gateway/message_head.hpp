@@ -28,6 +28,7 @@ class field_list {
     struct entry {
         field name;
         std::uint32_t name_at, name_size, value_at, value_size;
+        bool marked;  // scratch of remove_if
     };
 
     // One field: what `*it` gives while iterating, and `it->value()`.
@@ -100,6 +101,18 @@ class field_list {
     void erase(std::string_view name);
     // Removes one field; returns the iterator to the field after it.
     const_iterator erase(const_iterator it);
+    // Removes the fields `pred(field_ref)` holds for, all judged on the unchanged list first.
+    template <class Pred>
+    void remove_if(Pred pred) {
+        bool any = false;
+        for (auto& e : entries_) {
+            e.marked = pred(field_ref(text_.data(), e));
+            any = any || e.marked;
+        }
+        if (any) {
+            std::erase_if(entries_, [](const entry& e) { return e.marked; });
+        }
+    }
 
   protected:
     // Keeps `s` in the text buffer; returns its offset.
