@@ -193,8 +193,7 @@ bool is_forwarded_for(const field_list::value_type& f) {
 
 }  // namespace
 
-void write_origin_request(const request_head& in, std::string& out,
-                          const forward_info& info) {
+void write_origin_request(const request_head& in, std::string& out, const forward_info& info) {
     out += in.method_string();
     out += ' ';
     // Absolute-form targets are reduced to origin-form; "*" (OPTIONS) stays as it is.
@@ -287,8 +286,7 @@ void strip_hop_by_hop(response_head& res) {
     });
 }
 
-void write_client_response(const response_head& in, std::string& out,
-                           const client_framing& how) {
+void write_client_response(const response_head& in, std::string& out, const client_framing& how) {
     append_status_line(out, how.version, in.result_int(), in.reason());
     const connection_names names(in);
     std::string_view origin_length;

@@ -105,6 +105,7 @@ http_session<Stream>::http_session(std::shared_ptr<worker_state> state, tcp_sock
     : state_(std::move(state)),
       cfg_(state_->current_config()),
       stream_(make_stream<Stream>(std::move(socket), tls)),
+      client_reader_(&lowest().socket()),
       deadline_timer_(state_->ioc) {
     error_code ec;
     auto remote = lowest().socket().remote_endpoint(ec);
@@ -221,7 +222,7 @@ void http_session<Stream>::do_read_header() {
     if constexpr (!is_tls) {
         // deadline_timer_ bounds this read, so the stream's own timeout machinery (an operation
         // layer and a timer wait per read) has nothing to add: read the socket directly.
-        http::async_read_header(lowest().socket(), buffer_, *parser_,
+        http::async_read_header(client_reader_, buffer_, *parser_,
                                 beast::bind_front_handler(&http_session::on_read_header, self()));
     } else {
         http::async_read_header(stream_, buffer_, *parser_,
@@ -427,11 +428,10 @@ void http_session<Stream>::write_origin() {
     origin_->lowest().expires_after(request_has_body_ ? cfg_->limits.body_timeout
                                                       : cfg_->origin.timeout);
     origin_->visit([&](auto& s) {
-        asio::async_write(s, to_origin_.buffers(),
-                          [self = self()](error_code ec, std::size_t n) {
-                              self->to_origin_.sent();
-                              self->on_origin_write_body(ec, n);
-                          });
+        asio::async_write(s, to_origin_.buffers(), [self = self()](error_code ec, std::size_t n) {
+            self->to_origin_.sent();
+            self->on_origin_write_body(ec, n);
+        });
     });
 }
 
@@ -512,8 +512,9 @@ void http_session<Stream>::do_read_response_header() {
         origin_waiting_ = true;
         origin_deadline_ = std::chrono::steady_clock::now() + cfg_->origin.timeout;
         arm_timer(origin_deadline_);
+        origin_reader_ = socket_reader(&origin_->lowest().socket());
         return http::async_read_header(
-            origin_->lowest().socket(), origin_->buffer(), *res_parser_,
+            origin_reader_, origin_->buffer(), *res_parser_,
             beast::bind_front_handler(&http_session::on_read_response_header, self()));
     }
     origin_->lowest().expires_after(cfg_->origin.timeout);

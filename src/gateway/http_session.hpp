@@ -19,6 +19,7 @@
 #include "common.hpp"
 #include "head_parser.hpp"
 #include "outgoing_message.hpp"
+#include "socket_reader.hpp"
 #include "waitroom/config/config.hpp"
 #include "waitroom/gateway/request_filter.hpp"
 #include "worker_state.hpp"
@@ -84,10 +85,12 @@ class http_session : public session_base,
     std::shared_ptr<worker_state> state_;
     config::snapshot cfg_;
     Stream stream_;
+    socket_reader client_reader_;  // plain TCP: the client's socket, read with recv
+    socket_reader origin_reader_;  // plain TCP: the origin connection in use, read with recv
     beast::flat_buffer buffer_;
-    steady_timer deadline_timer_;          // bounds the header and origin-response waits
-    std::uint64_t timer_generation_ = 0;   // of the last arm; older waits are stale
-    bool timer_armed_ = false;             // deadline_timer_ has a wait of timer_generation_
+    steady_timer deadline_timer_;         // bounds the header and origin-response waits
+    std::uint64_t timer_generation_ = 0;  // of the last arm; older waits are stale
+    bool timer_armed_ = false;            // deadline_timer_ has a wait of timer_generation_
     std::chrono::steady_clock::time_point header_deadline_;  // of the header read in progress
     bool header_waiting_ = false;                            // a header read is in progress
     bool header_timed_out_ = false;
@@ -122,7 +125,7 @@ class http_session : public session_base,
     std::optional<head_parser<false>> res_parser_;
     outgoing_message to_client_;  // the response, forwarded or answered from memory
     unsigned status_ = 0;         // of the response, for the access log and metrics
-    std::string memory_body_;                           // its body when we wrote it
+    std::string memory_body_;     // its body when we wrote it
     std::shared_ptr<const std::string> memory_shared_;  // its body when a cache shares it
     std::unique_ptr<char[]> piece_;                     // body relay buffer, made on first use
 };

@@ -68,7 +68,11 @@ class outgoing_message {
         }
     }
 
+    void join_small();
+    static constexpr std::size_t join_limit = 4096;
+
     std::string head_;
+    std::string joined_;  // a small message's pieces in one buffer (see join_small)
     bool chunked_ = false;
     bool head_pending_ = false;
     bool last_queued_ = false;
@@ -97,7 +101,6 @@ void append_connection(std::string& out, unsigned version, bool keep_alive);
 // The head of a response the gateway answers itself (error pages, queue pages): status line,
 // `fields`, Content-Length, Connection, blank line.
 void write_local_head(std::string& out, unsigned version, unsigned status,
-                      const header_list& fields,
-                      std::size_t content_length, bool keep_alive);
+                      const header_list& fields, std::size_t content_length, bool keep_alive);
 
 }  // namespace waitroom::gateway

@@ -128,9 +128,9 @@ struct room_filter::opened_cookie {
     cookie::payload visitor;
 };
 
-std::optional<cookie::payload> room_filter::open_cookie(const request_info& info,
-                                                        const std::shared_ptr<const room_runtime>& rt,
-                                                        std::string_view room, std::string_view value) {
+std::optional<cookie::payload> room_filter::open_cookie(
+    const request_info& info, const std::shared_ptr<const room_runtime>& rt, std::string_view room,
+    std::string_view value) {
     auto* last = static_cast<opened_cookie*>(info.filter_state.get());
     if (last != nullptr && last->keys == rt->keys && last->room == room && last->value == value) {
         return last->visitor;
@@ -193,8 +193,7 @@ room_filter::per_worker& room_filter::worker(unsigned index) {
     return w;
 }
 
-void room_filter::on_request(const request_head& req, const request_info& info,
-                             completion done) {
+void room_filter::on_request(const request_head& req, const request_info& info, completion done) {
     per_worker& w = worker(info.worker);
     auto rt = w.runtime;  // keeps the rooms alive across an asynchronous top-up
     const room::engine& eng = *rt->engine;

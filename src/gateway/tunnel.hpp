@@ -84,7 +84,8 @@ class tunnel : public std::enable_shared_from_this<tunnel<Client, Origin>> {
         stopped_ = true;
         fail(ec, "tunnel");
         error_code ignored;
-        beast::get_lowest_layer(client_).socket().shutdown(asio::socket_base::shutdown_both, ignored);
+        beast::get_lowest_layer(client_).socket().shutdown(asio::socket_base::shutdown_both,
+                                                           ignored);
         beast::get_lowest_layer(client_).socket().close(ignored);
         conn_->close();
     }

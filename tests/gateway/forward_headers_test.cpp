@@ -72,7 +72,8 @@ TEST(ForwardHeaders, RefusesTransferEncodingOnHttp10AndOtherCodings) {
 TEST(ForwardHeaders, RefusesMoreThanOneHost) {
     auto h = make_request();
     EXPECT_EQ(request_problem(h), "");
-    h.insert(http::field::host, "other.example");  // rooms would route on one, the origin use another
+    h.insert(http::field::host,
+             "other.example");  // rooms would route on one, the origin use another
     EXPECT_NE(request_problem(h), "");
 }
 
@@ -196,7 +197,7 @@ TEST(ForwardHeaders, StripsHopByHopBeforeTheFilterAddsItsFields) {
     EXPECT_EQ(in.count("X-Hop"), 0u);
     EXPECT_EQ(in.count(http::field::transfer_encoding), 0u);
     EXPECT_EQ(in.count(http::field::set_cookie), 0u);
-    EXPECT_EQ(in[http::field::content_length], "10");  // framing stays for HEAD/304
+    EXPECT_EQ(in[http::field::content_length], "10");        // framing stays for HEAD/304
     in.insert(http::field::set_cookie, "_cfwaitingroom=v");  // what the room filter does
     std::string text;
     client_framing how;

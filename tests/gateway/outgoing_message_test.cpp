@@ -31,6 +31,7 @@ TEST(OutgoingMessage, SendsHeadWithFirstPieceAndRawBody) {
     m.head(false) = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n";
     m.queue("abc", 3, false);
     EXPECT_EQ(flatten(m), "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nabc");
+    EXPECT_EQ(m.buffers().size(), 1u);  // small: joined, one plain send
     EXPECT_FALSE(m.done());
     m.sent();
     m.queue("de", 2, true);
@@ -57,6 +58,22 @@ TEST(OutgoingMessage, FramesChunkedPiecesAndEndsWithLastChunk) {
     m.head(true) = "H\r\n\r\n";
     m.queue(nullptr, 0, true);  // an empty chunked body
     EXPECT_EQ(flatten(m), "H\r\n\r\n0\r\n\r\n");
+}
+
+TEST(OutgoingMessage, JoinsASmallMessageIntoOneBuffer) {
+    outgoing_message m;
+    m.head(true) = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+    m.queue("hello", 5, true);
+    EXPECT_EQ(m.buffers().size(), 1u);  // one plain send
+    EXPECT_EQ(flatten(m),
+              "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+              "5\r\nhello\r\n0\r\n\r\n");
+    m.sent();
+    std::string big(64 * 1024, 'b');
+    m.head(false) = "H\r\n\r\n";
+    m.queue(big.data(), big.size(), true);
+    EXPECT_EQ(m.buffers().size(), 2u);  // a large body is sent from where it is, not copied
+    EXPECT_EQ(m.buffers()[1].data(), big.data());
 }
 
 TEST(OutgoingMessage, ConsumesAcrossBuffersAndResendsTheHead) {
@@ -109,8 +126,7 @@ TEST(OutgoingMessage, WritesInlineUntilTheSocketIsFull) {
 
 TEST(OutgoingMessage, WritesLocalResponseHeads) {
     std::string text;
-    write_local_head(text, 11, 503, {{"Content-Type", "text/html"}, {"Refresh", "5"}}, 1234,
-                     false);
+    write_local_head(text, 11, 503, {{"Content-Type", "text/html"}, {"Refresh", "5"}}, 1234, false);
     http::response_parser<http::string_body> p;
     boost::system::error_code ec;
     p.put(asio::buffer(text), ec);
