@@ -20,6 +20,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <future>
+#include <string>
+#include <string_view>
 #include <optional>
 #include <thread>
 
@@ -186,27 +188,26 @@ TEST_F(Proxy, AnswersHeadWithTheLengthAndNoBody) {
     EXPECT_EQ(c.get("/hello").body(), "hello, world\n");
 }
 
-TEST_F(Proxy, SendsContinueToClientsThatWaitForIt) {
+// An HTTP/1.1 client waiting for 100 Continue gets it; an HTTP/1.0 one sends its body without
+// waiting and gets none (RFC 9110 §10.1.1).
+TEST_F(Proxy, SendsContinueToHttp11ClientsThatWaitForIt) {
     start();
-    test_client c{gw_->port()};
-    c.write_raw(
-        "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n"
-        "Expect: 100-continue\r\n\r\n");
-    EXPECT_EQ(c.read_header_text().rfind("HTTP/1.1 100 Continue\r\n", 0), 0u);
-    c.write_raw("ping");
-    auto res = c.read();
-    EXPECT_EQ(res.result_int(), 200u);
-    EXPECT_EQ(res.body(), "ping");
-}
-
-// An HTTP/1.0 client sends its body without waiting (RFC 9110 §10.1.1): no interim 100.
-TEST_F(Proxy, IgnoresTheContinueExpectationOfHttp10Clients) {
-    start();
-    test_client c{gw_->port()};
-    c.write_raw(
-        "POST /echo HTTP/1.0\r\nHost: x\r\nContent-Length: 4\r\n"
-        "Expect: 100-continue\r\n\r\nping");
-    EXPECT_EQ(c.read_header_text().rfind("HTTP/1.0 200 ", 0), 0u);
+    for (const char* version : {"HTTP/1.1", "HTTP/1.0"}) {
+        const bool waits = std::string_view(version) == "HTTP/1.1";
+        test_client c{gw_->port()};
+        c.write_raw(std::string("POST /echo ") + version +
+                    "\r\nHost: x\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n" +
+                    (waits ? "" : "ping"));
+        if (waits) {
+            EXPECT_EQ(c.read_header_text().rfind("HTTP/1.1 100 Continue\r\n", 0), 0u);
+            c.write_raw("ping");
+            auto res = c.read();
+            EXPECT_EQ(res.result_int(), 200u);
+            EXPECT_EQ(res.body(), "ping");
+        } else {
+            EXPECT_EQ(c.read_header_text().rfind("HTTP/1.0 200 ", 0), 0u);
+        }
+    }
 }
 
 TEST_F(Proxy, StreamsLargeBodiesBothWays) {
