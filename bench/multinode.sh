@@ -23,42 +23,14 @@ waitroomd="$build/src/waitroomd"
 command -v wrk >/dev/null && command -v nginx >/dev/null || scripts/install-deps.sh bench
 command -v redis-server >/dev/null || { echo "needs redis-server (scripts/install-deps.sh)" >&2; exit 1; }
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; return 1; }
+. bench/lib.sh
 
 nodes=3
 redis_port=$(free_port); origin_port=$(free_port)
-mkdir -p "$work/www" "$work/origin"
-chmod 755 "$work" "$work/www"   # nginx workers run as an unprivileged user
-head -c 64 /dev/zero | tr '\0' 'a' > "$work/www/64"
-
 redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no \
   --daemonize no --loglevel warning > "$work/redis.log" 2>&1 &
 pids+=($!)
-cat > "$work/origin/nginx.conf" <<CONF
-worker_processes 1;
-error_log $work/origin/error.log warn;
-pid $work/origin/nginx.pid;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $work/origin; proxy_temp_path $work/origin;
-  fastcgi_temp_path $work/origin; uwsgi_temp_path $work/origin; scgi_temp_path $work/origin;
-  keepalive_requests 1000000;
-  server { listen 127.0.0.1:$origin_port; root $work/www; default_type text/plain; }
-}
-CONF
-nginx -p "$work/origin" -c "$work/origin/nginx.conf" -g 'daemon off;' &
-pids+=($!)
+start_origin "$origin_port"
 wait_port "$redis_port"; wait_port "$origin_port"
 
 # One key for every node: each must read the cookies the others issue.

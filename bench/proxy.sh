@@ -11,13 +11,12 @@
 # saturation (an idle-ish proxy also pays for waking up between bursts, a saturated one not).
 # With INSTRUCTIONS=1 it then counts each proxy's user-space instructions per request under
 # valgrind's callgrind (start-up excluded; wrk -c16): a figure that neighbours' noise does not
-# move, for comparing builds. With SYSCALLS=1 it then counts each proxy's system calls per request (strace -c on the nginx
-# worker / waitroomd during an extra, untimed 3 s run) and prints them by call.
+# move, for comparing builds. With SYSCALLS=1 it then counts each proxy's system calls per
+# request (strace -c on the nginx worker / waitroomd during an extra, untimed 3 s run) and prints
+# them by call.
 # Needs: scripts/install-deps.sh bench (nginx-light, wrk). A room with limits far above the load
 # checks every request; wrk keeps the admission cookie the gateway last set, as a returning
 # admitted visitor's browser does (bench/browser-cookie.lua).
-
-
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build}"
@@ -27,37 +26,10 @@ waitroomd="$build/src/waitroomd"
 [[ -x "$waitroomd" ]] || { echo "build first: scripts/build.sh $build" >&2; exit 1; }
 command -v wrk >/dev/null && command -v nginx >/dev/null || scripts/install-deps.sh bench
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; return 1; }
+. bench/lib.sh
 
 origin_port=$(free_port); nginx_port=$(free_port); wr_port=$(free_port); admin_port=$(free_port)
-mkdir -p "$work/www" "$work/origin" "$work/proxy"
-chmod 755 "$work" "$work/www"   # nginx workers run as an unprivileged user
-head -c 64 /dev/zero | tr '\0' 'a' > "$work/www/64"
-head -c 16384 /dev/zero | tr '\0' 'b' > "$work/www/16k"
-
-cat > "$work/origin/nginx.conf" <<CONF
-worker_processes 1;
-error_log $work/origin/error.log warn;
-pid $work/origin/nginx.pid;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $work/origin; proxy_temp_path $work/origin;
-  fastcgi_temp_path $work/origin; uwsgi_temp_path $work/origin; scgi_temp_path $work/origin;
-  keepalive_requests 1000000;
-  server { listen 127.0.0.1:$origin_port; root $work/www; default_type text/plain; }
-}
-CONF
+mkdir -p "$work/proxy"
 cat > "$work/proxy/nginx.conf" <<CONF
 worker_processes 1;
 error_log $work/proxy/error.log warn;
@@ -96,8 +68,7 @@ rooms:
     session_duration: 1h
 CONF
 
-taskset -c 1 nginx -p "$work/origin" -c "$work/origin/nginx.conf" -g 'daemon off;' &
-pids+=($!)
+start_origin "$origin_port" taskset -c 1
 taskset -c 0 nginx -p "$work/proxy" -c "$work/proxy/nginx.conf" -g 'daemon off;' &
 nginx_pid=$!; pids+=($nginx_pid)
 taskset -c 0 "$waitroomd" -c "$work/waitroom.yaml" > "$work/waitroomd.log" 2>&1 &

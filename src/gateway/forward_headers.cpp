@@ -288,17 +288,10 @@ void strip_hop_by_hop(response_head& res) {
 
 void write_client_response(const response_head& in, std::string& out, const client_framing& how) {
     append_status_line(out, how.version, in.result_int(), in.reason());
-    const connection_names names(in);
     std::string_view origin_length;
     for (const auto& f : in) {
         if (f.name() == http::field::content_length) {
             origin_length = f.value();  // framing is set from `how`
-            continue;
-        }
-        if (is_hop_by_hop(f)) {
-            continue;
-        }
-        if (names.contains(f.name_string())) {
             continue;
         }
         append_field(out, f.name_string(), f.value());

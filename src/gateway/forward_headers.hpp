@@ -59,8 +59,9 @@ struct client_framing {
 // Set-Cookie) cannot be dropped by a name the origin listed. Content-Length stays (framing).
 void strip_hop_by_hop(response_head& res);
 
-// Writes the response head sent to the client into `out`, from the origin's: hop-by-hop fields
-// and the origin's framing dropped, framing and Connection set as `how` says.
+// Writes the response head sent to the client into `out`, from the origin's as
+// strip_hop_by_hop left it (and the filter changed it): its fields but Content-Length, then
+// `how.extra`, framing and Connection as `how` says.
 void write_client_response(const response_head& in, std::string& out,
                            const client_framing& how);
 

@@ -25,7 +25,6 @@ class head_parser : public http::basic_parser<IsRequest> {
     explicit head_parser(head_type& head) : head_(head) { head_.clear(); }
 
     head_type& get() { return head_; }
-    const head_type& get() const { return head_; }
     // The room for the next body bytes (data null: none yet, the parse stops at the body).
     http::buffer_body::value_type& body() { return body_; }
 

@@ -59,8 +59,6 @@ class outgoing_message {
     // The last piece has been queued and sent.
     bool done() const { return last_queued_ && count_ == 0; }
 
-    const std::string& head_text() const { return head_; }
-
   private:
     void push(const void* p, std::size_t n) {
         if (n > 0) {

@@ -27,11 +27,6 @@ class socket_reader {
         return s_->async_read_some(first(buffers), std::forward<Handler>(handler));
     }
 
-    template <class MutableBufferSequence>
-    std::size_t read_some(const MutableBufferSequence& buffers, error_code& ec) {
-        return s_->read_some(first(buffers), ec);
-    }
-
   private:
     template <class MutableBufferSequence>
     static asio::mutable_buffer first(const MutableBufferSequence& buffers) {

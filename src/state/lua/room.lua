@@ -188,21 +188,21 @@ local applied_before = ARGV[17] ~= '0' and ARGV[17] == me.batch
 me.batch = ARGV[17]
 
 -- Deltas for windows that stopped counting change nothing: skip them rather than resurrect.
-if not applied_before then
-    local i = 18
+-- merge_windows(i, live, key): the count at ARGV[i], then that many (window, delta) pairs
+-- added to hash `key` where `live(window)`; returns the index after them.
+local function merge_windows(i, live, key)
     local n = tonumber(ARGV[i])
     for j = 1, n do
         local w, d = ARGV[i + 2 * j - 1], ARGV[i + 2 * j]
-        if rate_live(tonumber(w)) then redis.call('HINCRBY', KEYS[1], w, d) end
+        if live(tonumber(w)) then redis.call('HINCRBY', key, w, d) end
     end
-    i = i + 2 * n + 1
-    n = tonumber(ARGV[i])
-    for j = 1, n do
-        local w, d = ARGV[i + 2 * j - 1], ARGV[i + 2 * j]
-        if active_live(tonumber(w)) then redis.call('HINCRBY', KEYS[2], w, d) end
-    end
-    i = i + 2 * n + 1
-    n = tonumber(ARGV[i])
+    return i + 2 * n + 1
+end
+
+if not applied_before then
+    local i = merge_windows(18, rate_live, KEYS[1])
+    i = merge_windows(i, active_live, KEYS[2])
+    local n = tonumber(ARGV[i])
     for j = 1, n do
         local b, w, d = ARGV[i + 3 * j - 2], ARGV[i + 3 * j - 1], ARGV[i + 3 * j]
         if waiting_live(tonumber(w)) then redis.call('HINCRBY', KEYS[3], b .. ':' .. w, d) end

@@ -1,0 +1,39 @@
+# Shared by the bench scripts (sourced): a scratch folder removed on exit together with every
+# process put in `pids`, free loopback ports, and the nginx origin the proxies stand in front of.
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() { for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; return 1; }
+
+# start_origin PORT [LAUNCHER...]: an nginx origin on 127.0.0.1:PORT serving /64 (64 bytes) and
+# /16k (16 KiB) with keep-alive, started through LAUNCHER (e.g. `taskset -c 1`) when given.
+start_origin() {
+  local port=$1; shift
+  mkdir -p "$work/www" "$work/origin"
+  chmod 755 "$work" "$work/www"   # nginx workers run as an unprivileged user
+  head -c 64 /dev/zero | tr '\0' 'a' > "$work/www/64"
+  head -c 16384 /dev/zero | tr '\0' 'b' > "$work/www/16k"
+  cat > "$work/origin/nginx.conf" <<CONF
+worker_processes 1;
+error_log $work/origin/error.log warn;
+pid $work/origin/nginx.pid;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $work/origin; proxy_temp_path $work/origin;
+  fastcgi_temp_path $work/origin; uwsgi_temp_path $work/origin; scgi_temp_path $work/origin;
+  keepalive_requests 1000000;
+  server { listen 127.0.0.1:$port; root $work/www; default_type text/plain; }
+}
+CONF
+  "$@" nginx -p "$work/origin" -c "$work/origin/nginx.conf" -g 'daemon off;' &
+  pids+=($!)
+}
