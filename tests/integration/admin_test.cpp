@@ -21,18 +21,6 @@ using json = nlohmann::json;
 
 constexpr std::string_view token = "s3cret-admin-token";
 
-// Calls `step` every 20 ms until it returns true or `deadline` passes.
-bool poll_until(std::chrono::milliseconds deadline, const std::function<bool()>& step) {
-    auto end = std::chrono::steady_clock::now() + deadline;
-    while (std::chrono::steady_clock::now() < end) {
-        if (step()) {
-            return true;
-        }
-        std::this_thread::sleep_for(20ms);
-    }
-    return false;
-}
-
 // One room `shop` on host shop.test; `room` adds settings to its flow mapping.
 std::string admin_config(const std::string& origin_url, const std::string& token_file,
                          const std::string& room = "") {
@@ -43,14 +31,6 @@ std::string admin_config(const std::string& origin_url, const std::string& token
           << "new_users_per_minute: 1000, session_duration: 5m" << (room.empty() ? "" : ", ")
           << room << "}\n";
     return proxy_config(origin_url, extra.str());
-}
-
-bool from_origin(const http_response& r) {
-    return r.status == 200 && r.body == "hello, world\n";
-}
-
-bool is_queue_page(const http_response& r) {
-    return r.status == 200 && r.body.find("You are in line") != std::string::npos;
 }
 
 // A new visitor (no cookie) asking for /hello in the room.

@@ -5,8 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "http_client.hpp"
 #include "support/process.hpp"
@@ -28,6 +31,38 @@ inline std::string proxy_config(const std::string& origin_url, const std::string
            "limits: {header_timeout: 1s, max_header_bytes: 8192, drain_timeout: 10s}\n"
            "logging: {level: info}\n" +
            extra;
+}
+
+// Calls `step` every `period` until it returns true or `deadline` passes.
+inline bool poll_until(std::chrono::milliseconds deadline, std::chrono::milliseconds period,
+                       const std::function<bool()>& step) {
+    auto end = std::chrono::steady_clock::now() + deadline;
+    while (std::chrono::steady_clock::now() < end) {
+        if (step()) {
+            return true;
+        }
+        std::this_thread::sleep_for(period);
+    }
+    return false;
+}
+
+inline bool poll_until(std::chrono::milliseconds deadline, const std::function<bool()>& step) {
+    return poll_until(deadline, std::chrono::milliseconds{20}, step);
+}
+
+// True when the response came from the test origin's /hello route.
+inline bool from_origin(const http_response& r) {
+    return r.status == 200 && r.body == "hello, world\n";
+}
+
+// True for the room's queue page (the default template) with this status.
+inline bool is_queue_page(const http_response& r, unsigned status = 200) {
+    return r.status == status && r.body.find("You are in line") != std::string::npos;
+}
+
+// A response in one line, for failure messages.
+inline std::string describe(const http_response& r) {
+    return std::to_string(r.status) + " " + r.error + " " + r.body.substr(0, 120);
 }
 
 class daemon_test : public ::testing::Test {

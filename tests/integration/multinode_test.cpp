@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "daemon_fixture.hpp"
 #include "http_client.hpp"
 #include "state/redis_fixture.hpp"
 #include "support/process.hpp"
@@ -41,19 +42,6 @@ constexpr int window_steps = 12;
 // 32 bytes (0x00..0x1f), base64: the one cookie key every node holds.
 constexpr std::string_view shared_key = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 
-// Calls `step` every `period` until it returns true or `deadline` passes.
-bool poll_until(std::chrono::milliseconds deadline, std::chrono::milliseconds period,
-                const std::function<bool()>& step) {
-    auto end = std::chrono::steady_clock::now() + deadline;
-    while (std::chrono::steady_clock::now() < end) {
-        if (step()) {
-            return true;
-        }
-        std::this_thread::sleep_for(period);
-    }
-    return false;
-}
-
 // One visitor with its own cookie jar (the room cookie only), a fresh connection per request;
 // the caller says which node gets each request.
 // A visitor whose requests may go to any node.
@@ -69,19 +57,6 @@ class visitor {
   private:
     cookie_jar jar_;
 };
-
-// True when the response came from the test origin's /hello route.
-bool from_origin(const http_response& r) {
-    return r.status == 200 && r.body == "hello, world\n";
-}
-
-bool is_queue_page(const http_response& r) {
-    return r.status == 200 && r.body.find("You are in line") != std::string::npos;
-}
-
-std::string describe(const http_response& r) {
-    return std::to_string(r.status) + " " + r.error + " " + r.body.substr(0, 120);
-}
 
 class MultiNode : public ::testing::Test {
   protected:

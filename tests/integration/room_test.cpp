@@ -67,15 +67,6 @@ class visitor {
     cookie_jar jar_;
 };
 
-// True when the response came from the test origin's /hello route.
-bool from_origin(const http_response& r) {
-    return r.status == 200 && r.body == "hello, world\n";
-}
-
-bool is_queue_page(const http_response& r, unsigned status) {
-    return r.status == status && r.body.find("You are in line") != std::string::npos;
-}
-
 std::size_t set_cookie_count(const http_response& r) {
     return r.headers.count(http::field::set_cookie);
 }
@@ -83,19 +74,6 @@ std::size_t set_cookie_count(const http_response& r) {
 std::string header(const http_response& r, std::string_view name) {
     auto it = r.headers.find(name);
     return it == r.headers.end() ? std::string{} : std::string{it->value()};
-}
-
-// Calls `step` every `period` until it returns true or `deadline` passes.
-bool poll_until(std::chrono::milliseconds deadline, std::chrono::milliseconds period,
-                const std::function<bool()>& step) {
-    auto end = std::chrono::steady_clock::now() + deadline;
-    while (std::chrono::steady_clock::now() < end) {
-        if (step()) {
-            return true;
-        }
-        std::this_thread::sleep_for(period);
-    }
-    return false;
 }
 
 // A visitor's cookie with one character of the sealed value changed (authentication fails).

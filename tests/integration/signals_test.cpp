@@ -17,16 +17,8 @@ using namespace std::chrono_literals;
 class Signals : public daemon_test {};
 
 // Polls until `pred` holds or `timeout` passes.
-template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout = 10s) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!pred()) {
-        if (std::chrono::steady_clock::now() >= deadline) {
-            return false;
-        }
-        std::this_thread::sleep_for(10ms);
-    }
-    return true;
+bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout = 10s) {
+    return poll_until(timeout, 10ms, pred);
 }
 
 std::string read_file(const std::filesystem::path& p) {
