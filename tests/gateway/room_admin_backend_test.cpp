@@ -12,6 +12,7 @@
 #include "waitroom/state/local_store.hpp"
 #include "waitroom/state/sync_task.hpp"
 #include "waitroom/util/clock.hpp"
+#include "support/room_config.hpp"
 
 namespace waitroom::gateway {
 namespace {
@@ -37,13 +38,7 @@ class refusing_store final : public state::store {
 struct daemon {
     explicit daemon(state::store* st, bool pass_store = true)
         : store(st), sync(node, *st, state::sync_options{}) {
-        auto cfg = std::make_shared<config::config>();
-        config::room r;
-        r.id = "shop";
-        r.name = "Shop";
-        r.total_active_users = 10;
-        r.new_users_per_minute = 10;
-        cfg->rooms.push_back(r);
+        auto cfg = test::shop_config();
         cookie::key k;
         k.id = "k1";
         auto keys = std::make_shared<const cookie::key_ring>(std::vector<cookie::key>{k});

@@ -7,20 +7,15 @@
 
 #include "waitroom/room/engine.hpp"
 #include "waitroom/room/overrides.hpp"
+#include "support/room_config.hpp"
 
 namespace waitroom::room {
 namespace {
 
 std::shared_ptr<config::config> one_room(bool queue_all, bool suspended) {
-    auto cfg = std::make_shared<config::config>();
-    config::room r;
-    r.id = "shop";
-    r.name = "Shop";
-    r.total_active_users = 10;
-    r.new_users_per_minute = 10;
-    r.queue_all = queue_all;
-    r.suspended = suspended;
-    cfg->rooms.push_back(r);
+    auto cfg = test::shop_config();
+    cfg->rooms[0].queue_all = queue_all;
+    cfg->rooms[0].suspended = suspended;
     return cfg;
 }
 

@@ -21,6 +21,7 @@
 #include "waitroom/state/sync_task.hpp"
 
 #include "state/store_doubles.hpp"
+#include "support/room_config.hpp"
 
 namespace waitroom::state {
 namespace {
@@ -546,13 +547,7 @@ TEST(RedisStore, CallsFromManyThreadsAreEachAnsweredOnce) {
 TEST(RedisStore, DrivesTheSyncTaskOfTwoNodes) {
     redis_server srv;
     boost::asio::io_context ioc;
-    auto cfg = std::make_shared<config::config>();
-    config::room room;
-    room.id = "shop";
-    room.name = "Shop";
-    room.total_active_users = 10;
-    room.new_users_per_minute = 100;
-    cfg->rooms.push_back(room);
+    auto cfg = test::shop_config(10, 100);
     auto eng = std::make_shared<room::engine>(cfg);
     redis_store st(ioc.get_executor(), options(srv));
     room::node_state na;
@@ -687,13 +682,7 @@ TEST(RedisStore, SwitchWriteFailsWhenTheServerIsGone) {
 TEST(RedisStore, PatchOnOneNodeReachesTheOtherNodesSwitchesAtItsNextSync) {
     redis_server srv;
     boost::asio::io_context ioc;
-    auto cfg = std::make_shared<config::config>();
-    config::room room;
-    room.id = "shop";
-    room.name = "Shop";
-    room.total_active_users = 10;
-    room.new_users_per_minute = 100;
-    cfg->rooms.push_back(room);
+    auto cfg = test::shop_config(10, 100);
     redis_store sa(ioc.get_executor(), options(srv));
     redis_store sb(ioc.get_executor(), options(srv));
     auto ov_b = std::make_shared<room::room_overrides>();

@@ -13,6 +13,7 @@
 #include "waitroom/state/sync_task.hpp"
 
 #include "state/store_doubles.hpp"
+#include "support/room_config.hpp"
 
 namespace waitroom::state {
 namespace {
@@ -73,13 +74,7 @@ TEST(SyncBatch, LocalStoreCountsTheSameBatchTwiceOnce) {
 
 struct one_node {
     explicit one_node(store& st) : sync(state, st, sync_options{}) {
-        auto cfg = std::make_shared<config::config>();
-        config::room r;
-        r.id = "shop";
-        r.name = "Shop";
-        r.total_active_users = 100;
-        r.new_users_per_minute = 100;
-        cfg->rooms.push_back(r);
+        auto cfg = test::shop_config(100, 100);
         eng = std::make_shared<room::engine>(cfg);
         sync.set_engine(eng);
     }
