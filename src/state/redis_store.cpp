@@ -3,6 +3,8 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 
+#include <functional>
+
 #include "redis_client.hpp"
 #include "redis_protocol.hpp"
 #include "waitroom/config/config.hpp"
@@ -110,69 +112,65 @@ struct redis_store::impl : std::enable_shared_from_this<impl> {
         call->done(std::move(call->res));
     }
 
-    void send_top_up(std::shared_ptr<top_up_request> req, top_up_handler done,
-                     client::clock::time_point deadline, bool reload) {
+    // One script call; after NOSCRIPT (the server lost its script cache) once more behind a
+    // SCRIPT LOAD in the same pipeline. `done` gets the error or the script's reply.
+    using reply_handler = std::function<void(std::error_code, const value&)>;
+    void eval_script(command cmd, client::clock::time_point deadline, reply_handler done,
+                     bool reload = false) {
         std::vector<command> cmds;
         if (reload) {
             cmds.push_back(redis::script_load_command());
         }
-        cmds.push_back(redis::top_up_command(opt.key_prefix, *req));
-        cli->execute(std::move(cmds), deadline,
-                     [self = shared_from_this(), req, done = std::move(done), deadline, reload](
-                         std::error_code ec, std::vector<value> replies) mutable {
-                         top_up_result res;
-                         if (!ec && replies.size() != (reload ? 2u : 1u)) {
-                             ec = make_error_code(errc::protocol);
-                         }
-                         if (!ec && !reload && redis::is_noscript(replies.back())) {
-                             self->send_top_up(std::move(req), std::move(done), deadline, true);
-                             return;
-                         }
-                         if (!ec && reload && replies[0].is_error()) {
-                             ec = make_error_code(errc::protocol);
-                         }
-                         if (!ec) {
-                             ec = redis::parse_top_up(replies.back(), res.granted);
-                         }
-                         res.ec = ec;
-                         if (ec) {
-                             res.granted = 0;
-                         }
-                         done(res);
-                     });
+        cmds.push_back(cmd);  // `cmd` stays for a resend
+        cli->execute(
+            std::move(cmds), deadline,
+            [self = shared_from_this(), cmd = std::move(cmd), deadline, done = std::move(done),
+             reload](std::error_code ec, std::vector<value> replies) mutable {
+                if (!ec && replies.size() != (reload ? 2u : 1u)) {
+                    ec = make_error_code(errc::protocol);
+                }
+                if (!ec && !reload && redis::is_noscript(replies.back())) {
+                    self->eval_script(std::move(cmd), deadline, std::move(done), true);
+                    return;
+                }
+                if (!ec && reload && replies[0].is_error()) {
+                    ec = make_error_code(errc::protocol);
+                }
+                static const value none;
+                done(ec, ec ? none : replies.back());
+            });
     }
 
-    // One EVALSHA; after NOSCRIPT once more behind a SCRIPT LOAD, as a top-up does.
-    void send_overrides(std::shared_ptr<override_write> w, override_handler done,
-                        client::clock::time_point deadline, bool reload) {
-        std::vector<command> cmds;
-        if (reload) {
-            cmds.push_back(redis::script_load_command());
-        }
-        cmds.push_back(redis::overrides_command(opt.key_prefix, *w));
-        cli->execute(std::move(cmds), deadline,
-                     [self = shared_from_this(), w, done = std::move(done), deadline, reload](
-                         std::error_code ec, std::vector<value> replies) mutable {
-                         override_result res;
-                         if (!ec && replies.size() != (reload ? 2u : 1u)) {
-                             ec = make_error_code(errc::protocol);
-                         }
-                         if (!ec && !reload && redis::is_noscript(replies.back())) {
-                             self->send_overrides(std::move(w), std::move(done), deadline, true);
-                             return;
-                         }
-                         if (!ec && reload && replies[0].is_error()) {
-                             ec = make_error_code(errc::protocol);
-                         }
-                         if (!ec) {
-                             ec = redis::parse_overrides(replies.back(), res.overrides);
-                         }
-                         res.ec = ec;
-                         if (ec) {
-                             res.overrides = {};
-                         }
-                         done(std::move(res));
-                     });
+    void send_top_up(const top_up_request& req, top_up_handler done,
+                     client::clock::time_point deadline) {
+        eval_script(redis::top_up_command(opt.key_prefix, req), deadline,
+                    [done = std::move(done)](std::error_code ec, const value& reply) {
+                        top_up_result res;
+                        if (!ec) {
+                            ec = redis::parse_top_up(reply, res.granted);
+                        }
+                        res.ec = ec;
+                        if (ec) {
+                            res.granted = 0;
+                        }
+                        done(res);
+                    });
+    }
+
+    void send_overrides(const override_write& w, override_handler done,
+                        client::clock::time_point deadline) {
+        eval_script(redis::overrides_command(opt.key_prefix, w), deadline,
+                    [done = std::move(done)](std::error_code ec, const value& reply) {
+                        override_result res;
+                        if (!ec) {
+                            ec = redis::parse_overrides(reply, res.overrides);
+                        }
+                        res.ec = ec;
+                        if (ec) {
+                            res.overrides = {};
+                        }
+                        done(std::move(res));
+                    });
     }
 };
 
@@ -215,18 +213,18 @@ void redis_store::sync(node_report report, sync_handler done) {
 
 void redis_store::top_up(top_up_request req, top_up_handler done) {
     auto deadline = client::clock::now() + impl_->opt.timeout;
-    auto r = std::make_shared<top_up_request>(std::move(req));
-    asio::post(impl_->strand, [i = impl_, r, done = std::move(done), deadline]() mutable {
-        i->send_top_up(std::move(r), std::move(done), deadline, false);
-    });
+    asio::post(impl_->strand,
+               [i = impl_, r = std::move(req), done = std::move(done), deadline]() mutable {
+                   i->send_top_up(r, std::move(done), deadline);
+               });
 }
 
 void redis_store::write_overrides(override_write w, override_handler done) {
     auto deadline = client::clock::now() + impl_->opt.timeout;
-    auto p = std::make_shared<override_write>(std::move(w));
-    asio::post(impl_->strand, [i = impl_, p, done = std::move(done), deadline]() mutable {
-        i->send_overrides(std::move(p), std::move(done), deadline, false);
-    });
+    asio::post(impl_->strand,
+               [i = impl_, p = std::move(w), done = std::move(done), deadline]() mutable {
+                   i->send_overrides(p, std::move(done), deadline);
+               });
 }
 
 }  // namespace waitroom::state
