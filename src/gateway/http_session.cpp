@@ -3,6 +3,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/bind_handler.hpp>
+#include <boost/beast/core/read_size.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/read.hpp>
 
@@ -72,6 +73,47 @@ const char* reason_text(unsigned status) {
     }
 }
 
+// How much to read from the origin at once: at least a head and a whole body piece, so that a
+// response of up to a piece arrives in one read (a short one: see edge_read).
+std::size_t origin_read_size(beast::flat_buffer& buffer) {
+    return std::max(beast::read_size(buffer, 65536), piece_size + 4096);
+}
+
+// Parses what `buffer` holds into `parser` up to the end of the head, as Beast's
+// async_read_header does between reads. True when the head is complete or the bytes are
+// malformed (`ec` says which), false when more bytes are needed.
+template <class Parser>
+bool parse_head(Parser& parser, beast::flat_buffer& buffer, error_code& ec) {
+    ec = {};
+    while (!parser.is_header_done()) {
+        if (buffer.size() == 0) {
+            return false;
+        }
+        const std::size_t n = parser.put(buffer.data(), ec);
+        buffer.consume(n);
+        if (ec == http::error::need_more) {
+            ec = {};
+            return false;
+        }
+        if (ec) {
+            return true;
+        }
+    }
+    return true;
+}
+
+// What the end of the stream means to a head being read, as Beast reports it: no message at
+// all (end_of_stream), or a message cut short (partial_message).
+template <class Parser>
+error_code head_eof(Parser& parser) {
+    if (!parser.got_some()) {
+        return http::error::end_of_stream;
+    }
+    error_code ec;
+    parser.put_eof(ec);
+    return ec ? ec : error_code(http::error::partial_message);
+}
+
 // The metric label of a failed origin exchange (`connecting`: no connection was made).
 metrics::origin_error origin_error_kind(const error_code& ec, bool connecting) {
     if (ec == beast::error::timeout) {
@@ -105,7 +147,6 @@ http_session<Stream>::http_session(std::shared_ptr<worker_state> state, tcp_sock
     : state_(std::move(state)),
       cfg_(state_->current_config()),
       stream_(make_stream<Stream>(std::move(socket), tls)),
-      client_reader_(&lowest().socket()),
       deadline_timer_(state_->ioc) {
     error_code ec;
     auto remote = lowest().socket().remote_endpoint(ec);
@@ -222,12 +263,35 @@ void http_session<Stream>::do_read_header() {
     if constexpr (!is_tls) {
         // deadline_timer_ bounds this read, so the stream's own timeout machinery (an operation
         // layer and a timer wait per read) has nothing to add: read the socket directly.
-        http::async_read_header(client_reader_, buffer_, *parser_,
-                                beast::bind_front_handler(&http_session::on_read_header, self()));
+        read_client_head();
     } else {
         http::async_read_header(stream_, buffer_, *parser_,
                                 beast::bind_front_handler(&http_session::on_read_header, self()));
     }
+}
+
+// Plain TCP: parses what is buffered, then reads the socket (edge_read: no system call until
+// epoll has bytes for it) until the head is complete.
+template <class Stream>
+void http_session<Stream>::read_client_head() {
+    error_code ec;
+    if (parse_head(*parser_, buffer_, ec)) {
+        return on_read_header(ec, 0);
+    }
+    client_read_.start<&http_session::on_client_bytes>(
+        lowest().socket(), buffer_.prepare(beast::read_size(buffer_, 65536)), self());
+}
+
+template <class Stream>
+void http_session<Stream>::on_client_bytes(error_code ec, std::size_t n) {
+    if (ec == asio::error::eof) {
+        return on_read_header(head_eof(*parser_), 0);
+    }
+    if (ec) {
+        return on_read_header(ec, 0);
+    }
+    buffer_.commit(n);
+    read_client_head();
 }
 
 // One timer bounds the two waits that happen on every request: for the client's header and
@@ -407,10 +471,8 @@ void http_session<Stream>::on_origin(error_code ec, std::shared_ptr<origin_conne
             if (wec) {
                 return origin_failed(wec, true);
             }
-            // The answer cannot be there yet: reading now would only cost a system call that
-            // returns EAGAIN. Going to the back of the queue first lets the origin answer.
-            return asio::post(lowest().get_executor(),
-                              [self = self()] { self->do_read_response_header(); });
+            // The answer cannot be there yet; edge_read queues the read without a system call.
+            return do_read_response_header();
         }
     }
     write_origin();
@@ -512,10 +574,7 @@ void http_session<Stream>::do_read_response_header() {
         origin_waiting_ = true;
         origin_deadline_ = std::chrono::steady_clock::now() + cfg_->origin.timeout;
         arm_timer(origin_deadline_);
-        origin_reader_ = socket_reader(&origin_->lowest().socket());
-        return http::async_read_header(
-            origin_reader_, origin_->buffer(), *res_parser_,
-            beast::bind_front_handler(&http_session::on_read_response_header, self()));
+        return read_origin_head();
     }
     origin_->lowest().expires_after(cfg_->origin.timeout);
     origin_->visit([&](auto& s) {
@@ -523,6 +582,29 @@ void http_session<Stream>::do_read_response_header() {
             s, origin_->buffer(), *res_parser_,
             beast::bind_front_handler(&http_session::on_read_response_header, self()));
     });
+}
+
+template <class Stream>
+void http_session<Stream>::read_origin_head() {
+    auto& buf = origin_->buffer();
+    error_code ec;
+    if (parse_head(*res_parser_, buf, ec)) {
+        return on_read_response_header(ec, 0);
+    }
+    origin_read_.start<&http_session::on_origin_bytes>(origin_->lowest().socket(),
+                                                       buf.prepare(origin_read_size(buf)), self());
+}
+
+template <class Stream>
+void http_session<Stream>::on_origin_bytes(error_code ec, std::size_t n) {
+    if (ec == asio::error::eof) {
+        return on_read_response_header(head_eof(*res_parser_), 0);
+    }
+    if (ec) {
+        return on_read_response_header(ec, 0);
+    }
+    origin_->buffer().commit(n);
+    read_origin_head();
 }
 
 template <class Stream>
@@ -594,7 +676,15 @@ void http_session<Stream>::do_read_response_body() {
     auto& body = res_parser_->body();
     body.data = piece();
     body.size = piece_size;
-    if (auto& buf = origin_->buffer(); buf.size() > 0) {
+    fill_response_piece();
+}
+
+// Parses the origin's buffered bytes into the piece, and reads more while the piece is neither
+// full nor the end of the body.
+template <class Stream>
+void http_session<Stream>::fill_response_piece() {
+    auto& buf = origin_->buffer();
+    if (buf.size() > 0) {
         // Bytes already read from the origin are parsed here and now; only a body that is not
         // all here yet takes an asynchronous read (which goes on from where this stops).
         // A piece that is neither full nor the end is not sent yet: the read below goes on
@@ -621,11 +711,36 @@ void http_session<Stream>::do_read_response_body() {
             return on_read_response_body(ec, 0);
         }
     }
+    if (!origin_->is_tls()) {
+        // As for the head: the session's timer bounds the wait, edge_read reads the socket.
+        origin_timed_out_ = false;
+        origin_waiting_ = true;
+        origin_deadline_ = std::chrono::steady_clock::now() + cfg_->limits.body_timeout;
+        arm_timer(origin_deadline_);
+        return origin_read_.start<&http_session::on_origin_body_bytes>(
+            origin_->lowest().socket(), buf.prepare(origin_read_size(buf)), self());
+    }
     origin_->lowest().expires_after(cfg_->limits.body_timeout);
     origin_->visit([&](auto& s) {
-        http::async_read(s, origin_->buffer(), *res_parser_,
+        http::async_read(s, buf, *res_parser_,
                          beast::bind_front_handler(&http_session::on_read_response_body, self()));
     });
+}
+
+template <class Stream>
+void http_session<Stream>::on_origin_body_bytes(error_code ec, std::size_t n) {
+    origin_waiting_ = false;
+    if (ec == asio::error::eof) {
+        // Ends a body delimited by the close; one with a length or chunks is cut short.
+        ec = {};
+        res_parser_->put_eof(ec);
+        return on_read_response_body(ec, 0);
+    }
+    if (ec) {
+        return on_read_response_body(ec, 0);
+    }
+    origin_->buffer().commit(n);
+    fill_response_piece();
 }
 
 template <class Stream>
@@ -693,7 +808,17 @@ void http_session<Stream>::finish_exchange() {
     if (!client_keep_alive_) {
         return do_close();
     }
-    // As for the origin's answer: the client's next request cannot be there yet.
+    next_request();
+}
+
+// The client's next request: read at once (edge_read queues the read without a system call),
+// unless it is already buffered (pipelined): then it waits its turn behind other connections'
+// work instead of recursing through a whole exchange.
+template <class Stream>
+void http_session<Stream>::next_request() {
+    if (buffer_.size() == 0) {
+        return do_read_header();
+    }
     asio::post(lowest().get_executor(), [self = self()] { self->do_read_header(); });
 }
 
@@ -788,7 +913,7 @@ void http_session<Stream>::on_write_memory_response(bool close, error_code ec, s
     if (close) {
         return do_close();
     }
-    asio::post(lowest().get_executor(), [self = self()] { self->do_read_header(); });
+    next_request();
 }
 
 template <class Stream>

@@ -17,9 +17,9 @@
 #include <string>
 
 #include "common.hpp"
+#include "edge_read.hpp"
 #include "head_parser.hpp"
 #include "outgoing_message.hpp"
-#include "socket_reader.hpp"
 #include "waitroom/config/config.hpp"
 #include "waitroom/gateway/request_filter.hpp"
 #include "worker_state.hpp"
@@ -50,6 +50,8 @@ class http_session : public session_base,
 
     void on_handshake(error_code ec);
     void do_read_header();
+    void read_client_head();
+    void on_client_bytes(error_code ec, std::size_t n);
     void arm_timer(std::chrono::steady_clock::time_point deadline);
     void on_timer(std::uint64_t generation, error_code ec);
     void on_read_header(error_code ec, std::size_t);
@@ -62,12 +64,17 @@ class http_session : public session_base,
     void on_read_body(error_code ec, std::size_t);
     void on_origin_write_body(error_code ec, std::size_t);
     void do_read_response_header();
+    void read_origin_head();
+    void on_origin_bytes(error_code ec, std::size_t n);
     void on_read_response_header(error_code ec, std::size_t);
     void do_read_response_body();
+    void fill_response_piece();
+    void on_origin_body_bytes(error_code ec, std::size_t n);
     void on_read_response_body(error_code ec, std::size_t);
     void write_response_piece();
     void on_write_response_body(error_code ec, std::size_t);
     void finish_exchange();
+    void next_request();
     void start_tunnel();
     void origin_failed(error_code ec, bool before_response);
     void send_response(unsigned status, const header_list& headers, std::string body,
@@ -85,8 +92,8 @@ class http_session : public session_base,
     std::shared_ptr<worker_state> state_;
     config::snapshot cfg_;
     Stream stream_;
-    socket_reader client_reader_;  // plain TCP: the client's socket, read with recv
-    socket_reader origin_reader_;  // plain TCP: the origin connection in use, read with recv
+    edge_read client_read_;  // plain TCP: the client's request heads
+    edge_read origin_read_;  // plain TCP: the origin's responses
     beast::flat_buffer buffer_;
     steady_timer deadline_timer_;         // bounds the header and origin-response waits
     std::uint64_t timer_generation_ = 0;  // of the last arm; older waits are stale

@@ -3,6 +3,7 @@
 waitroom_add_test(gateway_proxy_test
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/forward_headers_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/outgoing_message_test.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/edge_read_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/message_head_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/worker_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/test_client.cpp

@@ -471,6 +471,27 @@ TEST_F(Proxy, ServesPipelinedRequestsInOrder) {
     EXPECT_EQ(c.read().body().substr(0, 7), "chunk-0");
 }
 
+// The client's socket is read only when epoll reports bytes after a short read (edge_read):
+// bytes that come while the gateway is busy elsewhere (a pipelined request sent while the
+// first waits on the origin) and a head that arrives in pieces must still be read.
+TEST_F(Proxy, ReadsRequestsThatArriveWhileBusyOrInPieces) {
+    start();
+    test_client c{gw_->port()};
+    c.write_raw("GET /slow?ms=300 HTTP/1.1\r\nHost: x\r\n\r\n");
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    c.write_raw("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n");
+    auto first = c.read();
+    EXPECT_EQ(first.body(), "slow\n");
+    EXPECT_EQ(c.read().body(), "hello, world\n");
+
+    for (const char* piece : {"GET /hel", "lo HTTP/1.1\r\nHo", "st: x\r\n", "\r\n"}) {
+        c.write_raw(piece);
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    }
+    EXPECT_EQ(c.read().body(), "hello, world\n");
+    EXPECT_EQ(c.get("/hello").body(), "hello, world\n");  // and the connection goes on
+}
+
 // A filter that answers /queue from memory and lets the rest pass with a cookie, and strips the
 // origin's command header.
 class sample_filter : public request_filter {

@@ -1,0 +1,78 @@
+#pragma once
+// One read at a time of a plain TCP socket, the way nginx reads on edge-triggered epoll: a read
+// that comes back shorter than its buffer took all the kernel had, so the socket's next read is
+// not tried until epoll reports new bytes.
+//
+// Asio 1.26 (Boost 1.81) tries every read at once and learns that a socket is empty only from
+// the EAGAIN of that try, or re-arms the descriptor with epoll_ctl when asked to wait first:
+// either way one wasted system call per wait, two per proxied request (the client's next request,
+// the origin's answer). Its reactor already keeps the right flag (try_speculative_: "an event
+// came since this socket was found empty") but sets it only at end of file. This read is an
+// operation on that same reactor, queued on the socket like Asio's own: cancel(), close(),
+// timers and Asio's other reads on the socket work as before. Only its perform step differs: a
+// short read reports "done and exhausted", which makes the reactor skip the next try and queue
+// the next read without a system call until epoll says bytes arrived.
+
+#include <boost/asio/detail/reactor.hpp>
+#include <boost/asio/detail/reactor_op.hpp>
+#include <boost/asio/version.hpp>
+
+#include <cstddef>
+#include <memory>
+
+#include "common.hpp"
+
+namespace waitroom::gateway {
+
+static_assert(BOOST_ASIO_VERSION == 102600,
+              "edge_read uses Asio 1.26's reactor interface (Boost 1.81): re-check it");
+static_assert(std::is_same_v<asio::detail::reactor, asio::detail::epoll_reactor>,
+              "edge_read expects Asio's epoll reactor");
+
+class edge_read {
+  public:
+    edge_read() = default;
+    edge_read(const edge_read&) = delete;
+    edge_read& operator=(const edge_read&) = delete;
+
+    // Reads what `socket` has, up to `into`, then calls `(owner.get()->*Done)(ec, n)` from the
+    // socket's executor (never from within start), keeping `owner` alive until then. End of file
+    // is `asio::error::eof`; cancel() or close() of the socket ends it with operation_aborted.
+    // One read at a time per edge_read.
+    template <auto Done, class Owner>
+    void start(tcp_socket& socket, asio::mutable_buffer into, std::shared_ptr<Owner> owner) {
+        Owner* target = owner.get();
+        start_op(socket, into, std::move(owner), target,
+                 [](void* t, const error_code& ec, std::size_t n) {
+                     (static_cast<Owner*>(t)->*Done)(ec, n);
+                 });
+    }
+
+    bool pending() const { return op_.pending; }
+
+  private:
+    using callback = void (*)(void* target, const error_code& ec, std::size_t n);
+
+    struct op : asio::detail::reactor_op {
+        op();
+        static status perform(asio::detail::reactor_op* base);
+        static void complete(void* owner, asio::detail::scheduler_operation* base,
+                             const error_code&, std::size_t);
+
+        int fd = -1;
+        char* data = nullptr;
+        std::size_t size = 0;
+        std::shared_ptr<void> keep;  // the owner, until the callback has run
+        void* target = nullptr;
+        callback on_done = nullptr;
+        bool pending = false;
+    };
+
+    void start_op(tcp_socket& socket, asio::mutable_buffer into, std::shared_ptr<void> keep,
+                  void* target, callback done);
+
+    op op_;
+    asio::detail::reactor* reactor_ = nullptr;  // of the socket's io_context, found once
+};
+
+}  // namespace waitroom::gateway
