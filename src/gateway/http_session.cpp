@@ -102,14 +102,17 @@ bool parse_head(Parser& parser, beast::flat_buffer& buffer, error_code& ec) {
     return true;
 }
 
-// What the end of the stream means to a head being read, as Beast reports it: no message at
-// all (end_of_stream), or a message cut short (partial_message).
+// The error a failed read of a head reports, as Beast's would: at the end of the stream, no
+// message at all (end_of_stream) or one cut short (partial_message); else the read's own.
 template <class Parser>
-error_code head_eof(Parser& parser) {
+error_code head_read_error(Parser& parser, error_code ec) {
+    if (ec != asio::error::eof) {
+        return ec;
+    }
     if (!parser.got_some()) {
         return http::error::end_of_stream;
     }
-    error_code ec;
+    ec = {};
     parser.put_eof(ec);
     return ec ? ec : error_code(http::error::partial_message);
 }
@@ -284,11 +287,8 @@ void http_session<Stream>::read_client_head() {
 
 template <class Stream>
 void http_session<Stream>::on_client_bytes(error_code ec, std::size_t n) {
-    if (ec == asio::error::eof) {
-        return on_read_header(head_eof(*parser_), 0);
-    }
     if (ec) {
-        return on_read_header(ec, 0);
+        return on_read_header(head_read_error(*parser_, ec), 0);
     }
     buffer_.commit(n);
     read_client_head();
@@ -597,11 +597,8 @@ void http_session<Stream>::read_origin_head() {
 
 template <class Stream>
 void http_session<Stream>::on_origin_bytes(error_code ec, std::size_t n) {
-    if (ec == asio::error::eof) {
-        return on_read_response_header(head_eof(*res_parser_), 0);
-    }
     if (ec) {
-        return on_read_response_header(ec, 0);
+        return on_read_response_header(head_read_error(*res_parser_, ec), 0);
     }
     origin_->buffer().commit(n);
     read_origin_head();
