@@ -28,9 +28,10 @@ asio::detail::reactor_op::status edge_read::op::perform(asio::detail::reactor_op
         if (n > 0) {
             o->ec_ = {};
             o->bytes_transferred_ = static_cast<std::size_t>(n);
-            // Short: the kernel had no more. The reactor then waits for epoll before trying
-            // this socket again (and a full read leaves the next try to go ahead at once).
-            return o->bytes_transferred_ < o->size ? done_and_exhausted : done;
+            // Short: the kernel had no more. Reported so, the reactor waits for epoll before
+            // trying this socket again (a full read leaves the next try to go ahead at once).
+            return o->short_is_empty && o->bytes_transferred_ < o->size ? done_and_exhausted
+                                                                          : done;
         }
         if (n == 0) {
             o->ec_ = asio::error::eof;
@@ -62,8 +63,9 @@ void edge_read::op::complete(void* owner, asio::detail::scheduler_operation* bas
     }
 }
 
-void edge_read::start_op(tcp_socket& socket, asio::mutable_buffer into,
+void edge_read::start_op(tcp_socket& socket, asio::mutable_buffer into, kind k,
                          std::shared_ptr<void> keep, void* target, callback done) {
+    BOOST_ASSERT(into.size() > 0);  // recv of nothing would read as end of file
     auto& impl = socket_access::implementation(socket);
     if (reactor_ == nullptr) {
         reactor_ = &asio::use_service<asio::detail::reactor>(socket.get_executor().context());
@@ -76,12 +78,18 @@ void edge_read::start_op(tcp_socket& socket, asio::mutable_buffer into,
     op_.keep = std::move(keep);
     op_.target = target;
     op_.on_done = done;
+    op_.short_is_empty = k != kind::any;
     op_.pending = true;
-    if ((impl.state_ & asio::detail::socket_ops::non_blocking) == 0) {
-        error_code ec;
-        socket.non_blocking(true, ec);
-        if (ec) {
-            op_.ec_ = ec;
+    // As Asio's own operations do: the descriptor goes non-blocking underneath the socket's
+    // user-visible mode.
+    if ((impl.state_ & asio::detail::socket_ops::non_blocking) == 0 &&
+        !asio::detail::socket_ops::set_internal_non_blocking(impl.socket_, impl.state_, true,
+                                                             op_.ec_)) {
+        return reactor_->post_immediate_completion(&op_, true);
+    }
+    if (k == kind::more && impl.reactor_data_ != nullptr) {
+        // Try now even if the reactor believes the socket empty (see the header).
+        if (const auto status = op::perform(&op_); status != op::not_done) {
             return reactor_->post_immediate_completion(&op_, true);
         }
     }

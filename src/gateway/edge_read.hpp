@@ -1,17 +1,25 @@
 #pragma once
-// One read at a time of a plain TCP socket, the way nginx reads on edge-triggered epoll: a read
-// that comes back shorter than its buffer took all the kernel had, so the socket's next read is
-// not tried until epoll reports new bytes.
+// One read at a time of a plain TCP socket, with nginx's economy on edge-triggered epoll where
+// it is safe: a read that comes back shorter than its buffer took all the kernel had, so the
+// socket's next read need not be tried before epoll reports new bytes.
 //
 // Asio 1.26 (Boost 1.81) tries every read at once and learns that a socket is empty only from
-// the EAGAIN of that try, or re-arms the descriptor with epoll_ctl when asked to wait first:
-// either way one wasted system call per wait, two per proxied request (the client's next request,
-// the origin's answer). Its reactor already keeps the right flag (try_speculative_: "an event
-// came since this socket was found empty") but sets it only at end of file. This read is an
-// operation on that same reactor, queued on the socket like Asio's own: cancel(), close(),
-// timers and Asio's other reads on the socket work as before. Only its perform step differs: a
-// short read reports "done and exhausted", which makes the reactor skip the next try and queue
-// the next read without a system call until epoll says bytes arrived.
+// the EAGAIN of that try (or re-arms the descriptor with epoll_ctl when asked to wait first):
+// one wasted system call per wait. Its reactor keeps the right flag (try_speculative_: "an
+// event came since this socket was found empty") but sets it only at end of file. This read is
+// an operation on that same reactor, queued on the socket like Asio's own: cancel(), close(),
+// timers and Asio's other reads on the socket work as before. Only its perform step may report a
+// short read as "done and exhausted", which makes the reactor queue the socket's next read
+// without a try until epoll says bytes arrived.
+//
+// The catch: a peer's end of stream that arrives together with its last bytes is reported by
+// the same epoll event, and the short read that takes the bytes hides it (Asio does not ask for
+// EPOLLRDHUP). A socket marked empty then waits for an event that never comes. So the economy is
+// used only where the peer sends nothing unasked: the first read of an origin's response (the
+// origin closes a keep-alive connection only after saying so, or long after its last answer,
+// which is an event of its own). Reads that go on with a message try first, so a cut-short
+// message is seen at once; a client, which may half-close right after its request, is read as
+// Asio reads.
 
 #include <boost/asio/detail/reactor.hpp>
 #include <boost/asio/detail/reactor_op.hpp>
@@ -35,14 +43,27 @@ class edge_read {
     edge_read(const edge_read&) = delete;
     edge_read& operator=(const edge_read&) = delete;
 
-    // Reads what `socket` has, up to `into`, then calls `(owner.get()->*Done)(ec, n)` from the
-    // socket's executor (never from within start), keeping `owner` alive until then. End of file
-    // is `asio::error::eof`; cancel() or close() of the socket ends it with operation_aborted.
-    // One read at a time per edge_read.
+    enum class kind {
+        // The first read of a message the peer sends only when asked (an origin's response):
+        // queued without a try if the socket was last found empty; a short read finds it empty.
+        answer,
+        // Goes on with a message: tries first (an end of stream hidden by the last short read
+        // shows now); a short read finds the socket empty.
+        more,
+        // A peer that may close at any time (a client): as Asio reads, a short read leaves the
+        // next read to try.
+        any,
+    };
+
+    // Reads what `socket` has, up to `into` (not empty), then calls
+    // `(owner.get()->*Done)(ec, n)` from the socket's executor (never from within start),
+    // keeping `owner` alive until then. End of file is `asio::error::eof`; cancel() or close()
+    // of the socket ends it with operation_aborted. One read at a time per edge_read.
     template <auto Done, class Owner>
-    void start(tcp_socket& socket, asio::mutable_buffer into, std::shared_ptr<Owner> owner) {
+    void start(tcp_socket& socket, asio::mutable_buffer into, kind k,
+               std::shared_ptr<Owner> owner) {
         Owner* target = owner.get();
-        start_op(socket, into, std::move(owner), target,
+        start_op(socket, into, k, std::move(owner), target,
                  [](void* t, const error_code& ec, std::size_t n) {
                      (static_cast<Owner*>(t)->*Done)(ec, n);
                  });
@@ -65,11 +86,12 @@ class edge_read {
         std::shared_ptr<void> keep;  // the owner, until the callback has run
         void* target = nullptr;
         callback on_done = nullptr;
+        bool short_is_empty = false;  // a short read reports "done and exhausted"
         bool pending = false;
     };
 
-    void start_op(tcp_socket& socket, asio::mutable_buffer into, std::shared_ptr<void> keep,
-                  void* target, callback done);
+    void start_op(tcp_socket& socket, asio::mutable_buffer into, kind k,
+                  std::shared_ptr<void> keep, void* target, callback done);
 
     op op_;
     asio::detail::reactor* reactor_ = nullptr;  // of the socket's io_context, found once

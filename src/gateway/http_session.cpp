@@ -257,7 +257,8 @@ void http_session<Stream>::do_read_header() {
     // keep-alive connection is simply closed after keepalive_timeout.
     const bool started = first_request_ || buffer_.size() > 0;
     header_timed_out_ = false;
-    header_deadline_ = std::chrono::steady_clock::now() +
+    client_wait_since_ = std::chrono::steady_clock::now();
+    header_deadline_ = client_wait_since_ +
                        (started ? cfg_->limits.header_timeout : cfg_->limits.keepalive_timeout);
     header_waiting_ = true;
     // Back-to-back keep-alive requests cost no timer operation at all (see arm_timer).
@@ -273,20 +274,51 @@ void http_session<Stream>::do_read_header() {
     }
 }
 
-// Plain TCP: parses what is buffered, then reads the socket (edge_read: no system call until
-// epoll has bytes for it) until the head is complete.
+// Plain TCP: parses what is buffered, then reads the socket (edge_read, in one operation with
+// no Beast layers) until the head is complete.
 template <class Stream>
-void http_session<Stream>::read_client_head() {
+void http_session<Stream>::read_client_head(bool try_first) {
     error_code ec;
     if (parse_head(*parser_, buffer_, ec)) {
         return on_read_header(ec, 0);
     }
+    // The next request on a kept-alive connection is waited for without a try when the last read
+    // found the socket empty; the worker's sweep tries it once later (see worker_state). A head
+    // under way, or a connection's first, is tried first.
+    const bool next = !first_request_ && !parser_->got_some() && !try_first;
+    if (next) {
+        client_untried_ = true;
+        worker_state::want_sweep(state_);
+    }
     client_read_.start<&http_session::on_client_bytes>(
-        lowest().socket(), buffer_.prepare(beast::read_size(buffer_, 65536)), self());
+        lowest().socket(), buffer_.prepare(beast::read_size(buffer_, 65536)),
+        next ? edge_read::kind::answer : edge_read::kind::more, self());
+}
+
+template <class Stream>
+bool http_session<Stream>::sweep(std::chrono::steady_clock::time_point cutoff) {
+    if (!client_untried_ || !client_read_.pending()) {
+        client_untried_ = false;
+        return false;
+    }
+    if (client_wait_since_ > cutoff) {
+        return true;  // too recent: the next sweep
+    }
+    client_untried_ = false;
+    client_retry_ = true;
+    error_code ignored;
+    lowest().socket().cancel(ignored);  // on_client_bytes starts the read again, trying first
+    return false;
 }
 
 template <class Stream>
 void http_session<Stream>::on_client_bytes(error_code ec, std::size_t n) {
+    client_untried_ = false;
+    const bool retry = std::exchange(client_retry_, false);
+    if (ec == asio::error::operation_aborted && retry && !header_timed_out_ && !draining_ &&
+        !closed_) {
+        return read_client_head(true);
+    }
     if (ec) {
         return on_read_header(head_read_error(*parser_, ec), 0);
     }
@@ -471,7 +503,8 @@ void http_session<Stream>::on_origin(error_code ec, std::shared_ptr<origin_conne
             if (wec) {
                 return origin_failed(wec, true);
             }
-            // The answer cannot be there yet; edge_read queues the read without a system call.
+            // The answer cannot be there yet: edge_read queues the read without a system call
+            // when the connection's last read found it empty.
             return do_read_response_header();
         }
     }
@@ -591,8 +624,10 @@ void http_session<Stream>::read_origin_head() {
     if (parse_head(*res_parser_, buf, ec)) {
         return on_read_response_header(ec, 0);
     }
-    origin_read_.start<&http_session::on_origin_bytes>(origin_->lowest().socket(),
-                                                       buf.prepare(origin_read_size(buf)), self());
+    // The first read of the answer waits for epoll if the connection's last read found it empty.
+    const auto k = res_parser_->got_some() ? edge_read::kind::more : edge_read::kind::answer;
+    origin_read_.start<&http_session::on_origin_bytes>(
+        origin_->lowest().socket(), buf.prepare(origin_read_size(buf)), k, self());
 }
 
 template <class Stream>
@@ -715,7 +750,8 @@ void http_session<Stream>::fill_response_piece() {
         origin_deadline_ = std::chrono::steady_clock::now() + cfg_->limits.body_timeout;
         arm_timer(origin_deadline_);
         return origin_read_.start<&http_session::on_origin_body_bytes>(
-            origin_->lowest().socket(), buf.prepare(origin_read_size(buf)), self());
+            origin_->lowest().socket(), buf.prepare(origin_read_size(buf)), edge_read::kind::more,
+            self());
     }
     origin_->lowest().expires_after(cfg_->limits.body_timeout);
     origin_->visit([&](auto& s) {
@@ -808,9 +844,8 @@ void http_session<Stream>::finish_exchange() {
     next_request();
 }
 
-// The client's next request: read at once (edge_read queues the read without a system call),
-// unless it is already buffered (pipelined): then it waits its turn behind other connections'
-// work instead of recursing through a whole exchange.
+// The client's next request: read at once, unless it is already buffered (pipelined): then it
+// waits its turn behind other connections' work instead of recursing through a whole exchange.
 template <class Stream>
 void http_session<Stream>::next_request() {
     if (buffer_.size() == 0) {

@@ -41,6 +41,7 @@ class http_session : public session_base,
     void run();
     void drain() override;
     void close() override;
+    bool sweep(std::chrono::steady_clock::time_point cutoff) override;
 
   private:
     using self_ptr = std::shared_ptr<http_session>;
@@ -50,7 +51,7 @@ class http_session : public session_base,
 
     void on_handshake(error_code ec);
     void do_read_header();
-    void read_client_head();
+    void read_client_head(bool try_first = false);
     void on_client_bytes(error_code ec, std::size_t n);
     void arm_timer(std::chrono::steady_clock::time_point deadline);
     void on_timer(std::uint64_t generation, error_code ec);
@@ -100,6 +101,9 @@ class http_session : public session_base,
     bool timer_armed_ = false;            // deadline_timer_ has a wait of timer_generation_
     std::chrono::steady_clock::time_point header_deadline_;  // of the header read in progress
     bool header_waiting_ = false;                            // a header read is in progress
+    bool client_untried_ = false;  // waits for a request without having tried the socket
+    bool client_retry_ = false;    // the sweep cancelled that wait to try the socket
+    std::chrono::steady_clock::time_point client_wait_since_;
     bool header_timed_out_ = false;
     std::chrono::steady_clock::time_point origin_deadline_;  // of the origin's response header
     bool origin_waiting_ = false;  // waiting (plain TCP origin) for the response header

@@ -17,6 +17,30 @@ void worker_state::session_closed(session_base* s) {
     }
 }
 
+void worker_state::want_sweep(const std::shared_ptr<worker_state>& self) {
+    if (self->sweep_armed) {
+        return;
+    }
+    self->sweep_armed = true;
+    self->sweep_timer.expires_after(sweep_interval);
+    self->sweep_timer.async_wait([weak = std::weak_ptr<worker_state>(self)](error_code ec) {
+        auto st = weak.lock();
+        if (ec || !st) {
+            return;
+        }
+        st->sweep_armed = false;
+        const auto cutoff = std::chrono::steady_clock::now() - sweep_interval;
+        bool again = false;
+        std::vector<session_base*> sessions(st->sessions.begin(), st->sessions.end());
+        for (auto* s : sessions) {
+            again = s->sweep(cutoff) || again;
+        }
+        if (again) {
+            want_sweep(st);
+        }
+    });
+}
+
 namespace {
 
 std::unique_ptr<ssl::context> make_server_tls(const config::tls_files& files) {

@@ -49,6 +49,7 @@ void worker::drain() {
     for (auto& l : st.listeners) {
         l->stop();
     }
+    st.stop_sweep();
     std::vector<session_base*> sessions(st.sessions.begin(), st.sessions.end());
     for (auto* s : sessions) {
         s->drain();
@@ -61,6 +62,7 @@ void worker::close_all() {
     for (auto& l : st.listeners) {
         l->stop();
     }
+    st.stop_sweep();
     std::vector<session_base*> sessions(st.sessions.begin(), st.sessions.end());
     for (auto* s : sessions) {
         s->close();

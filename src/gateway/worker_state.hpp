@@ -6,6 +6,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <unordered_set>
@@ -26,6 +27,9 @@ class session_base {
     virtual void drain() = 0;
     // Close now, whatever is in flight.
     virtual void close() = 0;
+    // The worker's sweep (see worker_state::want_sweep): true when the session still waits for
+    // a later sweep.
+    virtual bool sweep(std::chrono::steady_clock::time_point cutoff) = 0;
 };
 
 struct worker_state {
@@ -33,7 +37,8 @@ struct worker_state {
         : ioc(io),
           ctx(std::move(c)),
           index(i),
-          pool(std::make_shared<origin_pool>(io.get_executor(), ctx->metrics(), i)) {}
+          pool(std::make_shared<origin_pool>(io.get_executor(), ctx->metrics(), i)),
+          sweep_timer(io.get_executor()) {}
 
     asio::io_context& ioc;
     std::shared_ptr<shared_context> ctx;
@@ -56,6 +61,21 @@ struct worker_state {
             pool->configure(cfg->origin);
         }
         return cfg;
+    }
+
+    // A client's next request is waited for without first trying its socket when the last read
+    // found it empty (edge_read::kind::answer). An end of stream that came with the previous
+    // request hides from that wait, so every such wait is tried once by a sweep that runs while
+    // any is pending: a half-closed client is let go within two sweep intervals, not after
+    // keepalive_timeout.
+    static constexpr std::chrono::milliseconds sweep_interval{200};
+    steady_timer sweep_timer;
+    bool sweep_armed = false;
+    // Arms the sweep if it is not armed. `self` is this state's owner.
+    static void want_sweep(const std::shared_ptr<worker_state>& self);
+    void stop_sweep() {
+        sweep_timer.cancel();
+        sweep_armed = false;
     }
 
     void session_opened(session_base* s) {

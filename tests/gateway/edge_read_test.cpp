@@ -1,7 +1,7 @@
 // edge_read on real loopback sockets: bytes there now and bytes that come later, a short read
 // followed by bytes that arrive while no read is queued (the edge must not be lost), a full
-// read followed by the rest, end of file, cancel and close, Asio's own reads after it, and the
-// owner's lifetime (kept until the callback, released when the io_context goes with a read
+// read followed by the rest, end of file (also one that comes with the last bytes), cancel and
+// close, Asio's own reads after it, and the owner's lifetime (kept until the callback, released when the io_context goes with a read
 // still queued).
 #include "edge_read.hpp"
 
@@ -22,7 +22,9 @@ using namespace std::chrono_literals;
 struct reader : std::enable_shared_from_this<reader> {
     explicit reader(std::size_t room) : buf(room, '\0') {}
 
-    void read(tcp_socket& s) { r.start<&reader::on_read>(s, asio::buffer(buf), shared_from_this()); }
+    void read(tcp_socket& s, edge_read::kind k = edge_read::kind::answer) {
+        r.start<&reader::on_read>(s, asio::buffer(buf), k, shared_from_this());
+    }
     void on_read(error_code e, std::size_t n) {
         ++calls;
         ec = e;
@@ -128,6 +130,32 @@ TEST_F(EdgeRead, ReportsEndOfFile) {
     ASSERT_TRUE(run_until([&] { return r->calls == 2; }));
     EXPECT_EQ(r->got, "last");
     EXPECT_EQ(r->ec, asio::error::eof);
+}
+
+// A peer's FIN that comes right behind its last bytes is reported by the same epoll event, and
+// the short read that takes the bytes hides it: a read that goes on with a message tries first
+// and sees it; a read of a peer that may close at any time leaves the socket to be tried.
+TEST_F(EdgeRead, SeesAnEndOfStreamThatCameWithTheLastBytes) {
+    for (auto first : {edge_read::kind::answer, edge_read::kind::any}) {
+        tcp_socket s(ioc);
+        asio::ip::tcp::socket p(ioc);
+        p.connect(acceptor_.local_endpoint());
+        acceptor_.accept(s);
+        auto r = std::make_shared<reader>(64);
+        r->read(s, first);
+        ioc.restart();
+        ioc.run_for(10ms);  // the read is queued before the bytes and the FIN arrive
+        asio::write(p, asio::buffer(std::string("bye")));
+        p.shutdown(asio::socket_base::shutdown_send);
+        ASSERT_TRUE(run_until([&] { return r->calls == 1; }));
+        EXPECT_EQ(r->got, "bye");
+        // After a short `any` read even the reactor's own next read tries (here: `answer`);
+        // after a short `answer` read, `more` tries.
+        r->read(s, first == edge_read::kind::any ? edge_read::kind::answer : edge_read::kind::more);
+        ASSERT_TRUE(run_until([&] { return r->calls == 2; }))
+            << "end of stream hidden (first read kind " << static_cast<int>(first) << ")";
+        EXPECT_EQ(r->ec, asio::error::eof);
+    }
 }
 
 TEST_F(EdgeRead, CancelAndCloseEndAQueuedReadAsAborted) {

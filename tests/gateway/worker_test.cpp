@@ -25,6 +25,10 @@
 #include <optional>
 #include <thread>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 #include "gateway/test_client.hpp"
 #include "support/test_origin.hpp"
 
@@ -490,6 +494,33 @@ TEST_F(Proxy, ReadsRequestsThatArriveWhileBusyOrInPieces) {
     }
     EXPECT_EQ(c.read().body(), "hello, world\n");
     EXPECT_EQ(c.get("/hello").body(), "hello, world\n");  // and the connection goes on
+}
+
+// Ends of stream that come right behind the last bytes (the same epoll event): an origin's body
+// delimited by its close, and a client that half-closes after its keep-alive request. Both are
+// seen at once, not after a timeout.
+TEST_F(Proxy, SeesAnEndOfStreamThatComesWithTheLastBytes) {
+    start([](config::config& c) {
+        c.limits.body_timeout = std::chrono::seconds(30);
+        c.limits.keepalive_timeout = std::chrono::seconds(30);
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    test_client c{gw_->port()};
+    auto res = c.get("/until-close");
+    EXPECT_EQ(res.result_int(), 200u);
+    EXPECT_EQ(res.body(), "body until close\n");
+
+    test_client h{gw_->port()};
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the gateway's read is queued
+    // Corked, the request and the FIN leave in one segment.
+    const int one = 1;
+    ASSERT_EQ(::setsockopt(h.socket().native_handle(), IPPROTO_TCP, TCP_CORK, &one, sizeof one), 0);
+    h.write_raw("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n");
+    h.socket().shutdown(asio::socket_base::shutdown_send);
+    EXPECT_EQ(h.read().body(), "hello, world\n");
+    EXPECT_TRUE(h.closed_by_server());
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10))
+        << "waited for a timeout";
 }
 
 // A filter that answers /queue from memory and lets the rest pass with a cookie, and strips the

@@ -375,6 +375,16 @@ struct test_origin::impl {
         if (t.path == "/drop") {
             co_return false;
         }
+        if (t.path == "/until-close") {
+            // A body delimited by the end of the connection, its FIN sent right behind it.
+            static constexpr std::string_view answer =
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n"
+                "body until close\n";
+            co_await asio::async_write(c->stream, asio::buffer(answer), nothrow);
+            beast::error_code ignored;
+            c->stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+            co_return false;
+        }
         if (t.path == "/ws" && websocket::is_upgrade(req)) {
             co_await websocket_echo(c, p);
             co_return false;
