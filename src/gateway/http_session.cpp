@@ -282,6 +282,9 @@ void http_session<Stream>::read_client_head(bool try_first) {
     if (parse_head(*parser_, buffer_, ec)) {
         return on_read_header(ec, 0);
     }
+    if (header_timed_out_) {
+        return on_read_header(asio::error::operation_aborted, 0);  // as for the origin's head
+    }
     // The next request on a kept-alive connection is waited for without a try when the last read
     // found the socket empty; the worker's sweep tries it once later (see worker_state). A head
     // under way, or a connection's first, is tried first.
@@ -624,6 +627,11 @@ void http_session<Stream>::read_origin_head() {
     if (parse_head(*res_parser_, buf, ec)) {
         return on_read_response_header(ec, 0);
     }
+    if (origin_timed_out_) {
+        // The timer fired while bytes were already on their way (its cancel found no read
+        // queued): it is spent, so the wait ends here.
+        return on_read_response_header(asio::error::operation_aborted, 0);
+    }
     // The first read of the answer waits for epoll if the connection's last read found it empty.
     const auto k = res_parser_->got_some() ? edge_read::kind::more : edge_read::kind::answer;
     origin_read_.start<&http_session::on_origin_bytes>(
@@ -659,7 +667,10 @@ void http_session<Stream>::on_read_response_header(error_code ec, std::size_t) {
         return start_tunnel();
     }
     if (status >= 100 && status < 200) {
-        return do_read_response_header();  // interim (103 Early Hints…): not relayed
+        // Interim (103 Early Hints…): not relayed. Posted: an origin sending many at once must
+        // not deepen the stack by one exchange each.
+        return asio::post(lowest().get_executor(),
+                          [self = self()] { self->do_read_response_header(); });
     }
     // The filter sees (and may change) the origin's header without its hop-by-hop fields;
     // what is left of it goes out.
@@ -763,6 +774,9 @@ void http_session<Stream>::fill_response_piece() {
 template <class Stream>
 void http_session<Stream>::on_origin_body_bytes(error_code ec, std::size_t n) {
     origin_waiting_ = false;
+    if (origin_timed_out_) {
+        return on_read_response_body(beast::error::timeout, 0);  // the timer is spent
+    }
     if (ec == asio::error::eof) {
         // Ends a body delimited by the close; one with a length or chunks is cut short.
         ec = {};

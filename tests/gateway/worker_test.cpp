@@ -523,6 +523,19 @@ TEST_F(Proxy, SeesAnEndOfStreamThatComesWithTheLastBytes) {
         << "waited for a timeout";
 }
 
+// Interim responses (103 Early Hints) are not relayed; the answer after them is, however many
+// come at once.
+TEST_F(Proxy, SkipsInterimResponsesBeforeTheAnswer) {
+    start();
+    test_client c{gw_->port()};
+    for (const char* target : {"/early-hints?n=1", "/early-hints?n=3000"}) {
+        auto res = c.get(target);
+        EXPECT_EQ(res.result_int(), 200u) << target;
+        EXPECT_EQ(res.body(), "hinted") << target;
+        EXPECT_EQ(res.count(http::field::link), 0u) << target;
+    }
+}
+
 // A filter that answers /queue from memory and lets the rest pass with a cookie, and strips the
 // origin's command header.
 class sample_filter : public request_filter {

@@ -375,6 +375,16 @@ struct test_origin::impl {
         if (t.path == "/drop") {
             co_return false;
         }
+        if (t.path == "/early-hints") {
+            // `n` interim 103 responses, then the answer, all in one write.
+            std::string out;
+            for (auto i = t.number("n").value_or(1); i > 0; --i) {
+                out += "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n";
+            }
+            out += "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nhinted";
+            auto [ec, n] = co_await asio::async_write(c->stream, asio::buffer(out), nothrow);
+            co_return !ec;
+        }
         if (t.path == "/until-close") {
             // A body delimited by the end of the connection, its FIN sent right behind it.
             static constexpr std::string_view answer =
