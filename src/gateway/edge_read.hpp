@@ -14,12 +14,13 @@
 //
 // The catch: a peer's end of stream that arrives together with its last bytes is reported by
 // the same epoll event, and the short read that takes the bytes hides it (Asio does not ask for
-// EPOLLRDHUP). A socket marked empty then waits for an event that never comes. So the economy is
-// used only where the peer sends nothing unasked: the first read of an origin's response (the
-// origin closes a keep-alive connection only after saying so, or long after its last answer,
-// which is an event of its own). Reads that go on with a message try first, so a cut-short
-// message is seen at once; a client, which may half-close right after its request, is read as
-// Asio reads.
+// EPOLLRDHUP). A socket marked empty then waits for an event that never comes. So the session
+// skips the try only where that is safe or made safe: the first read of an origin's answer (an
+// origin closes a kept-alive connection only after saying so, or long after its last answer,
+// which is an event of its own), and a kept-alive client's next request, which the worker's
+// sweep tries once if it waits longer than a sweep interval (a client may half-close right
+// after its request). Reads that go on with a message try first, so a cut-short message is
+// seen at once.
 
 #include <boost/asio/detail/reactor.hpp>
 #include <boost/asio/detail/reactor_op.hpp>
@@ -50,8 +51,8 @@ class edge_read {
         // Goes on with a message: tries first (an end of stream hidden by the last short read
         // shows now); a short read finds the socket empty.
         more,
-        // A peer that may close at any time (a client): as Asio reads, a short read leaves the
-        // next read to try.
+        // As Asio reads: a short read leaves the next read to try (for a socket Asio's own reads
+        // take over, such as an upgraded connection's).
         any,
     };
 

@@ -287,15 +287,17 @@ void http_session<Stream>::read_client_head(bool try_first) {
     }
     // The next request on a kept-alive connection is waited for without a try when the last read
     // found the socket empty; the worker's sweep tries it once later (see worker_state). A head
-    // under way, or a connection's first, is tried first.
+    // under way, or a retry of the sweep, is tried first; a connection's first read is tried by
+    // the reactor (a new socket was never found empty).
     const bool next = !first_request_ && !parser_->got_some() && !try_first;
     if (next) {
         client_untried_ = true;
         worker_state::want_sweep(state_);
     }
+    const bool fresh = first_request_ && !parser_->got_some();
     client_read_.start<&http_session::on_client_bytes>(
         lowest().socket(), buffer_.prepare(beast::read_size(buffer_, 65536)),
-        next ? edge_read::kind::answer : edge_read::kind::more, self());
+        next || fresh ? edge_read::kind::answer : edge_read::kind::more, self());
 }
 
 template <class Stream>
@@ -420,6 +422,7 @@ void http_session<Stream>::on_read_header(error_code ec, std::size_t) {
                        beast::iequals(req[http::field::expect], "100-continue");
     client_keep_alive_ = parser_->keep_alive();
     retried_ = false;
+    interim_seen_ = false;
     state_->ctx->filter().on_request(
         req, info_, [self = self()](filter_result r) { self->on_filter(std::move(r)); });
 }
@@ -633,7 +636,11 @@ void http_session<Stream>::read_origin_head() {
         return on_read_response_header(asio::error::operation_aborted, 0);
     }
     // The first read of the answer waits for epoll if the connection's last read found it empty.
-    const auto k = res_parser_->got_some() ? edge_read::kind::more : edge_read::kind::answer;
+    // Not after an interim response (the origin may have closed right behind it), and a 101
+    // leaves the socket to be tried: the tunnel reads it with Asio's own reads from then on.
+    const auto k = res_parser_->got_some() || interim_seen_ ? edge_read::kind::more
+                   : websocket_                             ? edge_read::kind::any
+                                                            : edge_read::kind::answer;
     origin_read_.start<&http_session::on_origin_bytes>(
         origin_->lowest().socket(), buf.prepare(origin_read_size(buf)), k, self());
 }
@@ -669,6 +676,7 @@ void http_session<Stream>::on_read_response_header(error_code ec, std::size_t) {
     if (status >= 100 && status < 200) {
         // Interim (103 Early Hints…): not relayed. Posted: an origin sending many at once must
         // not deepen the stack by one exchange each.
+        interim_seen_ = true;
         return asio::post(lowest().get_executor(),
                           [self = self()] { self->do_read_response_header(); });
     }

@@ -127,6 +127,7 @@ class http_session : public session_base,
     bool expect_continue_ = false;
     bool request_has_body_ = false;
     bool retried_ = false;
+    bool interim_seen_ = false;  // the origin sent a 1xx in this exchange
     std::chrono::steady_clock::time_point started_;  // for the access log
     std::uint64_t bytes_sent_ = 0;                   // response body bytes, access log
     std::size_t pending_ = 0;  // body bytes read from the client, not yet sent on

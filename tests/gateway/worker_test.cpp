@@ -526,7 +526,7 @@ TEST_F(Proxy, SeesAnEndOfStreamThatComesWithTheLastBytes) {
 // Interim responses (103 Early Hints) are not relayed; the answer after them is, however many
 // come at once.
 TEST_F(Proxy, SkipsInterimResponsesBeforeTheAnswer) {
-    start();
+    start([](config::config& c) { c.origin.timeout = std::chrono::seconds(20); });
     test_client c{gw_->port()};
     for (const char* target : {"/early-hints?n=1", "/early-hints?n=3000"}) {
         auto res = c.get(target);
@@ -534,6 +534,10 @@ TEST_F(Proxy, SkipsInterimResponsesBeforeTheAnswer) {
         EXPECT_EQ(res.body(), "hinted") << target;
         EXPECT_EQ(res.count(http::field::link), 0u) << target;
     }
+    // An origin that closes right behind its hints: a 502 at once, not a 504 after the timeout.
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(c.get("/early-hints?n=1&close=1").result_int(), 502u);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
 }
 
 // A filter that answers /queue from memory and lets the rest pass with a cookie, and strips the

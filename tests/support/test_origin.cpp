@@ -376,10 +376,18 @@ struct test_origin::impl {
             co_return false;
         }
         if (t.path == "/early-hints") {
-            // `n` interim 103 responses, then the answer, all in one write.
+            // `n` interim 103 responses, then the answer, all in one write (with `close=1`, no
+            // answer: the connection closes instead).
             std::string out;
             for (auto i = t.number("n").value_or(1); i > 0; --i) {
                 out += "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n";
+            }
+            if (t.number("close").value_or(0) != 0) {
+                // Dies right after its hints: the FIN leaves right behind them.
+                co_await asio::async_write(c->stream, asio::buffer(out), nothrow);
+                beast::error_code ignored;
+                c->stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+                co_return false;
             }
             out += "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nhinted";
             auto [ec, n] = co_await asio::async_write(c->stream, asio::buffer(out), nothrow);
