@@ -13,6 +13,25 @@ trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() { for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; return 1; }
 
+# write_nginx_conf DIR SERVERS: DIR/nginx.conf for one worker, logs, pid and temp files in DIR,
+# no access log, keep-alive without a request limit, and SERVERS (upstream/server blocks) in http.
+write_nginx_conf() {
+  local dir=$1 servers=$2
+  cat > "$dir/nginx.conf" <<CONF
+worker_processes 1;
+error_log $dir/error.log warn;
+pid $dir/nginx.pid;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $dir; proxy_temp_path $dir;
+  fastcgi_temp_path $dir; uwsgi_temp_path $dir; scgi_temp_path $dir;
+  keepalive_requests 1000000;
+  $servers
+}
+CONF
+}
+
 # start_origin PORT [LAUNCHER...]: an nginx origin on 127.0.0.1:PORT serving /64 (64 bytes) and
 # /16k (16 KiB) with keep-alive, started through LAUNCHER (e.g. `taskset -c 1`) when given.
 start_origin() {
@@ -21,19 +40,8 @@ start_origin() {
   chmod 755 "$work" "$work/www"   # nginx workers run as an unprivileged user
   head -c 64 /dev/zero | tr '\0' 'a' > "$work/www/64"
   head -c 16384 /dev/zero | tr '\0' 'b' > "$work/www/16k"
-  cat > "$work/origin/nginx.conf" <<CONF
-worker_processes 1;
-error_log $work/origin/error.log warn;
-pid $work/origin/nginx.pid;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $work/origin; proxy_temp_path $work/origin;
-  fastcgi_temp_path $work/origin; uwsgi_temp_path $work/origin; scgi_temp_path $work/origin;
-  keepalive_requests 1000000;
-  server { listen 127.0.0.1:$port; root $work/www; default_type text/plain; }
-}
-CONF
+  write_nginx_conf "$work/origin" \
+    "server { listen 127.0.0.1:$port; root $work/www; default_type text/plain; }"
   "$@" nginx -p "$work/origin" -c "$work/origin/nginx.conf" -g 'daemon off;' &
   pids+=($!)
 }

@@ -30,30 +30,19 @@ command -v wrk >/dev/null && command -v nginx >/dev/null || scripts/install-deps
 
 origin_port=$(free_port); nginx_port=$(free_port); wr_port=$(free_port); admin_port=$(free_port)
 mkdir -p "$work/proxy"
-cat > "$work/proxy/nginx.conf" <<CONF
-worker_processes 1;
-error_log $work/proxy/error.log warn;
-pid $work/proxy/nginx.pid;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $work/proxy; proxy_temp_path $work/proxy;
-  fastcgi_temp_path $work/proxy; uwsgi_temp_path $work/proxy; scgi_temp_path $work/proxy;
-  keepalive_requests 1000000;
+write_nginx_conf "$work/proxy" "
   upstream origin { server 127.0.0.1:$origin_port; keepalive 64; }
   server {
     listen 127.0.0.1:$nginx_port;
     location / {
       proxy_pass http://origin;
       proxy_http_version 1.1;
-      proxy_set_header Connection "";
+      proxy_set_header Connection \"\";
       proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
       proxy_set_header X-Forwarded-Proto \$scheme;
       proxy_set_header X-Forwarded-Host \$host;
     }
-  }
-}
-CONF
+  }"
 cat > "$work/waitroom.yaml" <<CONF
 listen: ["127.0.0.1:$wr_port"]
 origin: {url: "http://127.0.0.1:$origin_port", max_connections: 64}

@@ -141,36 +141,36 @@ struct redis_store::impl : std::enable_shared_from_this<impl> {
             });
     }
 
-    void send_top_up(const top_up_request& req, top_up_handler done,
-                     client::clock::time_point deadline) {
-        eval_script(redis::top_up_command(opt.key_prefix, req), deadline,
-                    [done = std::move(done)](std::error_code ec, const value& reply) {
-                        top_up_result res;
+    // Runs a script and hands `done` a Result whose `field` holds the reply as `parse` reads it,
+    // or the error (the field then left at its default).
+    template <class Result, class Field>
+    void eval_into(command cmd, client::clock::time_point deadline, Field Result::*field,
+                   std::error_code (*parse)(const value&, Field&),
+                   std::function<void(Result)> done) {
+        eval_script(std::move(cmd), deadline,
+                    [field, parse, done = std::move(done)](std::error_code ec, const value& reply) {
+                        Result res;
                         if (!ec) {
-                            ec = redis::parse_top_up(reply, res.granted);
+                            ec = parse(reply, res.*field);
+                        }
+                        if (ec) {
+                            res = Result{};
                         }
                         res.ec = ec;
-                        if (ec) {
-                            res.granted = 0;
-                        }
-                        done(res);
+                        done(std::move(res));
                     });
+    }
+
+    void send_top_up(const top_up_request& req, top_up_handler done,
+                     client::clock::time_point deadline) {
+        eval_into(redis::top_up_command(opt.key_prefix, req), deadline, &top_up_result::granted,
+                  &redis::parse_top_up, std::move(done));
     }
 
     void send_overrides(const override_write& w, override_handler done,
                         client::clock::time_point deadline) {
-        eval_script(redis::overrides_command(opt.key_prefix, w), deadline,
-                    [done = std::move(done)](std::error_code ec, const value& reply) {
-                        override_result res;
-                        if (!ec) {
-                            ec = redis::parse_overrides(reply, res.overrides);
-                        }
-                        res.ec = ec;
-                        if (ec) {
-                            res.overrides = {};
-                        }
-                        done(std::move(res));
-                    });
+        eval_into(redis::overrides_command(opt.key_prefix, w), deadline,
+                  &override_result::overrides, &redis::parse_overrides, std::move(done));
     }
 };
 
