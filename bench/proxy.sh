@@ -24,7 +24,11 @@ secs="${2:-10}"
 conns="${3:-64}"
 waitroomd="$build/src/waitroomd"
 [[ -x "$waitroomd" ]] || { echo "build first: scripts/build.sh $build" >&2; exit 1; }
-command -v wrk >/dev/null && command -v nginx >/dev/null || scripts/install-deps.sh bench
+# strace and valgrind only for SYSCALLS=1 / INSTRUCTIONS=1; install-deps.sh bench has all four.
+for tool in wrk nginx $([[ "${SYSCALLS:-0}" == 1 ]] && echo strace) \
+            $([[ "${INSTRUCTIONS:-0}" == 1 ]] && echo valgrind); do
+  command -v "$tool" >/dev/null || { scripts/install-deps.sh bench; break; }
+done
 
 . bench/lib.sh
 
@@ -98,7 +102,7 @@ client=(-s bench/browser-cookie.lua)
 run() {
   local name=$1 port=$2 path=$3 pid=$4 extra=("${@:5}")
   taskset -c 1 wrk -t1 -c"$conns" -d2s "${client[@]}" "http://127.0.0.1:$port$path" "${extra[@]}" >/dev/null  # warm-up
-  local before after out u0 s0 u1 s1
+  local out u0 s0 u1 s1
   read -r u0 s0 < <(cpu_ticks "$pid")
   out=$(taskset -c 1 wrk -t1 -c"$conns" -d"${secs}s" --latency "${client[@]}" "http://127.0.0.1:$port$path" "${extra[@]}")
   read -r u1 s1 < <(cpu_ticks "$pid")
@@ -189,13 +193,14 @@ if [[ "${INSTRUCTIONS:-0}" == 1 ]] && command -v valgrind >/dev/null; then
       valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/cg.out" \
         nginx -p "$work/proxy" -c "$work/proxy/cg.conf" >/dev/null 2>&1 &
     else
-      sed -e "s/127.0.0.1:$wr_port/127.0.0.1:$port/" -e "s/127.0.0.1:$admin_port/127.0.0.1:0/" \
-          -e 's/admin: {listen: "127.0.0.1:0"}/admin: {listen: ""}/' "$work/waitroom.yaml" > "$work/cg.yaml"
+      sed -e "s/127.0.0.1:$wr_port/127.0.0.1:$port/" \
+          -e "s/admin: {listen: \"127.0.0.1:$admin_port\"}/admin: {listen: \"\"}/" \
+          "$work/waitroom.yaml" > "$work/cg.yaml"
       valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/cg.out" \
         "$waitroomd" -c "$work/cg.yaml" >/dev/null 2>&1 &
       cookie_arg=(-- "$cookie")
     fi
-    pid=$!
+    pid=$!; pids+=($pid)
     wait_port "$port"
     taskset -c 1 wrk -t1 -c16 -d1s "${client[@]}" "http://127.0.0.1:$port$path" "${cookie_arg[@]}" >/dev/null
     callgrind_control -i on "$pid" >/dev/null 2>&1

@@ -237,7 +237,7 @@ int server::impl::run() {
         threads_.emplace_back([this, i] {
             // "worker-N" in top -H, ps -L and /proc/PID/task/*/comm.
             const std::string name = "worker-" + std::to_string(i);
-            pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
+            pthread_setname_np(pthread_self(), name.c_str());  // ≤ 15 characters: threads ≤ 1024
             // A handler that throws is a bug; log it and keep the worker serving.
             for (;;) {
                 try {

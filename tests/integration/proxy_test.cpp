@@ -224,11 +224,11 @@ std::map<std::string, long> worker_thread_ticks(pid_t pid) {
 TEST_F(Proxy, ServesOnEveryWorkerThread) {
     start_default();
     // The threads start just after the listeners announce themselves.
-    auto before = worker_thread_ticks(proc().pid());
-    for (int i = 0; i < 500 && before.size() < 2; ++i) {
-        std::this_thread::sleep_for(10ms);
+    std::map<std::string, long> before;
+    poll_until(5s, 10ms, [&] {
         before = worker_thread_ticks(proc().pid());
-    }
+        return before.size() == 2;
+    });
     ASSERT_EQ(before.size(), 2u) << "expected threads worker-0 and worker-1";
     std::vector<std::unique_ptr<client_connection>> clients;
     for (int i = 0; i < 16; ++i) {

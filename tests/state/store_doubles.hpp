@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "support/room_config.hpp"
 #include "waitroom/config/config.hpp"
 #include "waitroom/room/engine.hpp"
 #include "waitroom/state/error.hpp"
@@ -25,14 +26,8 @@ inline constexpr std::int64_t t0 = 1'800'000'000'000 - 1'800'000'000'000 % 60'00
 inline std::shared_ptr<room::engine> make_engine(std::uint32_t active, std::uint32_t per_minute,
                                                  config::duration session = std::chrono::minutes{
                                                      5}) {
-    auto cfg = std::make_shared<config::config>();
-    config::room r;
-    r.session_duration = session;
-    r.id = "shop";
-    r.name = "Shop";
-    r.total_active_users = active;
-    r.new_users_per_minute = per_minute;
-    cfg->rooms.push_back(r);
+    auto cfg = test::shop_config(active, per_minute);
+    cfg->rooms[0].session_duration = session;
     return std::make_shared<room::engine>(cfg);
 }
 
