@@ -2,7 +2,6 @@
 // Header work of the reverse proxy, kept free of I/O so it is cheap to test: request framing
 // checks (request smuggling defences), hop-by-hop removal and the X-Forwarded-* rewrite.
 
-#include <boost/beast/http/message.hpp>
 
 #include <cstdint>
 #include <string>

@@ -331,8 +331,8 @@ void http_session<Stream>::on_client_bytes(error_code ec, std::size_t n) {
     read_client_head();
 }
 
-// One timer bounds the two waits that happen on every request: for the client's header and
-// for the origin's response header (never both at once). It is re-armed only when a wait's
+// One timer bounds the waits of every request, never two at once: for the client's header and,
+// on a plain origin, for the origin's response (head, then body). It is re-armed only when a wait's
 // deadline is earlier than the armed one; a later deadline is picked up when it fires.
 template <class Stream>
 void http_session<Stream>::arm_timer(std::chrono::steady_clock::time_point deadline) {
@@ -417,9 +417,6 @@ void http_session<Stream>::on_read_header(error_code ec, std::size_t) {
     head_ = req.method() == http::verb::head;
     websocket_ = is_websocket_upgrade(req);
     request_has_body_ = !parser_->is_done();
-    // An HTTP/1.0 client's expectation is ignored (RFC 9110 §10.1.1): it sends its body anyway.
-    expect_continue_ = request_has_body_ && req.version() >= 11 &&
-                       beast::iequals(req[http::field::expect], "100-continue");
     client_keep_alive_ = parser_->keep_alive();
     retried_ = false;
     interim_seen_ = false;
@@ -449,10 +446,10 @@ void http_session<Stream>::on_filter(filter_result r) {
     // Read the first piece of the body before touching the origin: a malformed first chunk is
     // then refused without the origin seeing anything, and the head and first piece go out
     // together.
-    if (expect_continue_) {
+    // An HTTP/1.0 client's expectation is ignored (RFC 9110 §10.1.1): it sends its body anyway.
+    if (req.version() >= 11 && beast::iequals(req[http::field::expect], "100-continue")) {
         // The client waits for this before sending the body; the origin never sees Expect.
         static constexpr std::string_view continue_100 = "HTTP/1.1 100 Continue\r\n\r\n";
-        expect_continue_ = false;
         lowest().expires_after(cfg_->limits.body_timeout);
         return asio::async_write(
             stream_, asio::buffer(continue_100.data(), continue_100.size()),
@@ -857,7 +854,7 @@ void http_session<Stream>::on_write_response_body(error_code ec, std::size_t) {
 
 template <class Stream>
 void http_session<Stream>::finish_exchange() {
-    log_request(status_);
+    log_request();
     const bool reusable = res_parser_->is_done() && res_parser_->keep_alive();
     state_->pool->release(std::move(origin_), reusable);
     if (!client_keep_alive_) {
@@ -962,7 +959,7 @@ void http_session<Stream>::on_write_memory_response(bool close, error_code ec, s
         fail(ec, "write");
         return do_close();
     }
-    log_request(status_);
+    log_request();
     memory_shared_.reset();
     if (close) {
         return do_close();
@@ -971,7 +968,8 @@ void http_session<Stream>::on_write_memory_response(bool close, error_code ec, s
 }
 
 template <class Stream>
-void http_session<Stream>::log_request(unsigned status) {
+void http_session<Stream>::log_request() {
+    const unsigned status = status_;
     if (auto* m = state_->ctx->metrics()) {
         m->requests(metrics::status_class_of(status)).inc(state_->index);
         m->request_latency().observe(

@@ -6,9 +6,7 @@
 // ssl::stream<tcp_stream>.
 
 #include <boost/asio/ssl/stream.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -84,7 +82,7 @@ class http_session : public session_base,
     void on_write_memory_response(bool close, error_code ec, std::size_t);
     template <class Handler>
     void write_client(Handler&& on_done);
-    void log_request(unsigned status);
+    void log_request();
     void do_close();
     void do_linger();
     void on_linger(error_code ec, std::size_t);
@@ -96,7 +94,7 @@ class http_session : public session_base,
     edge_read client_read_;  // plain TCP: the client's request heads
     edge_read origin_read_;  // plain TCP: the origin's responses
     beast::flat_buffer buffer_;
-    steady_timer deadline_timer_;         // bounds the header and origin-response waits
+    steady_timer deadline_timer_;         // bounds the header and plain origin waits
     std::uint64_t timer_generation_ = 0;  // of the last arm; older waits are stale
     bool timer_armed_ = false;            // deadline_timer_ has a wait of timer_generation_
     std::chrono::steady_clock::time_point header_deadline_;  // of the header read in progress
@@ -105,8 +103,8 @@ class http_session : public session_base,
     bool client_retry_ = false;    // the sweep cancelled that wait to try the socket
     std::chrono::steady_clock::time_point client_wait_since_;
     bool header_timed_out_ = false;
-    std::chrono::steady_clock::time_point origin_deadline_;  // of the origin's response header
-    bool origin_waiting_ = false;  // waiting (plain TCP origin) for the response header
+    std::chrono::steady_clock::time_point origin_deadline_;  // of the origin wait in progress
+    bool origin_waiting_ = false;  // waiting (plain TCP origin) for response bytes
     bool origin_timed_out_ = false;
     bool first_request_ = true;
     bool busy_ = false;  // a request is being handled
@@ -124,7 +122,6 @@ class http_session : public session_base,
     filter_result filter_;
     bool head_ = false;
     bool websocket_ = false;
-    bool expect_continue_ = false;
     bool request_has_body_ = false;
     bool retried_ = false;
     bool interim_seen_ = false;  // the origin sent a 1xx in this exchange

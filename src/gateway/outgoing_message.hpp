@@ -10,7 +10,6 @@
 // piece… until done().
 
 #include <boost/asio/buffer.hpp>
-#include <boost/asio/ip/tcp.hpp>
 
 #include <array>
 #include <cstddef>

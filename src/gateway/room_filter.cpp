@@ -35,10 +35,6 @@ class head_fields final : public room::header_lookup {
     const request_head& req_;
 };
 
-std::string_view view_of(boost::beast::string_view s) {
-    return {s.data(), s.size()};
-}
-
 // The metric handles of each room of `rt`, by room index (empty without metrics). Takes the
 // metric set's lock: only at construction and on reload, never per request.
 std::vector<const metrics::room_metrics*> resolve_metrics(metrics::metric_set* m,
@@ -200,9 +196,9 @@ void room_filter::on_request(const request_head& req, const request_info& info, 
 
     head_fields headers{req};
     room::request_view view;
-    view.method = view_of(req.method_string());
-    view.host = view_of(req[http::field::host]);
-    view.target = view_of(req.target());
+    view.method = req.method_string();
+    view.host = req[http::field::host];
+    view.target = req.target();
     if (info.client_ip_bytes) {
         view.client_ip = *info.client_ip_bytes;
         view.has_client_ip = true;
@@ -227,14 +223,14 @@ void room_filter::on_request(const request_head& req, const request_info& info, 
 
     std::optional<cookie::payload> visitor;
     auto raw =
-        cookie::find_cookie(view_of(req[http::field::cookie]), rt->cookie_names[room.index()]);
+        cookie::find_cookie(req[http::field::cookie], rt->cookie_names[room.index()]);
     if (raw) {
         visitor = open_cookie(info, rt, room.id(), *raw);
     }
 
     const bool visitor_tls = info.tls;
     const bool wants_json = room.config().json_response_enabled &&
-                            view_of(req[http::field::accept]) == "application/json";
+                            req[http::field::accept] == "application/json";
     const std::int64_t now_ms = util::unix_ms(clock_.now());
     auto d = eng.decide(room, w.ws, visitor ? &*visitor : nullptr, now_ms, w.random);
     if (d.what != room::action::wait_for_slots) {
@@ -379,10 +375,13 @@ void room_filter::count(per_worker& w, const room::decision& d, const cookie::pa
 void room_filter::on_response(response_head& res, const std::shared_ptr<void>& context) {
     // The origin command never reaches the client, whether or not the room acts on it.
     bool revoke = false;
-    for (auto it = res.find(command_header); it != res.end(); it = res.find(command_header)) {
-        revoke = revoke || boost::beast::iequals(it->value(), "revoke");
-        res.erase(it);
-    }
+    res.remove_if([&](const auto& f) {
+        if (!boost::beast::iequals(f.name_string(), command_header)) {
+            return false;
+        }
+        revoke = revoke || boost::beast::iequals(f.value(), "revoke");
+        return true;
+    });
     if (!context) {
         return;
     }
