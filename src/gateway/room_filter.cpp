@@ -61,6 +61,42 @@ const char* decision_name(room::action a) {
     }
 }
 
+// The last cookie opened on a connection. Opening is a pure function of the key ring, the
+// room and the value, so an identical value under the same ring and room opens the same.
+struct opened_cookie {
+    std::shared_ptr<const cookie::key_ring> keys;
+    std::string value;
+    cookie::payload visitor;  // its room is the room it was opened for
+};
+
+// The visitor in an admission cookie value, or null when it does not open. The connection's
+// last one is kept in info.filter_state (the pointer stays good for this request) and a value
+// is opened only when it changes.
+const cookie::payload* open_cookie(const request_info& info,
+                                   const std::shared_ptr<const room_runtime>& rt,
+                                   std::string_view room, std::string_view value) {
+    auto* last = static_cast<opened_cookie*>(info.filter_state.get());
+    if (last != nullptr && last->keys == rt->keys && last->visitor.room == room &&
+        last->value == value) {
+        return &last->visitor;
+    }
+    // Any failure (forged, truncated, other room, unknown key) makes a new visitor; the engine
+    // applies the session and queue expiry rules itself.
+    auto opened = cookie::open(*rt->keys, value, room);
+    if (!opened) {
+        return nullptr;
+    }
+    if (last == nullptr) {
+        auto made = std::make_shared<opened_cookie>();
+        last = made.get();
+        info.filter_state = std::move(made);
+    }
+    last->keys = rt->keys;
+    last->value.assign(value);
+    last->visitor = std::move(opened.value());
+    return &last->visitor;
+}
+
 }  // namespace
 
 room_runtime::build_result room_runtime::build(config::snapshot cfg,
@@ -114,40 +150,6 @@ struct room_filter::admitted_context {
     bool visitor_tls = false;
     unsigned worker = 0;
 };
-
-// The last cookie opened on a connection. Opening is a pure function of the key ring, the
-// room and the value, so an identical value under the same ring and room opens the same.
-struct room_filter::opened_cookie {
-    std::shared_ptr<const cookie::key_ring> keys;
-    std::string room;
-    std::string value;
-    cookie::payload visitor;
-};
-
-std::optional<cookie::payload> room_filter::open_cookie(
-    const request_info& info, const std::shared_ptr<const room_runtime>& rt, std::string_view room,
-    std::string_view value) {
-    auto* last = static_cast<opened_cookie*>(info.filter_state.get());
-    if (last != nullptr && last->keys == rt->keys && last->room == room && last->value == value) {
-        return last->visitor;
-    }
-    // Any failure (forged, truncated, other room, unknown key) makes a new visitor; the engine
-    // applies the session and queue expiry rules itself.
-    auto opened = cookie::open(*rt->keys, value, room);
-    if (!opened) {
-        return std::nullopt;
-    }
-    if (last == nullptr) {
-        auto made = std::make_shared<opened_cookie>();
-        last = made.get();
-        info.filter_state = std::move(made);
-    }
-    last->keys = rt->keys;
-    last->room.assign(room);
-    last->value.assign(value);
-    last->visitor = opened.value();
-    return last->visitor;
-}
 
 room_filter::room_filter(std::shared_ptr<const room_runtime> runtime, room::node_state& node,
                          state::sync_task& sync, const util::clock& clock,
@@ -221,9 +223,8 @@ void room_filter::on_request(const request_head& req, const request_info& info, 
     }
     const room::compiled_room& room = *routed.room;
 
-    std::optional<cookie::payload> visitor;
-    auto raw =
-        cookie::find_cookie(req[http::field::cookie], rt->cookie_names[room.index()]);
+    const cookie::payload* visitor = nullptr;
+    auto raw = cookie::find_cookie(req[http::field::cookie], rt->cookie_names[room.index()]);
     if (raw) {
         visitor = open_cookie(info, rt, room.id(), *raw);
     }
@@ -232,16 +233,21 @@ void room_filter::on_request(const request_head& req, const request_info& info, 
     const bool wants_json = room.config().json_response_enabled &&
                             req[http::field::accept] == "application/json";
     const std::int64_t now_ms = util::unix_ms(clock_.now());
-    auto d = eng.decide(room, w.ws, visitor ? &*visitor : nullptr, now_ms, w.random);
+    auto d = eng.decide(room, w.ws, visitor, now_ms, w.random);
     if (d.what != room::action::wait_for_slots) {
-        apply(w, rt, d, visitor ? &*visitor : nullptr, visitor_tls, wants_json, now_ms, done);
+        apply(w, rt, d, visitor, visitor_tls, wants_json, now_ms, done);
         return;
     }
 
     // The node's slots ran out while the store may have more: one asynchronous top-up, which
-    // only this new or queued visitor waits for. The decision resumes on the worker's thread.
+    // only this new or queued visitor waits for. The decision resumes on the worker's thread,
+    // with its own copy of the visitor (the connection's may change meanwhile).
+    std::optional<cookie::payload> kept;
+    if (visitor != nullptr) {
+        kept = *visitor;
+    }
     sync_.top_up(room.id(), now_ms,
-                 [this, rt, &room, visitor, visitor_tls, wants_json, index = w.index,
+                 [this, rt, &room, visitor = std::move(kept), visitor_tls, wants_json, index = w.index,
                   ex = w.executor, done = std::move(done)](bool) mutable {
                      boost::asio::post(
                          ex, [this, rt = std::move(rt), &room, visitor = std::move(visitor),

@@ -9,9 +9,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "waitroom/config/config.hpp"
@@ -70,14 +68,7 @@ public:
 private:
     struct per_worker;
     struct admitted_context;
-    struct opened_cookie;
     per_worker& worker(unsigned index);
-    // The visitor in an admission cookie value, or nullopt when it does not open; remembers the
-    // connection's last one (info.filter_state) and opens a value only when it changes.
-    static std::optional<cookie::payload> open_cookie(const request_info& info,
-                                                      const std::shared_ptr<const room_runtime>& rt,
-                                                      std::string_view room,
-                                                      std::string_view value);
     void apply(per_worker& w, const std::shared_ptr<const room_runtime>& rt,
                const room::decision& d, const cookie::payload* visitor, bool visitor_tls,
                bool wants_json, std::int64_t now_ms, completion& done);
