@@ -459,8 +459,8 @@ void read_listener(loader& l, const YAML::Node& n, const std::string& path, list
 
 void read_origin(loader& l, const YAML::Node& n, origin& out) {
     fields f(l, n, "origin",
-             {"url", "connect_timeout", "timeout", "max_connections", "idle_timeout", "verify_tls",
-              "ca_file", "server_name"});
+             {"url", "connect_timeout", "timeout", "max_connections", "idle_timeout",
+              "pool_wait_timeout", "max_pool_waiters", "verify_tls", "ca_file", "server_name"});
     if (!f.ok()) {
         return;
     }
@@ -482,6 +482,9 @@ void read_origin(loader& l, const YAML::Node& n, origin& out) {
     l.set_duration(f, "timeout", out.timeout, duration{1});
     l.set_integer<std::size_t>(f, "max_connections", out.max_connections, 1, 1'000'000);
     l.set_duration(f, "idle_timeout", out.idle_timeout, duration{1});
+    l.set_duration(f, "pool_wait_timeout", out.pool_wait_timeout, duration{1});
+    l.set_integer<std::size_t>(f, "max_pool_waiters", out.max_pool_waiters, 0, 10'000'000,
+                               "must be an integer ≥ 0");
     l.set_bool(f, "verify_tls", out.verify_tls);
     l.set_path(f, "ca_file", out.ca_file);
     l.set_string(f, "server_name", out.server_name);
@@ -642,7 +645,8 @@ void read_logging(loader& l, const YAML::Node& n, logging_settings& out) {
 void read_limits(loader& l, const YAML::Node& n, limits& out) {
     fields f(l, n, "limits",
              {"max_header_bytes", "max_body_bytes", "header_timeout", "body_timeout",
-              "keepalive_timeout", "drain_timeout", "max_connections"});
+              "keepalive_timeout", "drain_timeout", "max_connections", "request_buffer",
+              "body_min_rate", "tunnel_idle_timeout"});
     if (!f.ok()) {
         return;
     }
@@ -663,6 +667,17 @@ void read_limits(loader& l, const YAML::Node& n, limits& out) {
     l.set_duration(f, "keepalive_timeout", out.keepalive_timeout, duration{1});
     l.set_duration(f, "drain_timeout", out.drain_timeout, duration{0});
     l.set_integer<std::size_t>(f, "max_connections", out.max_connections, 1, 10'000'000);
+    if (auto v = f.get("request_buffer")) {
+        if (auto s = l.size(*v, f.at("request_buffer"), 16 * 1024, 64 * 1024 * 1024)) {
+            out.request_buffer = static_cast<std::size_t>(*s);
+        }
+    }
+    if (auto v = f.get("body_min_rate")) {
+        if (auto s = l.size(*v, f.at("body_min_rate"), 0, 1ull << 40)) {
+            out.body_min_rate = *s;
+        }
+    }
+    l.set_duration(f, "tunnel_idle_timeout", out.tunnel_idle_timeout, duration{1});
 }
 
 void read_testing(loader& l, const YAML::Node& n, testing_settings& out) {

@@ -9,12 +9,39 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string_view>
 #include <type_traits>
 
 #include "common.hpp"
 #include "waitroom/gateway/message_head.hpp"
 
 namespace waitroom::gateway {
+
+// The longest chunk-size line (with its extensions) a chunked body may carry.
+inline constexpr std::size_t chunk_line_limit = 4096;
+
+// Bounds what a chunked body's parser holds back while it waits for the rest of a chunk-size
+// line or of the trailers (Beast's parser bounds neither): `pending` is what it left unconsumed
+// when it asked for more bytes. A line longer than chunk_line_limit is bad_chunk_extension,
+// trailers longer than `trailer_limit` are header_limit; within both bounds, no error. Body
+// data never waits here (the parser takes it as it comes), so a pending part is only ever a
+// line or trailers, and this costs nothing until it passes chunk_line_limit.
+inline error_code chunk_wait_problem(std::string_view pending, std::size_t trailer_limit) {
+    if (pending.size() <= chunk_line_limit + 2) {
+        return {};
+    }
+    // The CRLF that ends the previous chunk's data may come first.
+    const std::size_t start = pending.starts_with("\r\n") ? 2 : 0;
+    const std::size_t eol = pending.find("\r\n", start);
+    if (eol == std::string_view::npos || eol - start > chunk_line_limit) {
+        return http::error::bad_chunk_extension;
+    }
+    // A whole line the parser did not take is the last chunk's: its trailers are arriving.
+    if (pending.size() - (eol + 2) > trailer_limit) {
+        return http::error::header_limit;
+    }
+    return {};
+}
 
 template <bool IsRequest>
 class head_parser : public http::basic_parser<IsRequest> {

@@ -20,6 +20,8 @@ namespace {
 constexpr std::size_t piece_size = 16 * 1024;
 constexpr std::size_t origin_header_limit = 64 * 1024;
 constexpr auto linger_time = std::chrono::seconds(2);
+// Slack on body_min_rate's schedule, for the first bytes of a stream.
+constexpr auto body_rate_slack = std::chrono::seconds(1);
 
 template <class Stream>
 Stream make_stream(tcp_socket&& socket, ssl::context* tls) {
@@ -117,6 +119,41 @@ error_code head_read_error(Parser& parser, error_code ec) {
     return ec ? ec : error_code(http::error::partial_message);
 }
 
+// Parses what `buffer` holds into the body piece `parser` fills, as Beast's async_read does
+// between reads. True when the reading stops here: the piece is full, the body is done, or `ec`
+// says what is wrong (such as a chunk-size line or trailers past their bounds, see
+// chunk_wait_problem); false when more bytes are needed.
+template <class Parser>
+bool parse_piece(Parser& parser, beast::flat_buffer& buffer, std::size_t trailer_limit,
+                 error_code& ec) {
+    ec = {};
+    while (buffer.size() > 0 && !parser.is_done()) {
+        const std::size_t n = parser.put(buffer.data(), ec);
+        buffer.consume(n);
+        if (ec == http::error::need_buffer) {
+            ec = {};
+            return true;
+        }
+        if (ec == http::error::need_more) {
+            ec = {};
+            break;
+        }
+        if (ec) {
+            return true;
+        }
+        if (n == 0) {
+            break;
+        }
+    }
+    if (parser.is_done()) {
+        return true;
+    }
+    const auto pending = buffer.cdata();
+    ec = chunk_wait_problem({static_cast<const char*>(pending.data()), pending.size()},
+                            trailer_limit);
+    return static_cast<bool>(ec);
+}
+
 // The metric label of a failed origin exchange (`connecting`: no connection was made).
 metrics::origin_error origin_error_kind(const error_code& ec, bool connecting) {
     if (ec == beast::error::timeout) {
@@ -184,9 +221,11 @@ http_session<Stream>::~http_session() {
 }
 
 template <class Stream>
-char* http_session<Stream>::piece() {
-    if (!piece_) {
-        piece_ = std::make_unique<char[]>(piece_size);
+char* http_session<Stream>::piece(std::size_t room) {
+    if (piece_capacity_ < room) {
+        // Once per connection (again only if a reload raised limits.request_buffer).
+        piece_ = std::make_unique<char[]>(room);
+        piece_capacity_ = room;
     }
     return piece_.get();
 }
@@ -256,6 +295,7 @@ void http_session<Stream>::do_read_header() {
     // A first request or a started one must arrive within header_timeout (else 408); an idle
     // keep-alive connection is simply closed after keepalive_timeout.
     const bool started = first_request_ || buffer_.size() > 0;
+    header_started_ = started;
     header_timed_out_ = false;
     client_wait_since_ = std::chrono::steady_clock::now();
     header_deadline_ = client_wait_since_ +
@@ -264,18 +304,13 @@ void http_session<Stream>::do_read_header() {
     // Back-to-back keep-alive requests cost no timer operation at all (see arm_timer).
     arm_timer(header_deadline_);
     lowest().expires_never();
-    if constexpr (!is_tls) {
-        // deadline_timer_ bounds this read, so the stream's own timeout machinery (an operation
-        // layer and a timer wait per read) has nothing to add: read the socket directly.
-        read_client_head();
-    } else {
-        http::async_read_header(stream_, buffer_, *parser_,
-                                beast::bind_front_handler(&http_session::on_read_header, self()));
-    }
+    // deadline_timer_ bounds this read, so the stream's own timeout machinery (an operation
+    // layer and a timer wait per read) has nothing to add.
+    read_client_head();
 }
 
-// Plain TCP: parses what is buffered, then reads the socket (edge_read, in one operation with
-// no Beast layers) until the head is complete.
+// Parses what is buffered, then reads the socket until the head is complete: plain TCP with
+// edge_read (one operation, no Beast layers), TLS with the stream's reads.
 template <class Stream>
 void http_session<Stream>::read_client_head(bool try_first) {
     error_code ec;
@@ -285,19 +320,32 @@ void http_session<Stream>::read_client_head(bool try_first) {
     if (header_timed_out_) {
         return on_read_header(asio::error::operation_aborted, 0);  // as for the origin's head
     }
-    // The next request on a kept-alive connection is waited for without a try when the last read
-    // found the socket empty; the worker's sweep tries it once later (see worker_state). A head
-    // under way, or a retry of the sweep, is tried first; a connection's first read is tried by
-    // the reactor (a new socket was never found empty).
-    const bool next = !first_request_ && !parser_->got_some() && !try_first;
-    if (next) {
-        client_untried_ = true;
-        worker_state::want_sweep(state_);
+    if (!header_started_ && (buffer_.size() > 0 || parser_->got_some())) {
+        // The first byte of a kept-alive connection's next request: from now on the request
+        // must arrive within header_timeout, not keepalive_timeout.
+        header_started_ = true;
+        header_deadline_ = std::chrono::steady_clock::now() + cfg_->limits.header_timeout;
+        arm_timer(header_deadline_);
     }
-    const bool fresh = first_request_ && !parser_->got_some();
-    client_read_.start<&http_session::on_client_bytes>(
-        lowest().socket(), buffer_.prepare(beast::read_size(buffer_, 65536)),
-        next || fresh ? edge_read::kind::answer : edge_read::kind::more, self());
+    if constexpr (is_tls) {
+        (void)try_first;
+        stream_.async_read_some(buffer_.prepare(beast::read_size(buffer_, 65536)),
+                                beast::bind_front_handler(&http_session::on_client_bytes, self()));
+    } else {
+        // The next request on a kept-alive connection is waited for without a try when the last
+        // read found the socket empty; the worker's sweep tries it once later (see
+        // worker_state). A head under way, or a retry of the sweep, is tried first; a
+        // connection's first read is tried by the reactor (a new socket was never found empty).
+        const bool next = !first_request_ && !parser_->got_some() && !try_first;
+        if (next) {
+            client_untried_ = true;
+            worker_state::want_sweep(state_);
+        }
+        const bool fresh = first_request_ && !parser_->got_some();
+        client_read_.start<&http_session::on_client_bytes>(
+            lowest().socket(), buffer_.prepare(beast::read_size(buffer_, 65536)),
+            next || fresh ? edge_read::kind::answer : edge_read::kind::more, self());
+    }
 }
 
 template <class Stream>
@@ -374,6 +422,13 @@ void http_session<Stream>::on_timer(std::uint64_t generation, error_code ec) {
         origin_timed_out_ = true;
         error_code ignored;
         origin_->lowest().socket().cancel(ignored);
+    } else if (body_waiting_) {
+        if (now < body_deadline_) {
+            return arm_timer(body_deadline_);
+        }
+        body_timed_out_ = true;
+        error_code ignored;
+        lowest().socket().cancel(ignored);
     }
 }
 
@@ -381,7 +436,7 @@ template <class Stream>
 void http_session<Stream>::on_read_header(error_code ec, std::size_t) {
     header_waiting_ = false;
     if (ec == asio::error::operation_aborted && header_timed_out_) {
-        if (first_request_ || buffer_.size() > 0) {
+        if (header_started_) {  // a first request, or bytes of a next one
             return send_error(408, "request header timed out", true);
         }
         return do_close();
@@ -443,9 +498,10 @@ void http_session<Stream>::on_filter(filter_result r) {
     if (!request_has_body_) {
         return do_forward(false);
     }
-    // Read the first piece of the body before touching the origin: a malformed first chunk is
-    // then refused without the origin seeing anything, and the head and first piece go out
-    // together.
+    // Read the body before touching the origin, all of it up to limits.request_buffer (as nginx
+    // buffers requests): a trickled small body then holds no origin connection, a malformed
+    // one is refused without the origin seeing anything, and the head and the body (or its
+    // first piece) go out together.
     // An HTTP/1.0 client's expectation is ignored (RFC 9110 §10.1.1): it sends its body anyway.
     if (req.version() >= 11 && beast::iequals(req[http::field::expect], "100-continue")) {
         // The client waits for this before sending the body; the origin never sees Expect.
@@ -482,6 +538,12 @@ void http_session<Stream>::on_origin(error_code ec, std::shared_ptr<origin_conne
         }
         return;
     }
+    if (ec == origin_pool::busy()) {
+        // Every origin connection stayed in use (not an origin error): try again shortly.
+        const auto wait = std::chrono::ceil<std::chrono::seconds>(cfg_->origin.pool_wait_timeout);
+        return send_error(503, "origin busy", request_has_body_ && !parser_->is_done(),
+                          std::to_string(std::max<std::int64_t>(wait.count(), 1)));
+    }
     auto* m = state_->ctx->metrics();
     if (ec) {
         if (m != nullptr) {
@@ -497,6 +559,8 @@ void http_session<Stream>::on_origin(error_code ec, std::shared_ptr<origin_conne
     to_origin_.resend_head();
     if (request_has_body_) {
         to_origin_.queue(piece(), pending_, parser_->is_done());
+        stream_start_ = std::chrono::steady_clock::now();  // body_min_rate counts from here
+        streamed_ = 0;
     } else {
         to_origin_.queue(nullptr, 0, true);
     }
@@ -542,27 +606,95 @@ void http_session<Stream>::on_write_continue(error_code ec, std::size_t) {
     do_read_body();
 }
 
+// Reads the next piece of the request body: before the origin connection is taken, as much as
+// limits.request_buffer holds, all of it within one body_timeout; while an origin connection is
+// held, a piece of the same size with no pause longer than body_timeout and, over the whole
+// stream, no slower than limits.body_min_rate.
 template <class Stream>
 void http_session<Stream>::do_read_body() {
+    const auto& limits = cfg_->limits;
+    body_room_ = std::max(limits.request_buffer, piece_size);
+    if (const auto left = parser_->content_length_remaining(); left && *left < body_room_) {
+        // A known small rest needs no bigger buffer than that (or than a relay piece).
+        body_room_ = std::max(static_cast<std::size_t>(*left), piece_size);
+    }
     auto& body = parser_->body();
-    body.data = piece();
-    body.size = piece_size;
-    lowest().expires_after(cfg_->limits.body_timeout);
-    http::async_read(stream_, buffer_, *parser_,
-                     beast::bind_front_handler(&http_session::on_read_body, self()));
+    body.data = piece(body_room_);
+    body.size = body_room_;
+    const auto now = std::chrono::steady_clock::now();
+    body_deadline_ = now + limits.body_timeout;
+    if (origin_ && limits.body_min_rate > 0) {
+        const auto due = stream_start_ + body_rate_slack +
+                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                             std::chrono::duration<double>(
+                                 static_cast<double>(streamed_ + body_room_) /
+                                 static_cast<double>(limits.body_min_rate)));
+        body_deadline_ = std::min(body_deadline_, due);
+    }
+    body_timed_out_ = false;
+    fill_request_piece();
+}
+
+// Parses the buffered bytes into the piece, and reads more while the piece is neither full nor
+// the end of the body. Only a chunk-size line or trailers wait in buffer_ between reads, and
+// those are bounded (chunk_wait_problem): buffer_ never grows past them plus one read.
+template <class Stream>
+void http_session<Stream>::fill_request_piece() {
+    error_code ec;
+    if (parse_piece(*parser_, buffer_, cfg_->limits.max_header_bytes, ec)) {
+        return on_read_body(ec, 0);
+    }
+    if (body_timed_out_) {
+        return on_read_body(beast::error::timeout, 0);  // the timer is spent
+    }
+    const auto into = buffer_.prepare(beast::read_size(buffer_, 65536));
+    if constexpr (is_tls) {
+        lowest().expires_at(body_deadline_);
+        stream_.async_read_some(
+            into, beast::bind_front_handler(&http_session::on_client_body_bytes, self()));
+    } else {
+        // As for the header: the session's timer bounds the wait, edge_read reads the socket.
+        body_waiting_ = true;
+        arm_timer(body_deadline_);
+        client_read_.start<&http_session::on_client_body_bytes>(lowest().socket(), into,
+                                                                 edge_read::kind::more, self());
+    }
+}
+
+template <class Stream>
+void http_session<Stream>::on_client_body_bytes(error_code ec, std::size_t n) {
+    body_waiting_ = false;
+    if (body_timed_out_) {
+        return on_read_body(beast::error::timeout, 0);
+    }
+    if (ec == asio::error::eof) {
+        ec = http::error::partial_message;  // the body has a length or chunks: cut short
+    }
+    if (ec) {
+        return on_read_body(ec, 0);
+    }
+    buffer_.commit(n);
+    fill_request_piece();
 }
 
 template <class Stream>
 void http_session<Stream>::on_read_body(error_code ec, std::size_t) {
-    if (ec == http::error::need_buffer) {
-        ec = {};
-    }
-    if (ec == http::error::body_limit || is_parse_error(ec)) {
+    if (ec == beast::error::timeout || ec == http::error::body_limit || is_parse_error(ec)) {
+        // The origin saw at most part of this request: its connection is not reused.
         if (origin_) {
             state_->pool->release(std::move(origin_), false);
         }
+        if (ec == beast::error::timeout) {
+            return send_error(408, "request body too slow", true);
+        }
         if (ec == http::error::body_limit) {
             return send_error(413, "request body too large", true);
+        }
+        if (ec == http::error::header_limit) {
+            return send_error(400, "request trailers too large", true);
+        }
+        if (ec == http::error::bad_chunk_extension) {
+            return send_error(400, "chunk line too long or malformed", true);
         }
         return send_error(400, "malformed request body", true);
     }
@@ -570,13 +702,11 @@ void http_session<Stream>::on_read_body(error_code ec, std::size_t) {
         fail(ec, "read body");
         return do_close();
     }
-    pending_ = piece_size - parser_->body().size;
-    if (pending_ == 0 && !parser_->is_done()) {
-        return do_read_body();
-    }
+    pending_ = body_room_ - parser_->body().size;
     if (!origin_) {
-        return do_forward(false);  // first piece in hand: now the origin
+        return do_forward(false);  // all of a small body, or a large one's first piece
     }
+    streamed_ += pending_;
     to_origin_.queue(pending_ > 0 ? piece() : nullptr, pending_, parser_->is_done());
     write_origin();
 }
@@ -739,23 +869,7 @@ void http_session<Stream>::fill_response_piece() {
         // filling it, so a 16 KiB body still leaves in one write with its head.
         res_parser_->eager(true);
         error_code ec;
-        bool full = false;
-        while (buf.size() > 0 && !res_parser_->is_done()) {
-            const std::size_t n = res_parser_->put(buf.data(), ec);
-            buf.consume(n);
-            if (ec == http::error::need_buffer) {
-                ec = {};
-                full = true;
-                break;
-            }
-            if (ec || n == 0) {
-                break;
-            }
-        }
-        if (ec == http::error::need_more) {
-            ec = {};
-        }
-        if (ec || full || res_parser_->is_done()) {
+        if (parse_piece(*res_parser_, buf, origin_header_limit, ec)) {
             return on_read_response_body(ec, 0);
         }
     }
@@ -895,7 +1009,8 @@ void http_session<Stream>::start_tunnel() {
         conn->visit([&](auto& os) {
             using origin_stream = std::decay_t<decltype(os)>;
             std::make_shared<tunnel<Stream, origin_stream>>(self, self->stream_, self->buffer_,
-                                                            conn, os, self->state_->pool)
+                                                            conn, os, self->state_->pool,
+                                                            self->cfg_->limits.tunnel_idle_timeout)
                 ->run();
         });
     });
@@ -945,12 +1060,16 @@ void http_session<Stream>::send_response(unsigned status, const header_list& hea
 }
 
 template <class Stream>
-void http_session<Stream>::send_error(unsigned status, std::string_view text, bool close) {
+void http_session<Stream>::send_error(unsigned status, std::string_view text, bool close,
+                                      std::string_view retry_after) {
     std::string body =
         std::to_string(status) + " " + reason_text(status) + "\n" + std::string(text) + "\n";
-    send_response(status,
-                  {{"Content-Type", "text/plain; charset=utf-8"}, {"Cache-Control", "no-store"}},
-                  std::move(body), nullptr, close);
+    header_list headers{{"Content-Type", "text/plain; charset=utf-8"},
+                        {"Cache-Control", "no-store"}};
+    if (!retry_after.empty()) {
+        headers.emplace_back("Retry-After", std::string(retry_after));
+    }
+    send_response(status, headers, std::move(body), nullptr, close);
 }
 
 template <class Stream>
@@ -1003,6 +1122,7 @@ void http_session<Stream>::do_close() {
     }
     closed_ = true;
     deadline_timer_.cancel();
+    linger_deadline_ = std::chrono::steady_clock::now() + linger_time;
     if constexpr (is_tls) {
         lowest().expires_after(std::chrono::seconds(2));
         stream_.async_shutdown(beast::bind_front_handler(&http_session::on_shutdown, self()));
@@ -1013,11 +1133,12 @@ void http_session<Stream>::do_close() {
     }
 }
 
-// After our FIN, read and drop what the client still sends for a moment, so that a response
-// such as 413 is not destroyed by a reset when we close with unread bytes pending.
+// After our FIN, read and drop what the client still sends for a moment (linger_time in all,
+// however the bytes come), so that a response such as 413 is not destroyed by a reset when we
+// close with unread bytes pending.
 template <class Stream>
 void http_session<Stream>::do_linger() {
-    lowest().expires_after(linger_time);
+    lowest().expires_at(linger_deadline_);
     lowest().async_read_some(asio::buffer(piece(), piece_size),
                              beast::bind_front_handler(&http_session::on_linger, self()));
 }

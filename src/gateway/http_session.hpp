@@ -45,7 +45,8 @@ class http_session : public session_base,
     using self_ptr = std::shared_ptr<http_session>;
     self_ptr self() { return this->shared_from_this(); }
     tcp_stream& lowest() { return beast::get_lowest_layer(stream_); }
-    char* piece();
+    // The body relay buffer, with room for at least `room` bytes (kept for the connection).
+    char* piece(std::size_t room = 16 * 1024);
 
     void on_handshake(error_code ec);
     void do_read_header();
@@ -60,6 +61,8 @@ class http_session : public session_base,
     void write_origin();
     void on_write_continue(error_code ec, std::size_t);
     void do_read_body();
+    void fill_request_piece();
+    void on_client_body_bytes(error_code ec, std::size_t n);
     void on_read_body(error_code ec, std::size_t);
     void on_origin_write_body(error_code ec, std::size_t);
     void do_read_response_header();
@@ -78,7 +81,9 @@ class http_session : public session_base,
     void origin_failed(error_code ec, bool before_response);
     void send_response(unsigned status, const header_list& headers, std::string body,
                        std::shared_ptr<const std::string> shared_body, bool close);
-    void send_error(unsigned status, std::string_view text, bool close);
+    // `retry_after`: the value of a Retry-After field, "" for none.
+    void send_error(unsigned status, std::string_view text, bool close,
+                    std::string_view retry_after = {});
     void on_write_memory_response(bool close, error_code ec, std::size_t);
     template <class Handler>
     void write_client(Handler&& on_done);
@@ -103,6 +108,10 @@ class http_session : public session_base,
     bool client_retry_ = false;    // the sweep cancelled that wait to try the socket
     std::chrono::steady_clock::time_point client_wait_since_;
     bool header_timed_out_ = false;
+    bool header_started_ = false;  // header_deadline_ is header_timeout's (a request has begun)
+    std::chrono::steady_clock::time_point body_deadline_;  // of the body read in progress
+    bool body_waiting_ = false;  // waiting (plain TCP client) for request body bytes
+    bool body_timed_out_ = false;
     std::chrono::steady_clock::time_point origin_deadline_;  // of the origin wait in progress
     bool origin_waiting_ = false;  // waiting (plain TCP origin) for response bytes
     bool origin_timed_out_ = false;
@@ -128,6 +137,10 @@ class http_session : public session_base,
     std::chrono::steady_clock::time_point started_;  // for the access log
     std::uint64_t bytes_sent_ = 0;                   // response body bytes, access log
     std::size_t pending_ = 0;  // body bytes read from the client, not yet sent on
+    std::size_t body_room_ = 0;  // the size of the piece being filled with request body
+    std::chrono::steady_clock::time_point stream_start_;  // the body's origin connection came
+    std::uint64_t streamed_ = 0;  // body bytes read since then (body_min_rate)
+    std::chrono::steady_clock::time_point linger_deadline_;  // of the lingering close
     bool client_keep_alive_ = false;
     std::shared_ptr<origin_connection> origin_;
     outgoing_message to_origin_;  // the request as forwarded (its head is built once per request)
@@ -137,6 +150,7 @@ class http_session : public session_base,
     std::string memory_body_;     // its body when we wrote it
     std::shared_ptr<const std::string> memory_shared_;  // its body when a cache shares it
     std::unique_ptr<char[]> piece_;                     // body relay buffer, made on first use
+    std::size_t piece_capacity_ = 0;
 };
 
 }  // namespace waitroom::gateway

@@ -80,8 +80,25 @@ class origin_pool::connector : public std::enable_shared_from_this<connector> {
     std::chrono::steady_clock::time_point deadline_;
 };
 
+namespace {
+
+class pool_category : public boost::system::error_category {
+  public:
+    const char* name() const noexcept override { return "waitroom.origin_pool"; }
+    std::string message(int) const override {
+        return "no origin connection free in time (origin.max_connections in use)";
+    }
+};
+
+}  // namespace
+
+error_code origin_pool::busy() {
+    static const pool_category category;
+    return {1, category};
+}
+
 origin_pool::origin_pool(executor_type ex, metrics::metric_set* metrics, unsigned slot)
-    : ex_(std::move(ex)), metrics_(metrics), slot_(slot) {}
+    : ex_(std::move(ex)), waiters_timer_(ex_), metrics_(metrics), slot_(slot) {}
 
 void origin_pool::discard(origin_connection& c) {
     c.close();
@@ -118,6 +135,8 @@ void origin_pool::configure(const config::origin& o) {
         origin_.timeout = o.timeout;
         origin_.max_connections = o.max_connections;
         origin_.idle_timeout = o.idle_timeout;
+        origin_.pool_wait_timeout = o.pool_wait_timeout;
+        origin_.max_pool_waiters = o.max_pool_waiters;
         return;
     }
     close_idle();
@@ -165,7 +184,40 @@ void origin_pool::acquire(handler h, bool fresh, bool retryable) {
         connect(std::move(h));
         return;
     }
-    waiters_.push_back(std::move(h));
+    if (waiters_.size() >= origin_.max_pool_waiters) {
+        asio::post(ex_, [h = std::move(h)] { h(busy(), nullptr); });
+        return;
+    }
+    waiters_.push_back({std::move(h), std::chrono::steady_clock::now() + origin_.pool_wait_timeout});
+    watch_waiters();
+}
+
+// One timer for all waiters, armed for the first one's deadline; when it fires, every waiter
+// past its deadline gets busy() and the timer is armed for the next.
+void origin_pool::watch_waiters() {
+    if (waiters_timer_armed_ || waiters_.empty()) {
+        return;
+    }
+    waiters_timer_armed_ = true;
+    waiters_timer_.expires_at(waiters_.front().deadline);
+    waiters_timer_.async_wait(
+        beast::bind_front_handler(&origin_pool::on_waiters_timer, shared_from_this()));
+}
+
+void origin_pool::on_waiters_timer(error_code ec) {
+    waiters_timer_armed_ = false;
+    if (ec == asio::error::operation_aborted) {
+        return;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    // Deadlines ascend but for waiters that came before a reload changed the timeout: those are
+    // found when they reach the front.
+    while (!waiters_.empty() && waiters_.front().deadline <= now) {
+        auto h = std::move(waiters_.front().h);
+        waiters_.pop_front();
+        asio::post(ex_, [h = std::move(h)] { h(busy(), nullptr); });
+    }
+    watch_waiters();
 }
 
 void origin_pool::connect(handler h) {
@@ -197,7 +249,7 @@ void origin_pool::release(std::shared_ptr<origin_connection> c, bool reusable) {
         return;
     }
     if (!waiters_.empty()) {
-        auto h = std::move(waiters_.front());
+        auto h = std::move(waiters_.front().h);
         waiters_.pop_front();
         asio::post(ex_, [h = std::move(h), c = std::move(c)]() mutable { h({}, std::move(c)); });
         return;
@@ -211,7 +263,7 @@ void origin_pool::release(std::shared_ptr<origin_connection> c, bool reusable) {
 
 void origin_pool::serve_waiter() {
     if (!waiters_.empty() && total_ < std::max<std::size_t>(origin_.max_connections, 1)) {
-        auto h = std::move(waiters_.front());
+        auto h = std::move(waiters_.front().h);
         waiters_.pop_front();
         ++total_;
         connect(std::move(h));

@@ -39,8 +39,13 @@ class origin_pool : public std::enable_shared_from_this<origin_pool> {
     void configure(const config::origin& o);
 
     // Hands a connected connection to `h` (always posted, never inline): an idle one unless
-    // `fresh`, else a new one while below max_connections, else the next one released.
+    // `fresh`, else a new one while below max_connections, else the next one released. A wait
+    // for a released one ends after origin.pool_wait_timeout with `busy()`; so does a request
+    // that finds origin.max_pool_waiters already waiting, at once.
     void acquire(handler h, bool fresh = false, bool retryable = false);
+
+    // The error of a wait for a connection that ended because the pool is full (→ 503).
+    static error_code busy();
 
     // The warmest idle connection that still looks alive, or null (then call acquire). Inline
     // and without a system call for a `retryable` request (idempotent, no body) on a connection
@@ -66,6 +71,8 @@ class origin_pool : public std::enable_shared_from_this<origin_pool> {
     void on_connected(error_code ec, std::shared_ptr<origin_connection> c, handler h);
     void watch_idle(const std::shared_ptr<origin_connection>& c);
     void serve_waiter();
+    void watch_waiters();
+    void on_waiters_timer(error_code ec);
     // Closes a connection that leaves the pool's count for good.
     void discard(origin_connection& c);
 
@@ -76,7 +83,13 @@ class origin_pool : public std::enable_shared_from_this<origin_pool> {
     std::unique_ptr<ssl::context> tls_;
     std::uint64_t generation_ = 0;
     std::vector<std::shared_ptr<origin_connection>> idle_;
-    std::deque<handler> waiters_;
+    struct waiter {
+        handler h;
+        std::chrono::steady_clock::time_point deadline;
+    };
+    std::deque<waiter> waiters_;  // in arrival order, so deadlines ascend (but for a reload)
+    steady_timer waiters_timer_;  // armed for the first waiter's deadline while any waits
+    bool waiters_timer_armed_ = false;
     std::size_t total_ = 0;  // idle + in use + connecting
     metrics::metric_set* metrics_ = nullptr;
     unsigned slot_ = 0;

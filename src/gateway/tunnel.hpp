@@ -1,7 +1,9 @@
 #pragma once
 // The byte tunnel after a WebSocket upgrade: copies bytes both ways between the client stream
-// and the origin connection until either side ends, then closes both. Header-only because it
-// is a template over the two stream types (plain or TLS on each side).
+// and the origin connection until either side ends or neither sends anything for
+// `idle_timeout`, then closes both. Header-only because it is a template over the two stream
+// types (plain or TLS on each side). The client session lives as long as its tunnel, so an
+// open tunnel counts in limits.max_connections.
 
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/write.hpp>
@@ -9,6 +11,7 @@
 #include <boost/beast/core/stream_traits.hpp>
 
 #include <array>
+#include <chrono>
 #include <memory>
 
 #include "common.hpp"
@@ -22,19 +25,24 @@ class tunnel : public std::enable_shared_from_this<tunnel<Client, Origin>> {
   public:
     // `owner` keeps the client stream (and its buffer) alive; `c` owns the origin stream.
     tunnel(std::shared_ptr<void> owner, Client& client, beast::flat_buffer& client_left,
-           std::shared_ptr<origin_connection> c, Origin& origin, std::shared_ptr<origin_pool> pool)
+           std::shared_ptr<origin_connection> c, Origin& origin, std::shared_ptr<origin_pool> pool,
+           std::chrono::steady_clock::duration idle_timeout)
         : owner_(std::move(owner)),
           client_(client),
           client_left_(client_left),
           conn_(std::move(c)),
           origin_(origin),
-          pool_(std::move(pool)) {}
+          pool_(std::move(pool)),
+          idle_timeout_(idle_timeout),
+          idle_timer_(beast::get_lowest_layer(client).get_executor()) {}
 
     ~tunnel() { pool_->release(std::move(conn_), false); }
 
     void run() {
         beast::get_lowest_layer(client_).expires_never();
         beast::get_lowest_layer(origin_).expires_never();
+        last_activity_ = std::chrono::steady_clock::now();
+        watch_idle();
         start(client_, origin_, client_left_, up_.data());
         start(origin_, client_, conn_->buffer(), down_.data());
     }
@@ -67,6 +75,7 @@ class tunnel : public std::enable_shared_from_this<tunnel<Client, Origin>> {
                 if (ec) {
                     return self->stop(ec);
                 }
+                self->last_activity_ = std::chrono::steady_clock::now();
                 asio::async_write(to, asio::buffer(buf, n),
                                   [self, &from, &to, buf](error_code wec, std::size_t) {
                                       if (wec) {
@@ -77,11 +86,27 @@ class tunnel : public std::enable_shared_from_this<tunnel<Client, Origin>> {
             });
     }
 
+    // One timer, armed for the idle deadline of the last activity it saw; bytes that came
+    // meanwhile move the deadline when it fires (no timer operation per read).
+    void watch_idle() {
+        idle_timer_.expires_at(last_activity_ + idle_timeout_);
+        idle_timer_.async_wait([self = this->shared_from_this()](error_code ec) {
+            if (ec || self->stopped_) {
+                return;
+            }
+            if (std::chrono::steady_clock::now() - self->last_activity_ >= self->idle_timeout_) {
+                return self->stop(beast::error::timeout);
+            }
+            self->watch_idle();
+        });
+    }
+
     void stop(error_code ec) {
         if (stopped_) {
             return;
         }
         stopped_ = true;
+        idle_timer_.cancel();
         fail(ec, "tunnel");
         error_code ignored;
         beast::get_lowest_layer(client_).socket().shutdown(asio::socket_base::shutdown_both,
@@ -96,6 +121,9 @@ class tunnel : public std::enable_shared_from_this<tunnel<Client, Origin>> {
     std::shared_ptr<origin_connection> conn_;
     Origin& origin_;
     std::shared_ptr<origin_pool> pool_;
+    std::chrono::steady_clock::duration idle_timeout_;
+    steady_timer idle_timer_;
+    std::chrono::steady_clock::time_point last_activity_;
     std::array<char, piece_size> up_{};
     std::array<char, piece_size> down_{};
     bool stopped_ = false;

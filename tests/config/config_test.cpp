@@ -162,6 +162,8 @@ TEST_F(Config, FullExampleLoadsEveryKey) {
     EXPECT_EQ(c.origin.base_path, "/app");
     EXPECT_EQ(c.origin.connect_timeout, 3s);
     EXPECT_EQ(c.origin.max_connections, 128u);
+    EXPECT_EQ(c.origin.pool_wait_timeout, 5s);
+    EXPECT_EQ(c.origin.max_pool_waiters, 512u);
     EXPECT_EQ(c.origin.ca_file, in_dir("tls/origin-ca.pem"));
     EXPECT_EQ(c.threads, 4u);
     EXPECT_EQ(c.node.id, "edge-1");
@@ -173,6 +175,9 @@ TEST_F(Config, FullExampleLoadsEveryKey) {
     EXPECT_EQ(c.logging.access_log, in_dir("logs/access.jsonl"));
     EXPECT_EQ(c.limits.max_header_bytes, 16u * 1024);
     EXPECT_EQ(c.limits.max_body_bytes, 1ull << 30);
+    EXPECT_EQ(c.limits.request_buffer, 128u * 1024);
+    EXPECT_EQ(c.limits.body_min_rate, 8u * 1024);
+    EXPECT_EQ(c.limits.tunnel_idle_timeout, 10min);
 
     ASSERT_EQ(c.rooms.size(), 2u);
     const room& shop = c.rooms[0];
@@ -365,6 +370,29 @@ testing: {time_scale: fast}
                   "config.yaml:8:23: testing.time_scale: must be a number greater than 0 (at most "
                   "1000000)",
               }));
+}
+
+TEST_F(Config, BufferRateAndWaitLimitsAreChecked) {
+    auto r = load(R"yaml(origin: {pool_wait_timeout: 0s, max_pool_waiters: -1}
+limits:
+  request_buffer: 1KiB
+  body_min_rate: fast
+  tunnel_idle_timeout: 30
+)yaml");
+    EXPECT_EQ(messages(r),
+              (std::vector<std::string>{
+                  "config.yaml:1:29: origin.pool_wait_timeout: must be at least 1ms",
+                  "config.yaml:1:51: origin.max_pool_waiters: must be an integer ≥ 0",
+                  "config.yaml:3:19: limits.request_buffer: must be at least 16384 bytes",
+                  "config.yaml:4:18: limits.body_min_rate: must be a size like 16KiB, 1MiB or a "
+                  "number of bytes",
+                  "config.yaml:5:24: limits.tunnel_idle_timeout: must be a duration like 90s or "
+                  "5m; a bare number has no unit (did you mean 30s?)",
+              }));
+    auto ok = load("origin: {max_pool_waiters: 0}\nlimits: {body_min_rate: 0}\n");
+    ASSERT_TRUE(ok.ok()) << format_problems(ok.problems);
+    EXPECT_EQ(ok.cfg->origin.max_pool_waiters, 0u);
+    EXPECT_EQ(ok.cfg->limits.body_min_rate, 0u);
 }
 
 TEST_F(Config, SizesAcceptUnits) {

@@ -17,6 +17,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <future>
@@ -27,9 +28,12 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 
 #include "gateway/test_client.hpp"
+#include "head_parser.hpp"
+#include "support/poll.hpp"
 #include "support/test_origin.hpp"
 
 namespace waitroom::gateway {
@@ -679,6 +683,239 @@ TEST_F(TlsChain, RefusesAnOriginCertificateForAnotherName) {
     test_client c{gw_->port()};
     EXPECT_EQ(c.get("/hello").result_int(), 502u);
     EXPECT_FALSE(origin_.saw_any_request());
+}
+
+// ---- every buffer bounded, every wait timed ------------------------------------------------
+
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+// True when `s` has bytes (or an end of stream) to read within `ms`.
+bool readable_within(tcp::socket& s, int ms) {
+    pollfd p{s.native_handle(), POLLIN, 0};
+    return ::poll(&p, 1, ms) == 1;
+}
+
+constexpr std::string_view chunked_post =
+    "POST /sink HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+
+TEST(ChunkWaitProblem, AllowsLinesAndTrailersWithinTheirBounds) {
+    EXPECT_FALSE(chunk_wait_problem("1;a=" + std::string(4000, 'a'), 100));
+    EXPECT_FALSE(chunk_wait_problem("\r\n0\r\nX-A: " + std::string(4000, 'a'), 8000));
+    EXPECT_FALSE(chunk_wait_problem("\r\n0;e=" + std::string(4000, 'e') + "\r\nX-A: b", 100));
+}
+
+TEST(ChunkWaitProblem, RefusesAnEndlessChunkLine) {
+    EXPECT_EQ(chunk_wait_problem("1;a=" + std::string(5000, 'a'), 1 << 20),
+              http::error::bad_chunk_extension);
+    EXPECT_EQ(chunk_wait_problem("\r\n1;a=" + std::string(5000, 'a') + "\r\n", 1 << 20),
+              http::error::bad_chunk_extension);
+}
+
+TEST(ChunkWaitProblem, RefusesTrailersPastTheirLimit) {
+    EXPECT_EQ(chunk_wait_problem("0\r\nX-A: " + std::string(5000, 'a'), 4096),
+              http::error::header_limit);
+}
+
+TEST_F(Proxy, RefusesAnEndlessChunkExtensionWith400AndCloses) {
+    start();
+    test_client c{gw_->port()};
+    c.write_raw(std::string(chunked_post) + "1;a=" + std::string(64 * 1024, 'a'));
+    auto res = c.read();
+    EXPECT_EQ(res.result_int(), 400u);
+    EXPECT_NE(res.body().find("chunk line"), std::string::npos) << res.body();
+    EXPECT_TRUE(c.closed_by_server());
+    EXPECT_FALSE(origin_.saw_any_request());
+}
+
+TEST_F(Proxy, ForwardsAChunkExtensionWithinItsBound) {
+    start();
+    test_client c{gw_->port()};
+    c.write_raw(std::string(chunked_post) + "5;ext=" + std::string(3000, 'e') +
+                "\r\nhello\r\n0\r\n\r\n");
+    auto res = c.read();
+    EXPECT_EQ(res.result_int(), 200u);
+    EXPECT_EQ(res.body(), "5");
+}
+
+TEST_F(Proxy, RefusesOversizedTrailersWith400) {
+    start([](config::config& c) { c.limits.max_header_bytes = 1024; });
+    {
+        test_client c{gw_->port()};
+        c.write_raw(std::string(chunked_post) + "5\r\nhello\r\n0\r\nX-T: ok\r\n\r\n");
+        EXPECT_EQ(c.read().result_int(), 200u);
+    }
+    test_client c{gw_->port()};
+    c.write_raw(std::string(chunked_post) + "5\r\nhello\r\n0\r\nX-T: " +
+                std::string(8000, 't'));
+    auto res = c.read();
+    EXPECT_EQ(res.result_int(), 400u);
+    EXPECT_NE(res.body().find("trailers"), std::string::npos) << res.body();
+    EXPECT_TRUE(c.closed_by_server());
+    EXPECT_EQ(origin_.requests(), 1u);
+}
+
+TEST_F(Proxy, ReadsASmallBodyWholeBeforeTheOriginSeesAnything) {
+    start();
+    test_client c{gw_->port()};
+    constexpr std::size_t size = 40 * 1024;  // over a relay piece, under request_buffer
+    c.write_raw("POST /sink HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(size) +
+                "\r\n\r\n" + std::string(size - 1, 'x'));
+    // The gateway has all but one byte: the origin must not even have a connection yet.
+    std::this_thread::sleep_for(milliseconds(300));
+    EXPECT_EQ(origin_.connections(), 0u);
+    c.write_raw("x");
+    auto res = c.read();
+    EXPECT_EQ(res.result_int(), 200u);
+    EXPECT_EQ(res.body(), std::to_string(size));
+}
+
+TEST_F(Proxy, CutsATrickledLargeBodyAndFreesItsOriginConnection) {
+    start([](config::config& c) {
+        c.origin.max_connections = 1;
+        c.limits.request_buffer = 16 * 1024;
+        c.limits.body_min_rate = 16 * 1024;  // a 16 KiB piece is due within 1 s (plus 1 s)
+        c.limits.body_timeout = std::chrono::seconds(30);  // a pause alone would be let be
+    });
+    test_client c{gw_->port()};
+    c.write_raw("POST /sink HTTP/1.1\r\nHost: x\r\nContent-Length: 1048576\r\n\r\n" +
+                std::string(16 * 1024, 'x'));
+    // From here on, 20 bytes every 50 ms: always progress, never the rate.
+    std::atomic<bool> stop{false};
+    std::thread trickle([&] {
+        beast::error_code ec;
+        while (!stop && !ec) {
+            asio::write(c.socket(), asio::buffer("0123456789abcdefghij", 20), ec);
+            std::this_thread::sleep_for(milliseconds(50));
+        }
+    });
+    const auto t0 = steady_clock::now();
+    http::response_parser<http::string_body> p;
+    beast::error_code ec;
+    http::read(c.socket(), c.buffer(), p, ec);
+    const auto took = steady_clock::now() - t0;
+    stop = true;
+    trickle.join();
+    ASSERT_FALSE(ec) << ec.message();
+    EXPECT_EQ(p.get().result_int(), 408u);
+    EXPECT_LT(took, std::chrono::seconds(5));
+    EXPECT_EQ(origin_.requests(), 1u);  // the origin had it (streaming), then lost it
+    // The one origin connection is free again for the next visitor.
+    test_client next{gw_->port()};
+    EXPECT_EQ(next.get("/hello").result_int(), 200u);
+}
+
+TEST_F(Proxy, EndsAWaitForAPooledConnectionWith503AndRetryAfter) {
+    start([](config::config& c) {
+        c.origin.max_connections = 1;
+        c.origin.pool_wait_timeout = milliseconds(300);
+    });
+    test_client slow{gw_->port()};
+    slow.write_raw("GET /slow?ms=3000 HTTP/1.1\r\nHost: x\r\n\r\n");
+    ASSERT_TRUE(test::poll_until(std::chrono::seconds(5), [&] { return origin_.requests() == 1; }));
+    test_client c{gw_->port()};
+    const auto t0 = steady_clock::now();
+    auto res = c.get("/hello");
+    EXPECT_EQ(res.result_int(), 503u);
+    EXPECT_EQ(res[http::field::retry_after], "1");
+    EXPECT_LT(steady_clock::now() - t0, std::chrono::seconds(2));
+    EXPECT_EQ(slow.read().result_int(), 200u);
+    EXPECT_EQ(c.get("/hello").result_int(), 200u);  // a bodiless request kept its connection
+}
+
+TEST_F(Proxy, RefusesWaitersPastTheBoundAtOnce) {
+    start([](config::config& c) {
+        c.origin.max_connections = 1;
+        c.origin.max_pool_waiters = 1;
+        c.origin.pool_wait_timeout = std::chrono::seconds(10);
+    });
+    test_client slow{gw_->port()};
+    slow.write_raw("GET /slow?ms=1500 HTTP/1.1\r\nHost: x\r\n\r\n");
+    ASSERT_TRUE(test::poll_until(std::chrono::seconds(5), [&] { return origin_.requests() == 1; }));
+    // Two more requests want the one connection: one may wait, the other is refused at once.
+    test_client a{gw_->port()};
+    test_client b{gw_->port()};
+    const auto t0 = steady_clock::now();
+    a.write_raw("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n");
+    b.write_raw("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n");
+    auto first = std::async(std::launch::async, [&] { return a.read().result_int(); });
+    auto second = std::async(std::launch::async, [&] { return b.read().result_int(); });
+    const unsigned sa = first.get();
+    const unsigned sb = second.get();
+    EXPECT_EQ(std::min(sa, sb), 200u);
+    EXPECT_EQ(std::max(sa, sb), 503u);
+    EXPECT_EQ(slow.read().result_int(), 200u);
+    EXPECT_LT(steady_clock::now() - t0, std::chrono::seconds(5));
+}
+
+TEST_F(Proxy, TimesAKeptAliveRequestByHeaderTimeoutOnceItsFirstByteArrives) {
+    start([](config::config& c) {
+        c.limits.header_timeout = milliseconds(300);
+        c.limits.keepalive_timeout = std::chrono::seconds(30);
+    });
+    test_client c{gw_->port()};
+    EXPECT_EQ(c.get("/hello").result_int(), 200u);
+    c.write_raw("GET /hello HTTP/1.1\r\n");
+    const auto t0 = steady_clock::now();
+    EXPECT_EQ(c.read().result_int(), 408u);
+    EXPECT_LT(steady_clock::now() - t0, std::chrono::seconds(3));
+    EXPECT_TRUE(c.closed_by_server());
+}
+
+TEST_F(Proxy, LingersAfterAnErrorForOneTotalDeadline) {
+    start([](config::config& c) { c.limits.max_body_bytes = 10; });
+    test_client c{gw_->port()};
+    c.write_raw("POST /sink HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n");
+    EXPECT_EQ(c.read().result_int(), 413u);
+    // Keep sending after the error: the gateway drops the bytes, then closes after its
+    // lingering time (2 s) however often they come; writes then fail.
+    const auto t0 = steady_clock::now();
+    beast::error_code ec;
+    while (!ec && steady_clock::now() - t0 < std::chrono::seconds(8)) {
+        asio::write(c.socket(), asio::buffer(std::string(100, 'x')), ec);
+        std::this_thread::sleep_for(milliseconds(50));
+    }
+    EXPECT_TRUE(ec);
+    EXPECT_LT(steady_clock::now() - t0, std::chrono::seconds(5));
+}
+
+TEST_F(Proxy, ClosesAnIdleWebSocketTunnel) {
+    start([](config::config& c) { c.limits.tunnel_idle_timeout = milliseconds(400); });
+    asio::io_context io;
+    beast::websocket::stream<tcp::socket> ws{io};
+    ws.next_layer().connect({asio::ip::make_address("127.0.0.1"), gw_->port()});
+    ws.handshake("127.0.0.1", "/ws");
+    // Traffic more often than the timeout keeps it open.
+    for (int i = 0; i < 6; ++i) {
+        ws.write(asio::buffer(std::string("ping")));
+        beast::flat_buffer buf;
+        ws.read(buf);
+        EXPECT_EQ(beast::buffers_to_string(buf.data()), "ping");
+        std::this_thread::sleep_for(milliseconds(150));
+    }
+    const auto t0 = steady_clock::now();
+    ASSERT_TRUE(readable_within(ws.next_layer(), 3000)) << "the idle tunnel stayed open";
+    beast::flat_buffer buf;
+    beast::error_code ec;
+    ws.read(buf, ec);
+    EXPECT_TRUE(ec);  // closed, no message
+    EXPECT_LT(steady_clock::now() - t0, std::chrono::seconds(3));
+}
+
+TEST_F(Proxy, CountsAWebSocketTunnelInMaxConnections) {
+    start([](config::config& c) { c.limits.max_connections = 1; });
+    asio::io_context io;
+    beast::websocket::stream<tcp::socket> ws{io};
+    ws.next_layer().connect({asio::ip::make_address("127.0.0.1"), gw_->port()});
+    ws.handshake("127.0.0.1", "/ws");
+    EXPECT_EQ(gw_->open_connections(), 1u);
+    // The kernel takes the next connection, the gateway does not serve it while the tunnel
+    // holds the one connection allowed.
+    test_client c{gw_->port()};
+    c.write_raw("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n");
+    EXPECT_FALSE(readable_within(c.socket(), 500));
+    ws.close(beast::websocket::close_code::normal);
+    EXPECT_EQ(c.read().result_int(), 200u);
 }
 
 }  // namespace

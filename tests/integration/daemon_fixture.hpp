@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "http_client.hpp"
+#include "support/poll.hpp"
 #include "support/process.hpp"
 #include "support/test_origin.hpp"
 
@@ -31,23 +32,6 @@ inline std::string proxy_config(const std::string& origin_url, const std::string
            "limits: {header_timeout: 1s, max_header_bytes: 8192, drain_timeout: 10s}\n"
            "logging: {level: info}\n" +
            extra;
-}
-
-// Calls `step` every `period` until it returns true or `deadline` passes.
-inline bool poll_until(std::chrono::milliseconds deadline, std::chrono::milliseconds period,
-                       const std::function<bool()>& step) {
-    auto end = std::chrono::steady_clock::now() + deadline;
-    while (std::chrono::steady_clock::now() < end) {
-        if (step()) {
-            return true;
-        }
-        std::this_thread::sleep_for(period);
-    }
-    return false;
-}
-
-inline bool poll_until(std::chrono::milliseconds deadline, const std::function<bool()>& step) {
-    return poll_until(deadline, std::chrono::milliseconds{20}, step);
 }
 
 // True when the response came from the test origin's /hello route.

@@ -195,6 +195,36 @@ TEST_F(Proxy, StreamsA100MiBDownloadWithFlatMemory) {
     EXPECT_LT(peak - base, rss_growth_bound_kib) << "base " << base << " KiB, peak " << peak;
 }
 
+TEST_F(Proxy, RefusesAChunkExtensionFloodWith400AndFlatMemory) {
+    start_default();
+    ASSERT_EQ(http_get(port_, "/hello").status, 200u);  // warm up
+    const std::uint64_t base = proc().rss_kib();
+    ASSERT_GT(base, 0u);
+    std::uint64_t peak = base;
+    std::uint64_t sent = 0;
+    const std::string head =
+        "POST /sink HTTP/1.1\r\nHost: shop.test\r\nTransfer-Encoding: chunked\r\n\r\n1;a=";
+    const std::string flood(256 * 1024, 'a');
+    // Eight connections, each 8 MiB of an endless chunk extension (no CRLF), 64 MiB in all,
+    // sent before the answer is read (the gateway drops what comes after its answer).
+    for (int i = 0; i < 8; ++i) {
+        client_connection c(port_, 5s);
+        ASSERT_TRUE(c.connected());
+        bool ok = c.write_raw(head);
+        for (int piece = 0; ok && piece < 32; ++piece) {
+            ok = c.write_raw(flood);
+            sent += ok ? flood.size() : 0;
+            peak = std::max(peak, proc().rss_kib());
+        }
+        auto r = c.read_response();
+        EXPECT_EQ(r.status, 400u) << describe(r);
+        peak = std::max(peak, proc().rss_kib());
+    }
+    EXPECT_EQ(origin_.requests(), 1u);  // the warm-up's only
+    EXPECT_LT(peak - base, 16u * 1024) << "base " << base << " KiB, peak " << peak << " KiB, "
+                                       << (sent >> 20) << " MiB sent";
+}
+
 // CPU time (utime + stime, in clock ticks) of the threads of `pid` named worker-N, by name (a
 // thread a worker starts, such as Asio's resolver thread, inherits its name).
 std::map<std::string, long> worker_thread_ticks(pid_t pid) {

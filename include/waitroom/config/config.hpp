@@ -40,6 +40,8 @@ struct origin {
     duration timeout = std::chrono::seconds{60};         // waiting for response headers → 504
     std::size_t max_connections = 256;  // keep-alive connections kept per worker thread
     duration idle_timeout = std::chrono::seconds{60};  // idle pooled connection is closed after
+    duration pool_wait_timeout = std::chrono::seconds{10};  // waiting for a pooled one → 503
+    std::size_t max_pool_waiters = 1024;  // requests waiting for one per worker; more → 503 at once
     bool verify_tls = true;                            // verify the origin's certificate
     std::string ca_file;     // extra CA bundle for https origins ("" = system store)
     std::string server_name; // SNI and verified name ("" = host)
@@ -54,6 +56,9 @@ struct limits {
     duration keepalive_timeout = std::chrono::seconds{75};  // idle client connection closed after
     duration drain_timeout = std::chrono::seconds{30};  // SIGTERM: in-flight requests get this long
     std::size_t max_connections = 10000;  // client connections per worker; accept pauses above
+    std::size_t request_buffer = 64 * 1024;  // bodies up to this are read whole before the origin
+    std::uint64_t body_min_rate = 4 * 1024;  // bytes/s a larger body streams at, at least (0 = off)
+    duration tunnel_idle_timeout = std::chrono::minutes{5};  // a silent WebSocket tunnel closes
 };
 
 struct node_info {
