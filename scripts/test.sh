@@ -2,8 +2,8 @@
 # README command (b): installs what is missing, builds, and runs every test:
 #   1. the normal build (build/): unit, integration, redis and browser tests;
 #   2. a second build under ASan + UBSan (build-asan/): the unit tests;
-#   3. the cookie decoder fuzzer for a bounded time when clang is present.
-# Options: --no-sanitize skips 2, --fuzz-seconds N sets 3 (default 20, 0 skips).
+#   3. every libFuzzer target (tests/fuzz/run.sh) for a bounded time when clang is present.
+# Options: --no-sanitize skips 2, --fuzz-seconds N sets 3 (seconds per target, default 20, 0 skips).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,6 +32,6 @@ if ((sanitize)); then
 fi
 
 if ((fuzz_seconds > 0)) && [[ -x tests/fuzz/run.sh ]]; then
-  tests/fuzz/run.sh "$fuzz_seconds"
+  tests/fuzz/run.sh all "$fuzz_seconds"
 fi
 echo "test.sh: all tests passed"
