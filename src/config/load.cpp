@@ -18,6 +18,7 @@
 #include <map>
 #include <sstream>
 
+#include "waitroom/config/secret_file.hpp"
 #include "waitroom/config/values.hpp"
 #include "waitroom/util/clock.hpp"
 
@@ -325,6 +326,18 @@ class loader {
         return (base_dir_ / path).lexically_normal().string();
     }
 
+    // A secret file that is too open is refused here, at its setting, so that `check` reports
+    // it too; the reader checks again on the descriptor it reads (config::read_secret_file).
+    void check_secret_mode(const fields& f, std::string_view key, const std::string& file) {
+        auto n = f.get(key);
+        if (!n || file.empty()) {
+            return;
+        }
+        if (auto problem = secret_file_mode_problem(file); !problem.empty()) {
+            report(*n, f.at(key), std::move(problem));
+        }
+    }
+
     // Templates are read at load time so that a reload with a missing file fails cleanly.
     void check_readable(const YAML::Node& n, const std::string& path, const std::string& file) {
         std::error_code ec;
@@ -524,6 +537,9 @@ void read_cookie(loader& l, const YAML::Node& n, cookie_settings& out) {
         return;
     }
     l.set_path(f, "key_file", out.key_file);
+    if (!f.get("keys")) {
+        l.check_secret_mode(f, "key_file", out.key_file);
+    }
     auto keys = f.get("keys");
     if (!keys || !l.list(*keys, f.at("keys"))) {
         return;
@@ -554,6 +570,7 @@ void read_cookie(loader& l, const YAML::Node& n, cookie_settings& out) {
             l.report(kn, kf.at("id"), "is required");
         }
         l.set_path(kf, "secret_file", key.secret_file);
+        l.check_secret_mode(kf, "secret_file", key.secret_file);
         l.set_string(kf, "secret_env", key.secret_env);
         bool has_file = kf.get("secret_file").has_value();
         bool has_env = kf.get("secret_env").has_value();
@@ -584,7 +601,9 @@ void read_state(loader& l, const YAML::Node& n, state_settings& out, YAML::Mark&
     if (auto u = f.get("url")) {
         auto url = u->IsScalar() ? parse_redis_url(u->Scalar()) : std::nullopt;
         if (url) {
-            out.url = u->Scalar();
+            // Kept redacted: whatever logs or shows the URL cannot leak the password, which
+            // lives in redis_password alone.
+            out.url = redact_url(u->Scalar());
             out.redis_host = url->host;
             out.redis_port = url->port;
             out.redis_db = url->db;
@@ -599,22 +618,49 @@ void read_state(loader& l, const YAML::Node& n, state_settings& out, YAML::Mark&
 }
 
 void read_admin(loader& l, const YAML::Node& n, admin_settings& out) {
-    fields f(l, n, "admin", {"listen", "token_file", "token_env"});
+    fields f(l, n, "admin", {"listen", "token_file", "token_env", "allowed_hosts"});
     if (!f.ok()) {
         return;
     }
+    std::optional<host_port> listen;
     if (auto v = f.get("listen")) {
         if (v->IsNull() || (v->IsScalar() && v->Scalar().empty())) {
             out.listen.clear();
-        } else if (read_address(l, *v, f.at("listen"))) {
+        } else if ((listen = read_address(l, *v, f.at("listen")))) {
             out.listen = v->Scalar();
         }
     }
     l.set_path(f, "token_file", out.token_file);
+    l.check_secret_mode(f, "token_file", out.token_file);
     l.set_string(f, "token_env", out.token_env);
     if (f.get("token_file") && f.get("token_env")) {
         l.report(*f.get("token_env"), f.at("token_env"),
                  "set only one of token_file and token_env");
+    }
+    // Without a token the admin API trusts whoever reaches it: only this machine may.
+    const bool has_token = !out.token_file.empty() || !out.token_env.empty();
+    if (listen && !has_token && !is_loopback_host(listen->host)) {
+        l.report(*f.get("listen"), f.at("listen"),
+                 "a listener other than loopback (127.0.0.1, [::1], localhost) needs a token: "
+                 "set admin.token_file or admin.token_env");
+    }
+    if (auto v = f.get("allowed_hosts"); v && l.list(*v, f.at("allowed_hosts"))) {
+        const YAML::Node seq = *v;
+        for (std::size_t i = 0; i < seq.size(); ++i) {
+            std::string path = f.at("allowed_hosts") + "[" + std::to_string(i) + "]";
+            auto s = l.string(seq[i], path);
+            if (!s) {
+                continue;
+            }
+            // A bare name or address, as it appears in a Host header without its port.
+            auto hp = parse_authority(*s);
+            if (!hp || (hp->host != *s && "[" + hp->host + "]" != *s)) {
+                l.report(seq[i], path,
+                         "must be a host name or address without port, like admin.internal");
+                continue;
+            }
+            out.allowed_hosts.push_back(lowercase(hp->host));
+        }
     }
 }
 

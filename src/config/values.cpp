@@ -285,6 +285,28 @@ std::optional<host_port> parse_host_port(std::string_view s) {
     return split_authority(s, true);
 }
 
+std::optional<host_port> parse_authority(std::string_view s) {
+    return split_authority(s, false);
+}
+
+bool is_loopback_host(std::string_view host) {
+    if (lower(host) == "localhost") {
+        return true;
+    }
+    const std::string h(host);
+    in_addr v4{};
+    if (::inet_pton(AF_INET, h.c_str(), &v4) == 1) {
+        return (ntohl(v4.s_addr) >> 24) == 127;
+    }
+    in6_addr v6{};
+    if (::inet_pton(AF_INET6, h.c_str(), &v6) == 1) {
+        static constexpr std::uint8_t v4_mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        return IN6_IS_ADDR_LOOPBACK(&v6) ||
+               (std::memcmp(v6.s6_addr, v4_mapped, sizeof v4_mapped) == 0 && v6.s6_addr[12] == 127);
+    }
+    return false;
+}
+
 std::optional<http_url> parse_http_url(std::string_view s) {
     http_url out;
     std::string scheme_lower = lower(s.substr(0, 8));
@@ -352,6 +374,29 @@ std::optional<redis_url> parse_redis_url(std::string_view s) {
         }
         out.db = static_cast<unsigned>(*db);
     }
+    return out;
+}
+
+std::string redact_url(std::string_view url) {
+    auto scheme = url.find("://");
+    if (scheme == std::string_view::npos) {
+        return std::string(url);
+    }
+    std::string_view rest = url.substr(scheme + 3);
+    // The user info ends at the last '@', as parse_redis_url reads it: a password may hold
+    // '/', '?' or '#', so no earlier delimiter is trusted.
+    auto at = rest.rfind('@');
+    if (at == std::string_view::npos) {
+        return std::string(url);
+    }
+    std::string_view userinfo = rest.substr(0, at);
+    auto colon = userinfo.find(':');
+    std::string out(url.substr(0, scheme + 3));
+    if (colon != std::string_view::npos) {
+        out.append(userinfo.substr(0, colon + 1));
+    }
+    out.append("***");
+    out.append(rest.substr(at));
     return out;
 }
 

@@ -103,6 +103,11 @@ std::string set_cookie_value(std::string_view name, std::string_view value,
 
 std::optional<std::string_view> find_cookie(std::string_view header,
                                             std::string_view name) noexcept {
+    return next_cookie(header, name);
+}
+
+std::optional<std::string_view> next_cookie(std::string_view& header,
+                                            std::string_view name) noexcept {
     while (!header.empty()) {
         const std::size_t semi = header.find(';');
         std::string_view pair = header.substr(0, semi);

@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "base64.hpp"
+#include "waitroom/config/secret_file.hpp"
 
 namespace waitroom::cookie {
 namespace {
@@ -23,41 +24,6 @@ std::atomic<std::uint64_t> next_serial{1};
 
 std::string errno_text(int e) {
     return std::strerror(e);
-}
-
-// Reads a small file whole. Key files are a few dozen bytes; the cap keeps a wrong path (say, a
-// device or a huge log) from being slurped.
-bool read_small_file(const std::string& path, std::string& out, std::string& why) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        why = "cannot read " + path + ": " + errno_text(errno);
-        return false;
-    }
-    out.clear();
-    char buf[512];
-    for (;;) {
-        ssize_t n = ::read(fd, buf, sizeof buf);
-        if (n < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            why = "cannot read " + path + ": " + errno_text(errno);
-            ::close(fd);
-            return false;
-        }
-        if (n == 0) {
-            break;
-        }
-        out.append(buf, static_cast<std::size_t>(n));
-        if (out.size() > 4096) {
-            why = path + " is too large to be a key file (expected 44 characters of base64)";
-            ::close(fd);
-            OPENSSL_cleanse(out.data(), out.size());
-            return false;
-        }
-    }
-    ::close(fd);
-    return true;
 }
 
 // Creates `path` holding a fresh key without ever exposing a partial file: the key is written
@@ -230,7 +196,7 @@ key_ring_result load_key_ring(const config::cookie_settings& settings, key_ring_
             }
         }
         std::string text;
-        if (!read_small_file(path, text, why)) {
+        if (!config::read_secret_file(path, text, why)) {
             res.error = "cookie.key_file: " + why;
             return res;
         }
@@ -270,7 +236,7 @@ key_ring_result load_key_ring(const config::cookie_settings& settings, key_ring_
             std::string source;
             if (!ck.secret_file.empty()) {
                 source = where + ".secret_file: " + ck.secret_file;
-                if (!read_small_file(ck.secret_file, text, why)) {
+                if (!config::read_secret_file(ck.secret_file, text, why)) {
                     res.error = where + ".secret_file: " + why;
                     wipe();
                     return res;

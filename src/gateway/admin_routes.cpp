@@ -122,11 +122,28 @@ admin_reply admin_routes::error(unsigned status, std::string_view message, std::
     return json_reply(status, body);
 }
 
-void admin_routes::handle(const admin_request& req, const admin_token* token,
+void admin_routes::handle(const admin_request& req, const admin_access& access,
                           std::function<void(admin_reply)> done) const {
     std::string_view target = req.target();
     std::string_view path = target.substr(0, target.find('?'));
     const http::verb method = req.method();
+
+    // Without a token, loopback is the only protection, and a browser on this machine can be
+    // led to it under a hostile name (DNS rebinding): answer only the names loopback has. Every
+    // path, /healthz included, so that such a page learns nothing at all. With a token the
+    // browser cannot authenticate, so Host is not judged.
+    if (!access.token) {
+        auto host = req.find(http::field::host);
+        std::string_view value;
+        if (host != req.end()) {
+            value = std::string_view(host->value().data(), host->value().size());
+        }
+        if (host == req.end() || !admin_host_allowed(value, access.allowed_hosts)) {
+            return done(error(421,
+                              "without an admin token this API answers only Host 127.0.0.1, "
+                              "[::1], localhost or a name in admin.allowed_hosts"));
+        }
+    }
 
     // /healthz answers whatever the token: orchestrators probe it without credentials. So does
     // the dashboard page: it is static, holds no data, and asks the user for the token itself.
@@ -158,7 +175,7 @@ void admin_routes::handle(const admin_request& req, const admin_token* token,
     if (has_auth) {
         auth_value = std::string_view(auth_it->value().data(), auth_it->value().size());
     }
-    switch (check_bearer(token, auth_value, has_auth)) {
+    switch (check_bearer(access.token ? &*access.token : nullptr, auth_value, has_auth)) {
         case admin_auth::ok:
             break;
         case admin_auth::missing: {

@@ -29,9 +29,9 @@ class admin_routes {
   public:
     explicit admin_routes(std::shared_ptr<admin_backend> backend) : backend_(std::move(backend)) {}
 
-    // Answers `req`. `done` is called exactly once: before handle returns, or later from the
-    // thread the backend completes a PATCH on. `token` null means none is configured.
-    void handle(const admin_request& req, const admin_token* token,
+    // Answers `req` under `access`. `done` is called exactly once: before handle returns, or
+    // later from the thread the backend completes a PATCH on.
+    void handle(const admin_request& req, const admin_access& access,
                 std::function<void(admin_reply)> done) const;
 
     // A JSON error reply: {"error": message} plus `field` when one is named.

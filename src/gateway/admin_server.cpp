@@ -100,12 +100,14 @@ tcp::endpoint admin_server::local_endpoint() const {
     return impl_->acceptor_.local_endpoint(ec);
 }
 
-void admin_server::set_token(std::optional<std::string> token) {
-    std::shared_ptr<const admin_token> t;
+void admin_server::set_token(std::optional<std::string> token,
+                             std::vector<std::string> allowed_hosts) {
+    auto access = std::make_shared<admin_access>();
     if (token) {
-        t = std::make_shared<const admin_token>(*token);
+        access->token.emplace(*token);
     }
-    impl_->shared_->token.store(std::move(t), std::memory_order_release);
+    access->allowed_hosts = std::move(allowed_hosts);
+    impl_->shared_->access.store(std::move(access), std::memory_order_release);
 }
 
 }  // namespace waitroom::gateway

@@ -74,10 +74,10 @@ void admin_session::on_read(error_code ec, std::size_t) {
     // Stop the read timer while the backend works; the write sets its own.
     stream_.expires_never();
 
-    auto token = shared_->token.load(std::memory_order_acquire);
+    auto access = shared_->access.load(std::memory_order_acquire);
     auto self = shared_from_this();
     auto ex = stream_.get_executor();
-    shared_->routes.handle(req, token.get(), [self, ex](admin_reply reply) {
+    shared_->routes.handle(req, *access, [self, ex](admin_reply reply) {
         // A PATCH may complete on a store thread: come back to the session's strand.
         asio::dispatch(
             ex, [self, reply = std::move(reply)]() mutable { self->on_reply(std::move(reply)); });

@@ -22,8 +22,8 @@ struct admin_shared {
 
     admin_routes routes;
     admin_options options;
-    // Swapped whole on reload; a request keeps the token it was checked against.
-    std::atomic<std::shared_ptr<const admin_token>> token;
+    // Swapped whole on reload; a request keeps the rules it was checked against.
+    std::atomic<std::shared_ptr<const admin_access>> access{std::make_shared<const admin_access>()};
 
     void remember(admin_session* s, std::weak_ptr<admin_session> w) {
         std::lock_guard lock(mutex_);

@@ -4,9 +4,9 @@
 #include <openssl/sha.h>
 
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
-#include <sstream>
+
+#include "waitroom/config/secret_file.hpp"
+#include "waitroom/config/values.hpp"
 
 namespace waitroom::gateway {
 
@@ -75,12 +75,11 @@ admin_token_load load_admin_token(const config::admin_settings& settings) {
     std::string what;
     if (!settings.token_file.empty()) {
         what = "admin.token_file " + settings.token_file;
-        std::ifstream in(settings.token_file, std::ios::binary);
-        if (!in) {
-            out.error = what + ": cannot be read";
+        std::string why;
+        if (!config::read_secret_file(settings.token_file, raw, why)) {
+            out.error = "admin.token_file: " + why;
             return out;
         }
-        raw.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     } else if (!settings.token_env.empty()) {
         what = "admin.token_env " + settings.token_env;
         const char* v = std::getenv(settings.token_env.c_str());
@@ -110,6 +109,22 @@ admin_token::admin_token(std::string_view token) : digest_(sha256(token)) {}
 bool admin_token::matches(std::string_view presented) const {
     auto d = sha256(presented);
     return CRYPTO_memcmp(d.data(), digest_.data(), d.size()) == 0;
+}
+
+bool admin_host_allowed(std::string_view host_header, const std::vector<std::string>& allowed) {
+    auto authority = config::parse_authority(trim(host_header));
+    if (!authority) {
+        return false;
+    }
+    if (config::is_loopback_host(authority->host)) {
+        return true;
+    }
+    for (const auto& name : allowed) {
+        if (iequals(authority->host, name)) {
+            return true;
+        }
+    }
+    return false;
 }
 
 admin_auth check_bearer(const admin_token* expected, std::string_view authorization,

@@ -69,32 +69,82 @@ struct opened_cookie {
     cookie::payload visitor;  // its room is the room it was opened for
 };
 
-// The visitor in an admission cookie value, or null when it does not open. The connection's
-// last one is kept in info.filter_state (the pointer stays good for this request) and a value
-// is opened only when it changes.
+// A request may carry several values of a room's cookie: a sibling subdomain can plant one for
+// the parent domain, and the browser sends it beside the visitor's own, maybe first. Each is
+// tried, but a header of many must not cost many decryptions: at most max_cookies_opened values
+// reach AES-GCM, among at most max_cookies_read looked at (cheaper refusals: a malformed value,
+// an unknown key id, another room's tag). Sending more gains a visitor nothing: the best of
+// them is what they could have sent alone.
+constexpr int max_cookies_opened = 4;
+constexpr int max_cookies_read = 16;
+
+// Refusals decided before any decryption, which cost little.
+bool refused_cheaply(std::error_code ec) {
+    return ec == cookie::errc::malformed || ec == cookie::errc::unknown_key ||
+           ec == cookie::errc::wrong_room;
+}
+
+// The visitor in the request's values of the room's cookie (`name` in `header`), or null when
+// none opens. Of several that open, the one that stands best for the visitor (engine::standing)
+// wins, the first on a tie. The connection's last one is kept in info.filter_state (the pointer
+// stays good for this request), so a value is opened only when it changes.
 const cookie::payload* open_cookie(const request_info& info,
                                    const std::shared_ptr<const room_runtime>& rt,
-                                   std::string_view room, std::string_view value) {
+                                   const room::compiled_room& room, std::string_view header,
+                                   std::string_view name, std::int64_t now_ms) {
     auto* last = static_cast<opened_cookie*>(info.filter_state.get());
-    if (last != nullptr && last->keys == rt->keys && last->visitor.room == room &&
-        last->value == value) {
-        return &last->visitor;
+    const bool memo_usable =
+        last != nullptr && last->keys == rt->keys && last->visitor.room == room.id();
+    // The best so far always lives in *last: null, or last->visitor.
+    const cookie::payload* best = nullptr;
+    std::optional<room::cookie_standing> best_standing;  // computed once a rival shows up
+    int opened = 0;
+    for (int read = 0; read < max_cookies_read; ++read) {
+        auto value = cookie::next_cookie(header, name);
+        if (!value) {
+            break;
+        }
+        if (memo_usable && best == nullptr && last->value == *value) {
+            best = &last->visitor;
+            continue;
+        }
+        if (best != nullptr && last->value == *value) {
+            continue;  // the same value again
+        }
+        if (opened == max_cookies_opened) {
+            continue;  // only the memo may still match
+        }
+        // Any failure (forged, truncated, other room, unknown key) makes no visitor; the
+        // engine applies the session and queue expiry rules itself.
+        auto candidate = cookie::open(*rt->keys, *value, room.id());
+        if (!candidate && refused_cheaply(candidate.error())) {
+            continue;
+        }
+        ++opened;
+        if (!candidate) {
+            continue;
+        }
+        if (best != nullptr) {
+            if (!best_standing) {
+                best_standing = rt->engine->standing(room, *best, now_ms);
+            }
+            auto standing = rt->engine->standing(room, candidate.value(), now_ms);
+            if (standing <= *best_standing) {
+                continue;
+            }
+            best_standing = standing;
+        }
+        if (last == nullptr) {
+            auto made = std::make_shared<opened_cookie>();
+            last = made.get();
+            info.filter_state = std::move(made);
+        }
+        last->keys = rt->keys;
+        last->value.assign(*value);
+        last->visitor = std::move(candidate.value());
+        best = &last->visitor;
     }
-    // Any failure (forged, truncated, other room, unknown key) makes a new visitor; the engine
-    // applies the session and queue expiry rules itself.
-    auto opened = cookie::open(*rt->keys, value, room);
-    if (!opened) {
-        return nullptr;
-    }
-    if (last == nullptr) {
-        auto made = std::make_shared<opened_cookie>();
-        last = made.get();
-        info.filter_state = std::move(made);
-    }
-    last->keys = rt->keys;
-    last->value.assign(value);
-    last->visitor = std::move(opened.value());
-    return &last->visitor;
+    return best;
 }
 
 }  // namespace
@@ -223,16 +273,13 @@ void room_filter::on_request(const request_head& req, const request_info& info, 
     }
     const room::compiled_room& room = *routed.room;
 
-    const cookie::payload* visitor = nullptr;
-    auto raw = cookie::find_cookie(req[http::field::cookie], rt->cookie_names[room.index()]);
-    if (raw) {
-        visitor = open_cookie(info, rt, room.id(), *raw);
-    }
+    const std::int64_t now_ms = util::unix_ms(clock_.now());
+    const cookie::payload* visitor = open_cookie(info, rt, room, req[http::field::cookie],
+                                                 rt->cookie_names[room.index()], now_ms);
 
     const bool visitor_tls = info.tls;
-    const bool wants_json = room.config().json_response_enabled &&
-                            req[http::field::accept] == "application/json";
-    const std::int64_t now_ms = util::unix_ms(clock_.now());
+    const bool wants_json =
+        room.config().json_response_enabled && req[http::field::accept] == "application/json";
     auto d = eng.decide(room, w.ws, visitor, now_ms, w.random);
     if (d.what != room::action::wait_for_slots) {
         apply(w, rt, d, visitor, visitor_tls, wants_json, now_ms, done);

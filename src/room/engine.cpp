@@ -158,6 +158,32 @@ room_limits make_limits(const settings& s, const event_phase& ph, const windowin
                     s.method != config::queueing_method::passthrough;
     return l;
 }
+
+// What decide() believes of a cookie, in one place for decide() and standing().
+
+// A cookie from the future (clock skew beyond a window, or a forged clock) is not trusted.
+bool trusted(const compiled_room& r, const cookie::payload& c, std::int64_t now_ms,
+             std::int64_t window_ms) {
+    return c.room == r.id() && c.bucket <= now_ms + window_ms &&
+           c.last_check_in <= now_ms + window_ms && c.accepted_at <= now_ms + window_ms;
+}
+
+// An admitted visitor's session still lives.
+bool session_alive(const cookie::payload& c, const settings& s, const room_limits& lim,
+                   std::int64_t now_ms) {
+    return s.disable_session_renewal
+               ? c.accepted_at + s.session_ms > now_ms
+               : active_window_live(floor_to(c.last_check_in, lim.window_ms), lim, now_ms);
+}
+
+// A queued visitor keeps their place: still counted as waiting, or not gone longer than the
+// rejoin time.
+bool keeps_queue_place(const cookie::payload& c, const room_limits& lim, std::int64_t now_ms,
+                       const windowing& w) {
+    return c.last_check_in <= 0 ||
+           waiting_window_live(floor_to(c.last_check_in, lim.window_ms), lim, now_ms) ||
+           now_ms - c.last_check_in <= w.queue_rejoin_ms;
+}
 }  // namespace
 
 room_limits compiled_room::limits_at(std::int64_t now_ms) const {
@@ -274,19 +300,15 @@ decision engine::decide(const compiled_room& r, worker_state& ws,
     const std::int64_t now_w = floor_to(now_ms, W);
     room_deltas& deltas = *v.deltas;
 
-    // A cookie from the future (clock skew beyond a window, or a forged clock) is not trusted.
     const cookie::payload* c = valid_cookie;
-    if (c != nullptr && (c->room != r.id() || c->bucket > now_ms + W ||
-                         c->last_check_in > now_ms + W || c->accepted_at > now_ms + W)) {
+    if (c != nullptr && !trusted(r, *c, now_ms, W)) {
         c = nullptr;
     }
 
     // Admitted visitor: passes while the session lives; counted again when the window moves.
     if (c != nullptr && c->accepted_at > 0) {
         const std::int64_t old_w = floor_to(c->last_check_in, W);
-        bool alive = s.disable_session_renewal ? c->accepted_at + s.session_ms > now_ms
-                                               : active_window_live(old_w, lim, now_ms);
-        if (alive) {
+        if (session_alive(*c, s, lim, now_ms)) {
             d.what = action::admit;
             d.cookie = *c;
             d.cookie_max_age_seconds = ceil_div_ms(
@@ -315,10 +337,9 @@ decision engine::decide(const compiled_room& r, worker_state& ws,
             std::int64_t ow = floor_to(c->last_check_in, W);
             if (waiting_window_live(ow, lim, now_ms)) {
                 old_w = ow;
-            } else if (now_ms - c->last_check_in > win_.queue_rejoin_ms) {
-                queued_cookie = false;  // gone too long: starts over
             }
         }
+        queued_cookie = keeps_queue_place(*c, lim, now_ms, win_);  // gone too long: starts over
         if (queued_cookie) {
             bucket = c->bucket;
             ticket = c->ticket;
@@ -587,6 +608,24 @@ room_status engine::status(const compiled_room& r, const room_state& st,
         }
     }
     return out;
+}
+
+cookie_standing engine::standing(const compiled_room& r, const cookie::payload& c,
+                                 std::int64_t now_ms) const {
+    const event_phase ph = r.phase_at(now_ms);
+    const settings s = r.settings_at(ph);
+    const room_limits lim = make_limits(s, ph, win_);
+    if (!trusted(r, c, now_ms, win_.window_ms)) {
+        return {};
+    }
+    if (c.accepted_at > 0) {
+        // An ended session is worth nothing: decide() makes its holder a new arrival.
+        return session_alive(c, s, lim, now_ms) ? cookie_standing{2, 0} : cookie_standing{};
+    }
+    if (!keeps_queue_place(c, lim, now_ms, win_)) {
+        return {};
+    }
+    return {1, -c.bucket};
 }
 
 }  // namespace waitroom::room

@@ -348,7 +348,7 @@ bool server::impl::start_admin(const config::config& cfg) {
         auto found = resolver.resolve(hp->host, std::to_string(hp->port),
                                       asio::ip::tcp::resolver::numeric_service);
         admin_ = std::make_unique<gateway::admin_server>(control_, admin_backend_);
-        admin_->set_token(token.token);
+        admin_->set_token(token.token, cfg.admin.allowed_hosts);
         admin_->start(found.begin()->endpoint());
     } catch (const std::exception& e) {
         spdlog::error("cannot start: admin.listen {}: {}", cfg.admin.listen, e.what());
@@ -356,7 +356,9 @@ bool server::impl::start_admin(const config::config& cfg) {
         return false;
     }
     spdlog::info("admin listening on {}{}", listener_url(admin_->local_endpoint(), false),
-                 token.token ? "" : " (no admin token configured: the admin API is open)");
+                 token.token ? ""
+                             : " (no admin token configured: the admin API is open to loopback "
+                               "and answers only loopback Host names or admin.allowed_hosts)");
     return true;
 }
 
@@ -429,7 +431,8 @@ void server::impl::reload() {
     if (old->logging.level != now.logging.level) {
         spdlog::info("reload: logging.level {} -> {}", old->logging.level, now.logging.level);
     }
-    if (old->state.backend != now.state.backend || old->state.url != now.state.url) {
+    if (old->state.backend != now.state.backend || old->state.url != now.state.url ||
+        old->state.redis_password != now.state.redis_password) {
         spdlog::warn("reload: 'state' changed; the state store changes only on restart");
     }
     auto keys = keys_;
@@ -465,6 +468,15 @@ void server::impl::reload() {
             spdlog::error("reload failed: {}; keeping the previous configuration", token.error);
             return;
         }
+        // The listener keeps its address until a restart: a file that moved it to loopback
+        // must not open the one still bound elsewhere.
+        if (!token.token && !admin_->local_endpoint().address().is_loopback()) {
+            spdlog::error(
+                "reload failed: admin listener stays on {} until a restart and needs a token "
+                "there; keeping the previous configuration",
+                listener_url(admin_->local_endpoint(), false));
+            return;
+        }
     }
     keys_ = std::move(keys);
     ctx_->set_config(result.cfg);
@@ -488,7 +500,7 @@ void server::impl::reload() {
         });
     }
     if (admin_) {
-        admin_->set_token(token.token);
+        admin_->set_token(token.token, now.admin.allowed_hosts);
     }
     sync_->set_engine(built.runtime->engine);
     filter_->set_runtime(built.runtime);

@@ -453,6 +453,110 @@ rooms:
               }));
 }
 
+TEST_F(Config, NonLoopbackAdminListenerWithoutATokenIsAnError) {
+    auto r = load(R"yaml(admin: {listen: "0.0.0.0:9090"}
+)yaml");
+    EXPECT_EQ(messages(r), (std::vector<std::string>{
+                               "config.yaml:1:17: admin.listen: a listener other than loopback "
+                               "(127.0.0.1, [::1], localhost) needs a token: set admin.token_file "
+                               "or admin.token_env",
+                           }));
+    for (const char* listen : {"[::]:9090", "10.1.2.3:9090", "admin.internal:9090"}) {
+        auto other = load(std::string("admin: {listen: \"") + listen + "\"}\n");
+        EXPECT_FALSE(other.ok()) << listen;
+    }
+}
+
+TEST_F(Config, NonLoopbackAdminListenerWithATokenLoads) {
+    auto r = load(R"yaml(admin: {listen: "0.0.0.0:9090", token_env: WAITROOM_ADMIN_TOKEN}
+)yaml");
+    ASSERT_TRUE(r.ok()) << format_problems(r.problems);
+    write("admin.token", "t0ken\n");
+    fs::permissions(dir_ / "admin.token", fs::perms::owner_read | fs::perms::owner_write);
+    auto f = load(R"yaml(admin: {listen: "[::]:9090", token_file: admin.token}
+)yaml");
+    ASSERT_TRUE(f.ok()) << format_problems(f.problems);
+}
+
+TEST_F(Config, LoopbackAdminListenerNeedsNoToken) {
+    for (const char* listen : {"127.0.0.1:9090", "127.0.0.2:0", "[::1]:9090", "localhost:9090"}) {
+        auto r = load(std::string("admin: {listen: \"") + listen + "\"}\n");
+        EXPECT_TRUE(r.ok()) << listen << ": " << format_problems(r.problems);
+    }
+}
+
+TEST_F(Config, AdminAllowedHostsAreBareNamesKeptLowercase) {
+    auto r = load(R"yaml(admin: {allowed_hosts: [Admin.Internal, "10.0.0.5", "[fd00::1]"]}
+)yaml");
+    ASSERT_TRUE(r.ok()) << format_problems(r.problems);
+    EXPECT_EQ(r.cfg->admin.allowed_hosts,
+              (std::vector<std::string>{"admin.internal", "10.0.0.5", "fd00::1"}));
+    auto bad = load(R"yaml(admin:
+  allowed_hosts: ["admin.internal:9090", "http://x", "", {a: 1}]
+)yaml");
+    EXPECT_EQ(messages(bad),
+              (std::vector<std::string>{
+                  "config.yaml:2:19: admin.allowed_hosts[0]: must be a host name or address "
+                  "without port, like admin.internal",
+                  "config.yaml:2:42: admin.allowed_hosts[1]: must be a host name or address "
+                  "without port, like admin.internal",
+                  "config.yaml:2:54: admin.allowed_hosts[2]: must be a host name or address "
+                  "without port, like admin.internal",
+                  "config.yaml:2:58: admin.allowed_hosts[3]: must be a string",
+              }));
+}
+
+TEST_F(Config, SecretFilesOpenToGroupOrOthersAreErrorsNamingFileAndMode) {
+    write("keys/k1.key", "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n");
+    write("admin.token", "t0ken\n");
+    write("own.key", "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n");
+    fs::permissions(dir_ / "keys/k1.key", fs::perms(0644));
+    fs::permissions(dir_ / "admin.token", fs::perms(0640));
+    fs::permissions(dir_ / "own.key", fs::perms(0604));
+    const std::string k1 = (dir_ / "keys/k1.key").string();
+    const std::string token = (dir_ / "admin.token").string();
+    const std::string own = (dir_ / "own.key").string();
+    auto r = load(R"yaml(cookie: {keys: [{id: k1, secret_file: keys/k1.key}]}
+admin: {token_file: admin.token}
+)yaml");
+    EXPECT_EQ(messages(r),
+              (std::vector<std::string>{
+                  "config.yaml:1:39: cookie.keys[0].secret_file: " + k1 +
+                      " has mode 0644: a secret file must not be open to its group or others "
+                      "(chmod 600 " +
+                      k1 + ")",
+                  "config.yaml:2:21: admin.token_file: " + token +
+                      " has mode 0640: a secret file must not be open to its group or others "
+                      "(chmod 600 " +
+                      token + ")",
+              }));
+    auto generated = load("cookie: {key_file: own.key}\n");
+    ASSERT_EQ(generated.problems.size(), 1u);
+    EXPECT_NE(generated.problems[0].to_string().find("cookie.key_file: " + own + " has mode 0604"),
+              std::string::npos)
+        << generated.problems[0].to_string();
+
+    fs::permissions(dir_ / "keys/k1.key", fs::perms(0600));
+    fs::permissions(dir_ / "admin.token", fs::perms(0400));
+    fs::permissions(dir_ / "own.key", fs::perms(0600));
+    EXPECT_TRUE(load(R"yaml(cookie: {keys: [{id: k1, secret_file: keys/k1.key}]}
+admin: {token_file: admin.token}
+)yaml")
+                    .ok());
+    EXPECT_TRUE(load("cookie: {key_file: own.key}\n").ok());
+}
+
+TEST_F(Config, RedisPasswordIsKeptOutOfTheUrl) {
+    auto r = load(R"yaml(state: {backend: redis, url: "redis://app:pa/ss@word@db.internal:6380/2"}
+cookie: {keys: [{id: k1, secret_env: K1}]}
+)yaml");
+    ASSERT_TRUE(r.ok()) << format_problems(r.problems);
+    EXPECT_EQ(r.cfg->state.url, "redis://app:***@db.internal:6380/2");
+    EXPECT_EQ(r.cfg->state.redis_username, "app");
+    EXPECT_EQ(r.cfg->state.redis_password, "pa/ss@word");
+    EXPECT_EQ(r.cfg->state.redis_host, "db.internal");
+}
+
 TEST_F(Config, EventTemplateMustExistToo) {
     write("ok.html", "ok");
     auto r = load(R"yaml(rooms:

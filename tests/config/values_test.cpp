@@ -152,6 +152,47 @@ TEST(ParseRedisUrl, ReadsCredentialsHostPortAndDatabase) {
     EXPECT_FALSE(parse_redis_url("redis://localhost/db"));
 }
 
+TEST(ParseAuthority, ReadsAHostHeaderWithOrWithoutPort) {
+    EXPECT_EQ(parse_authority("Admin.Internal")->host, "Admin.Internal");
+    EXPECT_EQ(parse_authority("Admin.Internal")->port, 0);
+    EXPECT_EQ(parse_authority("127.0.0.1:9090")->port, 9090);
+    EXPECT_EQ(parse_authority("[::1]")->host, "::1");
+    EXPECT_EQ(parse_authority("[::1]:9090")->port, 9090);
+    EXPECT_FALSE(parse_authority(""));
+    EXPECT_FALSE(parse_authority("::1"));
+    EXPECT_FALSE(parse_authority("a b"));
+    EXPECT_FALSE(parse_authority("host:port"));
+    EXPECT_FALSE(parse_authority("user@host"));
+}
+
+TEST(IsLoopbackHost, KnowsLoopbackLiteralsAndLocalhostOnly) {
+    for (const char* yes :
+         {"127.0.0.1", "127.255.0.9", "::1", "::ffff:127.0.0.1", "localhost", "LocalHost"}) {
+        EXPECT_TRUE(is_loopback_host(yes)) << yes;
+    }
+    for (const char* no :
+         {"0.0.0.0", "::", "10.0.0.1", "128.0.0.1", "127.1", "127.0.0.1.nip.io",
+          "localhost.evil.test", "evil.localhost.test", "::ffff:10.0.0.1", "", "[::1]"}) {
+        EXPECT_FALSE(is_loopback_host(no)) << no;
+    }
+}
+
+TEST(RedactUrl, HidesThePasswordAndKeepsTheRest) {
+    EXPECT_EQ(redact_url("redis://user:pw@10.0.0.10:6380/2"), "redis://user:***@10.0.0.10:6380/2");
+    EXPECT_EQ(redact_url("redis://:pw@db"), "redis://:***@db");
+    EXPECT_EQ(redact_url("redis://s3cret@db/1"), "redis://***@db/1") << "user info = password";
+    EXPECT_EQ(redact_url("redis://u:p/a?s#s@w@db:1/0"), "redis://u:***@db:1/0");
+    EXPECT_EQ(redact_url("redis://127.0.0.1:6379/0"), "redis://127.0.0.1:6379/0");
+    EXPECT_EQ(redact_url("not a url"), "not a url");
+    // What parse_redis_url reads as the password never survives redaction.
+    for (const char* url :
+         {"redis://user:pw@h", "redis://pw@h", "redis://u:a@b@h:1/2", "redis://u:x/y@h/3"}) {
+        auto parsed = parse_redis_url(url);
+        ASSERT_TRUE(parsed) << url;
+        EXPECT_EQ(redact_url(url).find(parsed->password), std::string::npos) << url;
+    }
+}
+
 TEST(Slug, LowercasesAndJoinsWordsWithDashes) {
     EXPECT_EQ(slug("Demo shop"), "demo-shop");
     EXPECT_EQ(slug("  Shop -- Checkout!! 2026 "), "shop-checkout-2026");

@@ -24,6 +24,7 @@ struct cli_fixture {
 
     cli_fixture() {
         std::ofstream(dir.file("k1.key")) << "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n";
+        std::filesystem::permissions(dir.file("k1.key"), std::filesystem::perms(0600));
         cfg.cookie.keys = {{"k1", dir.file("k1.key"), ""}};
         cfg.cookie.key_file = dir.file("generated.key");
         config::room shop;

@@ -109,5 +109,23 @@ TEST(FindCookie, ReturnsNothingWhenAbsentOrMalformed) {
     EXPECT_EQ(find_cookie(std::string(100000, ';'), "_cfwaitingroom"), std::nullopt);
 }
 
+TEST(NextCookie, WalksEveryWellFormedValueOfTheNameInOrder) {
+    std::string_view header =
+        "_cfwaitingroom=k1.planted; a=1; _cfwaitingroom=bad value; _cfwaitingroom_shop=k1.x; "
+        "_cfwaitingroom=\"k1.own\"";
+    EXPECT_EQ(next_cookie(header, "_cfwaitingroom"), "k1.planted");
+    EXPECT_EQ(next_cookie(header, "_cfwaitingroom"), "k1.own");
+    EXPECT_EQ(next_cookie(header, "_cfwaitingroom"), std::nullopt);
+    EXPECT_TRUE(header.empty());
+    EXPECT_EQ(next_cookie(header, "_cfwaitingroom"), std::nullopt) << "an ended walk stays ended";
+}
+
+TEST(NextCookie, LeavesTheRestOfTheHeaderAfterTheValueItReturns) {
+    std::string_view header = "_cfwaitingroom=k1.a; b=2";
+    EXPECT_EQ(next_cookie(header, "_cfwaitingroom"), "k1.a");
+    EXPECT_EQ(header, " b=2");
+    EXPECT_EQ(find_cookie(" b=2", "b"), "2");
+}
+
 }  // namespace
 }  // namespace waitroom::cookie

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -21,8 +22,10 @@ constexpr const char* key_a = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 // base64 of 32 bytes 0xff
 constexpr const char* key_b = "//////////////////////////////////////////8=";
 
-void write_file(const std::string& path, const std::string& text) {
+// Writes a key file as an operator should: readable by its owner only.
+void write_file(const std::string& path, const std::string& text, mode_t mode = 0600) {
     std::ofstream(path) << text;
+    ::chmod(path.c_str(), mode);
 }
 
 std::string read_file(const std::string& path) {
@@ -228,6 +231,44 @@ TEST(KeyRing, GeneratesDistinctKeysOf32Bytes) {
         seen.insert(k);
     }
     EXPECT_EQ(seen.size(), 20u);
+}
+
+TEST(KeyRing, RefusesASecretFileOpenToItsGroupOrOthers) {
+    temp_dir dir;
+    for (mode_t mode : {0640, 0604, 0620, 0602, 0644}) {
+        const std::string path = dir.file("k.key");
+        write_file(path, std::string(key_a) + "\n", mode);
+        config::cookie_settings s;
+        s.keys = {{"k1", path, ""}};
+        auto r = load_key_ring(s);
+        EXPECT_FALSE(r.ok()) << std::oct << mode;
+        char expected[8];
+        std::snprintf(expected, sizeof expected, "%04o", static_cast<unsigned>(mode));
+        EXPECT_NE(r.error.find("cookie.keys[0].secret_file: " + path + " has mode " + expected),
+                  std::string::npos)
+            << r.error;
+        EXPECT_NE(r.error.find("chmod 600"), std::string::npos) << r.error;
+        EXPECT_EQ(r.error.find(key_a), std::string::npos) << "key material must not leak";
+    }
+    for (mode_t mode : {0600, 0400}) {
+        const std::string path = dir.file("ok.key");
+        write_file(path, std::string(key_a) + "\n", mode);
+        config::cookie_settings s;
+        s.keys = {{"k1", path, ""}};
+        EXPECT_TRUE(load_key_ring(s).ok()) << std::oct << mode;
+        ::unlink(path.c_str());
+    }
+}
+
+TEST(KeyRing, RefusesAGeneratedKeyFileSomeoneMadeReadableToOthers) {
+    temp_dir dir;
+    const std::string path = dir.file("waitroom.key");
+    ASSERT_TRUE(load_key_ring(with_key_file(path)).ok());
+    ::chmod(path.c_str(), 0644);
+    auto r = load_key_ring(with_key_file(path));
+    EXPECT_FALSE(r.ok());
+    EXPECT_NE(r.error.find("cookie.key_file: " + path + " has mode 0644"), std::string::npos)
+        << r.error;
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "gateway/admin_fake_backend.hpp"
 #include "gateway/test_client.hpp"
@@ -310,6 +311,57 @@ TEST_F(AdminServer, UsesTheTokenSetLastAndOpensWhenItIsCleared) {
     server_->set_token(std::nullopt);
     EXPECT_EQ(get("/rooms", "").result_int(), 200);
     EXPECT_EQ(get("/rooms/shop/status", "").result_int(), 200);
+}
+
+// One GET with this Host header (none when `host` is null) and no token.
+response get_with_host(std::uint16_t port, const char* host, std::string target = "/rooms") {
+    test::test_client client(port);
+    if (host == nullptr) {
+        client.write_raw("GET " + target + " HTTP/1.0\r\n\r\n");
+        return client.read();
+    }
+    request req{http::verb::get, target, 11};
+    req.set(http::field::host, host);
+    return client.send(std::move(req));
+}
+
+TEST_F(AdminServer, WithoutATokenRefusesAForeignHostWith421) {
+    server_->set_token(std::nullopt);
+    // A page whose name now points at 127.0.0.1 (DNS rebinding) makes the browser send its name.
+    for (const char* host : {"evil.test", "evil.test:9090", "127.0.0.1.evil.test", "10.0.0.1",
+                             "localhost.evil.test", "0.0.0.0:9090", "[::]", "", "a b"}) {
+        for (const char* path : {"/rooms", "/healthz", "/", "/metrics"}) {
+            auto r = get_with_host(port_, host, path);
+            EXPECT_EQ(r.result_int(), 421) << "Host: " << host << " " << path;
+        }
+    }
+    auto r = get_with_host(port_, "evil.test");
+    EXPECT_TRUE(body_of(r).contains("error"));
+    EXPECT_EQ(get_with_host(port_, nullptr).result_int(), 421) << "no Host at all";
+    EXPECT_TRUE(backend_->patches().empty());
+}
+
+TEST_F(AdminServer, WithoutATokenAnswersLoopbackHostsAndConfiguredNames) {
+    server_->set_token(std::nullopt, {"admin.internal"});
+    const std::string port = std::to_string(port_);
+    const std::vector<std::string> hosts{
+        "127.0.0.1",     "127.0.0.1:" + port, "127.9.9.9",
+        "localhost",     "LOCALHOST:" + port, "[::1]",
+        "[::1]:" + port, "admin.internal",    "Admin.Internal:" + port};
+    for (const auto& host : hosts) {
+        EXPECT_EQ(get_with_host(port_, host.c_str()).result_int(), 200) << "Host: " << host;
+    }
+    EXPECT_EQ(get_with_host(port_, "other.internal").result_int(), 421);
+}
+
+TEST_F(AdminServer, WithATokenDoesNotJudgeTheHost) {
+    test::test_client client(port_);
+    request req{http::verb::get, "/rooms", 11};
+    req.set(http::field::host, "admin.example.com");
+    req.set(http::field::authorization, std::string("Bearer ") + token);
+    EXPECT_EQ(client.send(std::move(req)).result_int(), 200);
+    EXPECT_EQ(get_with_host(port_, "admin.example.com").result_int(), 401);
+    EXPECT_EQ(get_with_host(port_, "admin.example.com", "/healthz").result_int(), 200);
 }
 
 TEST_F(AdminServer, ServesSeveralRequestsOnOneKeepAliveConnection) {

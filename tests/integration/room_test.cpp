@@ -119,6 +119,60 @@ TEST_F(Room, AdmitsThreeVisitorsAndQueuesTheFourthWithoutTouchingTheOrigin) {
     EXPECT_EQ(origin_.requests(), 6u);
 }
 
+// A sibling subdomain can plant `_cfwaitingroom` for the parent domain; the browser then sends
+// it beside the visitor's own, often first. Garbage, a forged value and another visitor's valid
+// queued cookie, all before the admitted visitor's own, must not cost it its session.
+TEST_F(Room, AdmittedVisitorWithPlantedCookiesBeforeItsOwnStillPasses) {
+    start(room_config(origin_.url(), "total_active_users: 1, new_users_per_minute: 100"));
+    visitor holder{port_}, waiting{port_};
+    ASSERT_TRUE(from_origin(holder.get("/hello")));
+    ASSERT_TRUE(is_queue_page(waiting.get("/hello")));
+    const std::string own = holder.cookie();
+    const std::string planted = waiting.cookie();
+    ASSERT_NE(planted, "");
+
+    visitor browser{port_};
+    browser.set_cookie("_cfwaitingroom=not-ours!; _cfwaitingroom=x.y; " + tampered(own) + "; " +
+                       planted + "; theme=dark; " + own);
+    auto r = browser.get("/hello");
+    EXPECT_TRUE(from_origin(r)) << describe(r);
+    // And the other way round: the holder's own cookie first, the planted one after.
+    browser.set_cookie(own + "; " + planted);
+    EXPECT_TRUE(from_origin(browser.get("/hello")));
+    // The queued visitor is not let in by sending a forged value with its own.
+    waiting.set_cookie(tampered(own) + "; " + planted);
+    EXPECT_TRUE(is_queue_page(waiting.get("/hello")));
+}
+
+// At most four values reach decryption: a header stuffed with forged values that each cost one
+// is answered like a new visitor's request (the room is full: queued), never with an error,
+// and the visitor's own cookie among the first four still counts.
+TEST_F(Room, ManyPlantedCookiesCostABoundedNumberOfDecryptions) {
+    start(room_config(origin_.url(), "total_active_users: 1, new_users_per_minute: 100"));
+    visitor holder{port_};
+    ASSERT_TRUE(from_origin(holder.get("/hello")));
+    const std::string own = holder.cookie();
+    const std::string forged = tampered(own);
+
+    std::string three;
+    for (int i = 0; i < 3; ++i) {
+        three += forged + "; ";
+    }
+    visitor browser{port_};
+    browser.set_cookie(three + own);
+    EXPECT_TRUE(from_origin(browser.get("/hello"))) << "own cookie as the fourth value";
+
+    std::string many;
+    for (int i = 0; i < 60; ++i) {
+        many += forged + "; ";
+    }
+    visitor stuffed{port_};
+    stuffed.set_cookie(many + own);
+    auto r = stuffed.get("/hello");
+    EXPECT_TRUE(is_queue_page(r)) << describe(r);
+    EXPECT_TRUE(from_origin(holder.get("/hello"))) << "the gateway still serves the holder";
+}
+
 TEST_F(Room, AnswersJsonWithCloudflaresFieldsToAJsonClient) {
     start(room_config(origin_.url(),
                       "total_active_users: 1, new_users_per_minute: 100, "

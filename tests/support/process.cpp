@@ -110,6 +110,9 @@ std::string temp_dir::write(const std::string& name, std::string_view content) c
     if (!out) {
         throw std::runtime_error("cannot write " + p.string());
     }
+    // Owner only, as a secret file must be (the daemon refuses keys and tokens others can
+    // read); tests of that rule loosen the mode themselves.
+    fs::permissions(p, fs::perms::owner_read | fs::perms::owner_write);
     return p.string();
 }
 

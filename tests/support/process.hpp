@@ -34,7 +34,7 @@ class temp_dir {
     temp_dir& operator=(const temp_dir&) = delete;
 
     const std::filesystem::path& path() const { return path_; }
-    // Writes `content` to `name` inside the folder and returns its full path.
+    // Writes `content` to `name` inside the folder (mode 0600) and returns its full path.
     std::string write(const std::string& name, std::string_view content) const;
 
   private:

@@ -82,7 +82,7 @@ enum class state_backend { local, redis };
 
 struct state_settings {
     state_backend backend = state_backend::local;
-    std::string url = "redis://127.0.0.1:6379/0";          // redis only
+    std::string url = "redis://127.0.0.1:6379/0";          // redis only; its password shown as ***
     duration sync_interval = std::chrono::seconds{1};      // push deltas / pull state / lease
     duration timeout = std::chrono::milliseconds{500};     // per store call
     // Parts of `url`, filled by the loader.
@@ -95,8 +95,11 @@ struct state_settings {
 
 struct admin_settings {
     std::string listen = "127.0.0.1:9090";  // "" disables the admin listener
-    std::string token_file;                 // bearer token file
+    std::string token_file;                 // bearer token file (mode 0600 or stricter)
     std::string token_env;                  // bearer token environment variable
+    // Host names the API answers to without a token, besides loopback literals and localhost
+    // (lowercase, no port); unused with a token.
+    std::vector<std::string> allowed_hosts;
 };
 
 struct logging_settings {

@@ -37,6 +37,14 @@ struct host_port {
 };
 std::optional<host_port> parse_host_port(std::string_view text);
 
+// An authority as a Host header carries it: "host", "host:port", "[v6]" or "[v6]:port". The
+// host comes back without brackets, its case kept; the port is 0 when absent.
+std::optional<host_port> parse_authority(std::string_view text);
+
+// True for a loopback literal (127.0.0.0/8 in dotted-quad form, ::1, ::ffff:127.x.y.z) or the
+// name "localhost" (any case). `host` as parse_host_port and parse_authority return it.
+bool is_loopback_host(std::string_view host);
+
 // "http://host[:port][/base]" or "https://...". Host lowercased, port defaulted (80/443),
 // base path without trailing slash ("" for none). No user info, query or fragment.
 struct http_url {
@@ -56,6 +64,11 @@ struct redis_url {
     std::string password;
 };
 std::optional<redis_url> parse_redis_url(std::string_view text);
+
+// `url` fit for a log line: the password of its user info replaced by "***"
+// ("redis://app:***@db:6379/0"; "redis://***@db" where the user info is the password alone).
+// A URL without user info comes back unchanged.
+std::string redact_url(std::string_view url);
 
 // Room id derived from a name: lowercase [a-z0-9], other runs become one "-", trimmed.
 std::string slug(std::string_view name);

@@ -39,4 +39,10 @@ std::string set_cookie_value(std::string_view name, std::string_view value,
 std::optional<std::string_view> find_cookie(std::string_view header,
                                             std::string_view name) noexcept;
 
+// The same search, resumable: returns the next such value in `header` and leaves `header` at
+// what follows it, so a caller walks every value of a name in order (a request may carry
+// several: one host-only, one planted for a parent domain by a sibling subdomain…).
+std::optional<std::string_view> next_cookie(std::string_view& header,
+                                            std::string_view name) noexcept;
+
 }  // namespace waitroom::cookie

@@ -63,7 +63,8 @@ struct key_ring_result {
 };
 
 // Builds the ring from `cookie.keys` (secret_file or secret_env, base64 of exactly 32 bytes),
-// or, with no keys, from `cookie.key_file`, creating it (mode 0600) the first time.
+// or, with no keys, from `cookie.key_file`, creating it (mode 0600) the first time. A key file
+// open to its group or others is refused (config::read_secret_file).
 key_ring_result load_key_ring(const config::cookie_settings& settings,
                               key_ring_options options = {});
 

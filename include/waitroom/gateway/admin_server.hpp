@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "waitroom/gateway/admin_backend.hpp"
 
@@ -44,9 +45,11 @@ class admin_server {
     boost::asio::ip::tcp::endpoint local_endpoint() const;
 
     // The bearer token required on everything but /healthz and the dashboard page (which is
-    // static and asks for the token itself); nullopt opens the API. Any thread, at any time
-    // (start and reload): requests already being answered keep the token they were checked with.
-    void set_token(std::optional<std::string> token);
+    // static and asks for the token itself); nullopt opens the API, which then answers only
+    // requests whose Host is a loopback literal, `localhost` or one of `allowed_hosts` (421
+    // otherwise). Any thread, at any time (start and reload): requests already being answered
+    // keep the rules they were checked with.
+    void set_token(std::optional<std::string> token, std::vector<std::string> allowed_hosts = {});
 
   private:
     struct impl;

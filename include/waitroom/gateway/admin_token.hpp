@@ -1,11 +1,13 @@
 #pragma once
-// The admin listener's bearer token: loaded from `admin.token_file` or `admin.token_env` at
-// start and on reload, and checked in constant time on every admin request.
+// The admin listener's access rules: the bearer token, loaded from `admin.token_file` or
+// `admin.token_env` at start and on reload and checked in constant time on every admin request;
+// and, for an API without a token, the Host names it answers to (DNS rebinding defence).
 
 #include <array>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "waitroom/config/config.hpp"
 
@@ -17,7 +19,8 @@ struct admin_token_load {
 };
 
 // Reads the configured token. Surrounding whitespace (a file's trailing newline) is dropped; an
-// empty token, a missing file or an unset variable is an error, never an open API.
+// empty token, a missing file, a file open to its group or others (config::read_secret_file) or
+// an unset variable is an error, never an open API.
 admin_token_load load_admin_token(const config::admin_settings& settings);
 
 // A token kept as its SHA-256 digest, so a check costs the same whatever the presented length.
@@ -30,6 +33,18 @@ class admin_token {
   private:
     std::array<unsigned char, 32> digest_{};
 };
+
+// What every admin request is checked against; swapped whole on reload.
+struct admin_access {
+    std::optional<admin_token> token;        // none: the API is open and Host is checked
+    std::vector<std::string> allowed_hosts;  // admin.allowed_hosts (lowercase, no port)
+};
+
+// For an API without a token: a web page can make a visitor's browser call it by pointing a
+// name of its own at 127.0.0.1 (DNS rebinding), and that browser then sends the page's name as
+// Host. True for a loopback literal (127.0.0.0/8, [::1]), `localhost`, or a name of `allowed`;
+// any case, port ignored. False for an absent or malformed Host.
+bool admin_host_allowed(std::string_view host_header, const std::vector<std::string>& allowed);
 
 // Why an Authorization header was refused, if it was.
 enum class admin_auth { ok, missing, malformed, wrong };

@@ -103,6 +103,17 @@ struct route_result {
     const compiled_room* room = nullptr;
 };
 
+// How a valid cookie stands at one instant, as decide() would treat it; higher is better.
+// Chooses among several cookies of a room in one request (a sibling subdomain can plant its
+// own): a live session beats a place in the queue, an older place beats a newer one, and a
+// cookie decide() would treat as a new visitor's is worth nothing.
+struct cookie_standing {
+    int tier = 0;            // 2: a live session; 1: a place in the queue; 0: a new visitor
+    std::int64_t place = 0;  // in the queue: minus the arrival bucket (older is better)
+
+    friend auto operator<=>(const cookie_standing&, const cookie_standing&) = default;
+};
+
 // Cloudflare's room status for the admin API.
 enum class room_status_kind { not_queueing, queueing, event_prequeueing, suspended };
 std::string_view to_string(room_status_kind k);
@@ -178,6 +189,10 @@ class engine {
 
     room_status status(const compiled_room& room, const room_state& state,
                        std::int64_t now_ms) const;
+
+    // How `valid_cookie` (opened for `room`) stands at `now_ms`. Reads no counter.
+    cookie_standing standing(const compiled_room& room, const cookie::payload& valid_cookie,
+                             std::int64_t now_ms) const;
 
   private:
     void fill_page(const compiled_room& r, const settings& s, const event_phase& ph,
