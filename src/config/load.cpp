@@ -21,6 +21,7 @@
 #include "waitroom/config/secret_file.hpp"
 #include "waitroom/config/values.hpp"
 #include "waitroom/util/clock.hpp"
+#include "waitroom/util/request_target.hpp"
 
 namespace waitroom::config {
 
@@ -32,6 +33,9 @@ constexpr std::string_view duration_hint = "must be a duration like 90s or 5m";
 constexpr std::string_view size_hint = "must be a size like 16KiB, 1MiB or a number of bytes";
 constexpr std::string_view time_hint =
     "must be an RFC 3339 time like 2026-12-01T10:00:00Z or 2026-12-01T11:00:00+01:00";
+constexpr std::string_view canonical_path_hint =
+    "must be a canonical path like /shop: no empty, . or .. segments, no ;parameters, "
+    "no escaped letters, digits or -._~, escapes in upper-case hex (see README, Routing)";
 constexpr std::string_view listen_hint =
     "must be \"host:port\" or \"[IPv6]:port\", like 0.0.0.0:8080 or [::]:8080";
 
@@ -473,13 +477,17 @@ void read_listener(loader& l, const YAML::Node& n, const std::string& path, list
 void read_origin(loader& l, const YAML::Node& n, origin& out) {
     fields f(l, n, "origin",
              {"url", "connect_timeout", "timeout", "max_connections", "idle_timeout",
-              "pool_wait_timeout", "max_pool_waiters", "verify_tls", "ca_file", "server_name"});
+              "pool_wait_timeout", "max_pool_waiters", "verify_tls", "ca_file", "server_name",
+              "host_header", "unknown_hosts"});
     if (!f.ok()) {
         return;
     }
     if (auto u = f.get("url")) {
         auto url = u->IsScalar() ? parse_http_url(u->Scalar()) : std::nullopt;
-        if (url) {
+        if (url && !url->base_path.empty() && !util::is_canonical_path(url->base_path)) {
+            // The origin must receive a canonical path: base path + canonical request path.
+            l.report(*u, f.at("url"), std::string(canonical_path_hint));
+        } else if (url) {
             out.url = u->Scalar();
             out.tls = url->tls;
             out.host = url->host;
@@ -501,6 +509,20 @@ void read_origin(loader& l, const YAML::Node& n, origin& out) {
     l.set_bool(f, "verify_tls", out.verify_tls);
     l.set_path(f, "ca_file", out.ca_file);
     l.set_string(f, "server_name", out.server_name);
+    if (auto v = f.get("host_header")) {
+        if (auto m = l.choice<host_header_mode>(
+                *v, f.at("host_header"),
+                {{"client", host_header_mode::client}, {"origin", host_header_mode::origin}})) {
+            out.host_header = *m;
+        }
+    }
+    if (auto v = f.get("unknown_hosts")) {
+        if (auto m = l.choice<unknown_hosts_policy>(
+                *v, f.at("unknown_hosts"),
+                {{"reject", unknown_hosts_policy::reject}, {"pass", unknown_hosts_policy::pass}})) {
+            out.unknown_hosts = *m;
+        }
+    }
 }
 
 std::string host_name() {
@@ -825,6 +847,10 @@ void read_route_path(loader& l, const fields& f, std::string& out) {
         l.report(*v, f.at("path"), "must be a path starting with \"/\" (no spaces, ? or #)");
         return;
     }
+    if (!util::is_canonical_path(*s)) {
+        l.report(*v, f.at("path"), std::string(canonical_path_hint));
+        return;
+    }
     out = *s;
 }
 
@@ -854,6 +880,10 @@ void read_bypass(loader& l, const YAML::Node& n, const std::string& path, room& 
         }
         if (s->empty() || s->front() != '/') {
             l.report(*v, f.at("path_prefix"), "must be a path starting with \"/\"");
+            return;
+        }
+        if (!util::is_canonical_path(*s)) {
+            l.report(*v, f.at("path_prefix"), std::string(canonical_path_hint));
             return;
         }
         rule.type = bypass_rule::kind::path_prefix;
@@ -999,6 +1029,7 @@ void read_room(loader& l, const YAML::Node& n, const std::string& path, room& r,
               "host",
               "path",
               "additional_routes",
+              "case_insensitive_paths",
               "total_active_users",
               "new_users_per_minute",
               "session_duration",
@@ -1085,6 +1116,7 @@ void read_room(loader& l, const YAML::Node& n, const std::string& path, room& r,
     l.set_integer<std::uint32_t>(f, "new_users_per_minute", r.new_users_per_minute, 1, max_users);
     l.set_duration(f, "session_duration", r.session_duration, std::chrono::seconds{1});
     l.set_bool(f, "disable_session_renewal", r.disable_session_renewal);
+    l.set_bool(f, "case_insensitive_paths", r.case_insensitive_paths);
     if (auto v = f.get("queueing_method")) {
         if (auto m = read_method(l, *v, f.at("queueing_method"))) {
             r.method = *m;

@@ -196,33 +196,25 @@ bool is_forwarded_for(const field_list::value_type& f) {
 void write_origin_request(const request_head& in, std::string& out, const forward_info& info) {
     out += in.method_string();
     out += ' ';
-    // Absolute-form targets are reduced to origin-form; "*" (OPTIONS) stays as it is.
-    std::string_view target = in.target();
-    if (!target.empty() && target.front() != '/' && target != "*") {
-        auto scheme = target.find("://");
-        if (scheme != std::string_view::npos) {
-            auto slash = target.find('/', scheme + 3);
-            target = slash == std::string_view::npos ? std::string_view{"/"} : target.substr(slash);
-        }
-    }
-    if (!info.base_path.empty() && target != "*") {
+    std::string_view path = info.path.empty() ? in.target() : info.path;
+    std::string_view query = info.path.empty() ? std::string_view{} : info.query;
+    if (!info.base_path.empty() && path != "*") {
         std::string_view base = info.base_path;
-        if (base.back() == '/' && !target.empty() && target.front() == '/') {
+        if (base.back() == '/' && !path.empty() && path.front() == '/') {
             base.remove_suffix(1);
         }
         out += base;
     }
-    out += target;
+    out += path;
+    out += query;
     out += " HTTP/1.1\r\n";
     append_field(out, "Host", info.origin_host);
 
-    std::string_view original_host;
     bool forwarded_for = false;
     const connection_names names(in);
     for (const auto& f : in) {
         switch (f.name()) {
             case http::field::host:
-                original_host = f.value();
                 continue;
             case http::field::content_length:
             case http::field::expect:  // the gateway answers 100-continue itself
@@ -262,8 +254,8 @@ void write_origin_request(const request_head& in, std::string& out, const forwar
     out += info.client_ip;
     out += "\r\n";
     append_field(out, "X-Forwarded-Proto", info.tls ? "https" : "http");
-    if (!original_host.empty()) {
-        append_field(out, "X-Forwarded-Host", original_host);
+    if (!info.forwarded_host.empty()) {
+        append_field(out, "X-Forwarded-Host", info.forwarded_host);
     }
 
     // Framing follows the client's body; chunked stays chunked, a length stays that length.

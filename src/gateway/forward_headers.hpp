@@ -26,14 +26,21 @@ struct forward_info {
     bool tls = false;              // X-Forwarded-Proto: https / http
     std::string_view origin_host;  // Host sent to the origin ("host" or "host:port")
     std::string_view base_path;    // origin URL path prefix, "" for none
+    // The canonical target (util::canonicalize_request): path ("*" for OPTIONS *) and query
+    // ("?…" or ""). An empty path sends the request's own target, which must then be
+    // origin-form already.
+    std::string_view path;
+    std::string_view query;
+    std::string_view forwarded_host;  // X-Forwarded-Host: the canonical Host; "" = none
 };
 
 // Writes the request head sent to the origin (request line, fields, blank line) into `out`,
 // from the client's: end-to-end fields copied, hop-by-hop ones dropped (Connection and what it
 // names, Keep-Alive, Proxy-*, TE, Trailer, Transfer-Encoding, Expect, Upgrade except
 // WebSocket), framing set from the client's body (chunked stays chunked, a length stays that
-// length), X-Forwarded-For appended, X-Forwarded-Proto/-Host set, Host rewritten, base path
-// prepended. HTTP/1.1 to the origin, always.
+// length), X-Forwarded-For appended, X-Forwarded-Proto/-Host set, Host set to
+// `info.origin_host`, the canonical target sent with the base path before it. HTTP/1.1 to the
+// origin, always.
 void write_origin_request(const request_head& in, std::string& out,
                           const forward_info& info);
 

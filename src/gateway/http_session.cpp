@@ -58,6 +58,8 @@ const char* reason_text(unsigned status) {
     switch (status) {
         case 400:
             return "Bad Request";
+        case 405:
+            return "Method Not Allowed";
         case 408:
             return "Request Timeout";
         case 413:
@@ -469,6 +471,22 @@ void http_session<Stream>::on_read_header(error_code ec, std::size_t) {
         spdlog::debug("gateway: 400 from {}: {}", info_.client_ip, problem);
         return send_error(400, "ambiguous or malformed request framing", true);
     }
+    // The target and Host are read here, once: the room routes on this reading and the origin
+    // is sent it.
+    auto host = req.find(http::field::host);
+    std::string_view host_value;
+    if (host != req.end()) {
+        host_value = host->value();
+    }
+    canonical_ = util::canonicalize_request(req.method_string(), req.target(),
+                                            host != req.end() ? &host_value : nullptr,
+                                            req.version() >= 11, target_buffers_);
+    if (canonical_.status != util::target_status::ok) {
+        spdlog::debug("gateway: refused request from {}: {}", info_.client_ip, canonical_.problem);
+        return send_error(canonical_.status == util::target_status::method_not_allowed ? 405 : 400,
+                          canonical_.problem, true);
+    }
+    info_.request = &canonical_;
     head_ = req.method() == http::verb::head;
     websocket_ = is_websocket_upgrade(req);
     request_has_body_ = !parser_->is_done();
@@ -491,8 +509,16 @@ void http_session<Stream>::on_filter(filter_result r) {
     forward_info fi;
     fi.client_ip = info_.client_ip;
     fi.tls = is_tls;
-    fi.origin_host = state_->pool->host_header();
+    // HTTP/1.0 without Host: the origin still needs one (HTTP/1.1 is sent).
+    fi.origin_host =
+        cfg_->origin.host_header == config::host_header_mode::client && canonical_.host.valid
+            ? canonical_.host.authority
+            : std::string_view{state_->pool->host_header()};
     fi.base_path = cfg_->origin.base_path;
+    fi.path = canonical_.target.form == util::target_form::asterisk ? std::string_view{"*"}
+                                                                    : canonical_.target.path;
+    fi.query = canonical_.target.query;
+    fi.forwarded_host = canonical_.host.authority;
     const auto& req = parser_->get();
     write_origin_request(req, to_origin_.head(parser_->chunked()), fi);
     if (!request_has_body_) {
@@ -1068,6 +1094,10 @@ void http_session<Stream>::send_error(unsigned status, std::string_view text, bo
                         {"Cache-Control", "no-store"}};
     if (!retry_after.empty()) {
         headers.emplace_back("Retry-After", std::string(retry_after));
+    }
+    if (status == 405) {
+        // Only CONNECT is refused so (RFC 9110 §15.5.6 wants the methods that are allowed).
+        headers.emplace_back("Allow", "GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH, TRACE");
     }
     send_response(status, headers, std::move(body), nullptr, close);
 }

@@ -128,6 +128,8 @@ class http_session : public session_base,
 
     // The exchange in flight.
     std::optional<head_parser<true>> parser_;
+    util::canonical_request canonical_;  // its target and Host, read once (views: parser_)
+    util::target_buffers target_buffers_;  // where canonical_ points when it rewrote something
     filter_result filter_;
     bool head_ = false;
     bool websocket_ = false;

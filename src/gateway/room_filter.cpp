@@ -147,6 +147,10 @@ const cookie::payload* open_cookie(const request_info& info,
     return best;
 }
 
+header_list plain_text_headers() {
+    return {{"Content-Type", "text/plain; charset=utf-8"}, {"Cache-Control", "no-store"}};
+}
+
 }  // namespace
 
 room_runtime::build_result room_runtime::build(config::snapshot cfg,
@@ -246,11 +250,30 @@ void room_filter::on_request(const request_head& req, const request_info& info, 
     auto rt = w.runtime;  // keeps the rooms alive across an asynchronous top-up
     const room::engine& eng = *rt->engine;
 
+    // The session read the target and Host once; a filter called on its own reads them here.
+    const util::canonical_request* canonical = info.request;
+    std::optional<util::canonical_request> own;
+    util::target_buffers own_buffers;
+    if (canonical == nullptr) {
+        auto host = req.find(http::field::host);
+        std::string_view host_value = host != req.end() ? host->value() : std::string_view{};
+        own = util::canonicalize_request(req.method_string(), req.target(),
+                                         host != req.end() ? &host_value : nullptr,
+                                         req.version() >= 11, own_buffers);
+        canonical = &*own;
+    }
+    if (canonical->status != util::target_status::ok) {
+        auto r = filter_result::respond(400, plain_text_headers(), "400 Bad Request\n");
+        r.decision = "pass";
+        done(std::move(r));
+        return;
+    }
+
     head_fields headers{req};
     room::request_view view;
     view.method = req.method_string();
-    view.host = req[http::field::host];
-    view.target = req.target();
+    view.host = canonical->host.name;
+    view.path = canonical->target.match_path;
     if (info.client_ip_bytes) {
         view.client_ip = *info.client_ip_bytes;
         view.has_client_ip = true;
@@ -258,6 +281,14 @@ void room_filter::on_request(const request_head& req, const request_info& info, 
     view.headers = &headers;
 
     auto routed = eng.route(view);
+    if (routed.what == room::action::misdirected) {
+        auto r = filter_result::respond(
+            421, plain_text_headers(),
+            "421 Misdirected Request\nThis server has no site for that host name.\n");
+        r.decision = "misdirected";
+        done(std::move(r));
+        return;
+    }
     if (routed.what == room::action::pass || routed.room == nullptr) {
         auto r = filter_result::pass();
         r.decision = "pass";

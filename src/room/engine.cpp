@@ -249,17 +249,19 @@ const compiled_room* engine::find(std::string_view room_id) const {
 
 route_result engine::route(const request_view& req) const {
     route_result out;
-    std::string buf;
-    std::string_view host = normalize_host(req.host, buf);
-    std::string_view path = target_path(req.target);
-    auto idx = router_.match(host, path);
+    auto idx = router_.match(req.host, req.path);
     if (!idx) {
         out.reason = pass_reason::unmatched;
+        // Only a request that no room takes is looked at: a routed one costs nothing more.
+        if (cfg_->origin.unknown_hosts == config::unknown_hosts_policy::reject &&
+            router_.names_hosts() && !router_.knows_host(req.host)) {
+            out.what = action::misdirected;
+        }
         return out;
     }
     const compiled_room& r = rooms_[*idx];
     out.room = &r;
-    if (r.bypass_.matches(req, path)) {
+    if (r.bypass_.matches(req, req.path)) {
         out.reason = pass_reason::bypassed;
         return out;
     }
@@ -272,8 +274,9 @@ decision engine::decide(const request_view& req, worker_state& ws,
                         const cookie::payload* valid_cookie, std::int64_t now_ms, rng& random,
                         attempt at) const {
     route_result rr = route(req);
-    if (rr.what == action::pass) {
+    if (rr.what != action::admit) {
         decision d;
+        d.what = rr.what;
         d.reason = rr.reason;
         d.room = rr.room;
         return d;

@@ -24,18 +24,6 @@ bool iequals(std::string_view a, std::string_view b) {
     return true;
 }
 
-// Whole-segment prefix: "/shop" matches "/shop" and "/shop/…", not "/shopping".
-bool segment_prefix(std::string_view prefix, std::string_view path) {
-    if (prefix.empty() || prefix == "/") {
-        return true;
-    }
-    if (path.substr(0, prefix.size()) != prefix) {
-        return false;
-    }
-    return path.size() == prefix.size() || prefix.back() == '/' || path[prefix.size()] == '/' ||
-           path[prefix.size()] == '?';
-}
-
 std::string lowercase(std::string_view s) {
     std::string out(s);
     for (auto& c : out) {
@@ -45,6 +33,20 @@ std::string lowercase(std::string_view s) {
 }
 
 }  // namespace
+
+bool segment_prefix(std::string_view prefix, std::string_view path, bool case_insensitive) {
+    if (prefix.empty() || prefix == "/") {
+        return true;
+    }
+    if (path.size() < prefix.size()) {
+        return false;
+    }
+    std::string_view head = path.substr(0, prefix.size());
+    if (case_insensitive ? !iequals(head, prefix) : head != prefix) {
+        return false;
+    }
+    return path.size() == prefix.size() || prefix.back() == '/' || path[prefix.size()] == '/';
+}
 
 std::optional<std::array<std::uint8_t, 16>> parse_ip(std::string_view text) {
     std::string s(text);
@@ -64,44 +66,6 @@ std::optional<std::array<std::uint8_t, 16>> parse_ip(std::string_view text) {
     return std::nullopt;
 }
 
-std::string_view normalize_host(std::string_view host, std::string& buf) {
-    if (!host.empty() && host.front() == '[') {
-        auto close = host.find(']');
-        if (close != std::string_view::npos) {
-            host = host.substr(0, close + 1);
-        }
-    } else if (auto colon = host.find(':'); colon != std::string_view::npos &&
-                                            host.find(':', colon + 1) == std::string_view::npos) {
-        host = host.substr(0, colon);
-    }
-    while (!host.empty() && host.back() == '.') {
-        host.remove_suffix(1);
-    }
-    bool needs_lower =
-        std::any_of(host.begin(), host.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
-    if (!needs_lower) {
-        return host;
-    }
-    buf = lowercase(host);
-    return buf;
-}
-
-std::string_view target_path(std::string_view target) {
-    if (!target.empty() && target.front() != '/') {
-        // absolute-form "http://host/path": skip scheme and authority
-        auto scheme = target.find("://");
-        if (scheme != std::string_view::npos) {
-            auto slash = target.find('/', scheme + 3);
-            target = slash == std::string_view::npos ? std::string_view("/") : target.substr(slash);
-        }
-    }
-    auto q = target.find_first_of("?#");
-    if (q != std::string_view::npos) {
-        target = target.substr(0, q);
-    }
-    return target.empty() ? std::string_view("/") : target;
-}
-
 bypass_matcher::bypass_matcher(const std::vector<config::bypass_rule>& rules) : rules_(rules) {}
 
 bool bypass_matcher::matches(const request_view& req, std::string_view path) const {
@@ -109,7 +73,7 @@ bool bypass_matcher::matches(const request_view& req, std::string_view path) con
     for (const auto& r : rules_) {
         switch (r.type) {
             case kind::path_prefix:
-                if (path.substr(0, r.value.size()) == r.value) {
+                if (segment_prefix(r.value, path)) {
                     return true;
                 }
                 break;
@@ -150,7 +114,7 @@ bool bypass_matcher::matches(const request_view& req, std::string_view path) con
 
 router::router(const std::vector<config::room>& rooms) {
     auto add = [&](const std::string& host, const std::string& path, std::size_t idx) {
-        entry e{path.empty() ? std::string("/") : path, idx};
+        entry e{path.empty() ? std::string("/") : path, idx, rooms[idx].case_insensitive_paths};
         if (host.empty() || host == "*") {
             any_host_.push_back(std::move(e));
         } else {
@@ -176,7 +140,7 @@ std::optional<std::size_t> router::match(std::string_view host, std::string_view
         auto it = by_host_.find(host);
         if (it != by_host_.end()) {
             for (const auto& e : it->second) {
-                if (segment_prefix(e.path, path)) {
+                if (segment_prefix(e.path, path, e.case_insensitive)) {
                     best = &e;
                     break;
                 }
@@ -189,7 +153,7 @@ std::optional<std::size_t> router::match(std::string_view host, std::string_view
         if (best != nullptr && e.path.size() <= best->path.size()) {
             break;
         }
-        if (segment_prefix(e.path, path)) {
+        if (segment_prefix(e.path, path, e.case_insensitive)) {
             best = &e;
             break;
         }

@@ -158,6 +158,8 @@ TEST_F(Config, FullExampleLoadsEveryKey) {
 
     EXPECT_TRUE(c.origin.tls);
     EXPECT_EQ(c.origin.host, "shop.internal");
+    EXPECT_EQ(c.origin.host_header, host_header_mode::client);
+    EXPECT_EQ(c.origin.unknown_hosts, unknown_hosts_policy::reject);
     EXPECT_EQ(c.origin.port, 8443);
     EXPECT_EQ(c.origin.base_path, "/app");
     EXPECT_EQ(c.origin.connect_timeout, 3s);
@@ -669,6 +671,45 @@ TEST_F(Config, RoomIdsAndRoutesMustBeUnique) {
                   "rooms[1]",
                   "config.yaml:9:66: rooms[3].additional_routes[2]: route */third is listed twice "
                   "in this room",
+              }));
+}
+
+TEST_F(Config, RoutingKeysLoadAndNonCanonicalPathsAreErrors) {
+    auto good = load(
+        R"yaml(origin: {url: "http://127.0.0.1:3000/app", host_header: origin, unknown_hosts: pass}
+rooms:
+  - {name: a, path: /Shop, case_insensitive_paths: true, total_active_users: 1, new_users_per_minute: 1}
+)yaml");
+    ASSERT_TRUE(good.ok()) << format_problems(good.problems);
+    EXPECT_EQ(good.cfg->origin.host_header, host_header_mode::origin);
+    EXPECT_EQ(good.cfg->origin.unknown_hosts, unknown_hosts_policy::pass);
+    EXPECT_TRUE(good.cfg->rooms[0].case_insensitive_paths);
+    auto defaults = load("");
+    ASSERT_TRUE(defaults.ok());
+    EXPECT_EQ(defaults.cfg->origin.host_header, host_header_mode::client);
+    EXPECT_EQ(defaults.cfg->origin.unknown_hosts, unknown_hosts_policy::reject);
+
+    auto r = load(
+        R"yaml(origin: {url: "http://127.0.0.1:3000/a//b", host_header: vhost, unknown_hosts: drop}
+rooms:
+  - name: a
+    path: /%73hop
+    total_active_users: 1
+    new_users_per_minute: 1
+    additional_routes: [{path: /x/../y}]
+    bypass: [{path_prefix: /static;v=1}]
+)yaml");
+    const std::string hint =
+        "must be a canonical path like /shop: no empty, . or .. segments, no ;parameters, no "
+        "escaped letters, digits or -._~, escapes in upper-case hex (see README, Routing)";
+    EXPECT_EQ(messages(r),
+              (std::vector<std::string>{
+                  "config.yaml:1:15: origin.url: " + hint,
+                  "config.yaml:1:58: origin.host_header: must be one of client, origin",
+                  "config.yaml:1:80: origin.unknown_hosts: must be one of reject, pass",
+                  "config.yaml:4:11: rooms[0].path: " + hint,
+                  "config.yaml:7:32: rooms[0].additional_routes[0].path: " + hint,
+                  "config.yaml:8:28: rooms[0].bypass[0].path_prefix: " + hint,
               }));
 }
 

@@ -83,6 +83,17 @@ TEST(ForwardHeaders, RefusesControlCharactersInValues) {
     EXPECT_NE(request_problem(h), "");
 }
 
+// What the session passes for a request whose own target is forwarded (origin-form already).
+forward_info info_for(std::string_view client_ip, bool tls, std::string_view origin_host,
+                      std::string_view base_path) {
+    forward_info info;
+    info.client_ip = client_ip;
+    info.tls = tls;
+    info.origin_host = origin_host;
+    info.base_path = base_path;
+    return info;
+}
+
 TEST(ForwardHeaders, DropsHopByHopAndSetsForwardedHeaders) {
     auto in = make_request(10);
     in.set(http::field::connection, "keep-alive, X-Secret-Hop");
@@ -98,7 +109,9 @@ TEST(ForwardHeaders, DropsHopByHopAndSetsForwardedHeaders) {
     in.set("X-End-To-End", "kept");
     in.set(http::field::content_length, " 3");
     std::string text;
-    write_origin_request(in, text, {"192.0.2.7", false, "127.0.0.1:3000", "/base/"});
+    forward_info info = info_for("192.0.2.7", false, "127.0.0.1:3000", "/base/");
+    info.forwarded_host = "shop.example.com";
+    write_origin_request(in, text, info);
     auto out = parse_head<true>(text);
     EXPECT_TRUE(text.starts_with("POST /base/cart?x=1 HTTP/1.1\r\n")) << text;
     EXPECT_EQ(out.version(), 11u);  // HTTP/1.1 to the origin whatever the client spoke
@@ -117,14 +130,18 @@ TEST(ForwardHeaders, DropsHopByHopAndSetsForwardedHeaders) {
     }
 }
 
-TEST(ForwardHeaders, ReducesTargetsAndKeepsChunkedFraming) {
+TEST(ForwardHeaders, SendsTheCanonicalTargetAndKeepsChunkedFraming) {
     auto in = make_request();
-    in.target("http://shop.example.com/a/b?c");
+    in.target("http://shop.example.com//a/./b?c");
     in.set(http::field::transfer_encoding, "chunked");
     std::string text;
-    write_origin_request(in, text, {"192.0.2.7", true, "origin", ""});
+    forward_info info = info_for("192.0.2.7", true, "origin", "");
+    info.path = "/a/b";  // as util::canonicalize_request read the target
+    info.query = "?c";
+    write_origin_request(in, text, info);
     auto out = parse_head<true>(text);
     EXPECT_EQ(out.target(), "/a/b?c");
+    EXPECT_EQ(out.count("X-Forwarded-Host"), 0u);  // none given: the request had no Host
     EXPECT_EQ(out[http::field::transfer_encoding], "chunked");
     EXPECT_EQ(out.count(http::field::content_length), 0u);
     EXPECT_EQ(out["X-Forwarded-For"], "192.0.2.7");
@@ -133,13 +150,15 @@ TEST(ForwardHeaders, ReducesTargetsAndKeepsChunkedFraming) {
     star.method(http::verb::options);
     star.target("*");
     text.clear();
-    write_origin_request(star, text, {"192.0.2.7", false, "origin", "/base"});
+    forward_info star_info = info_for("192.0.2.7", false, "origin", "/base");
+    star_info.path = "*";
+    write_origin_request(star, text, star_info);
     EXPECT_EQ(parse_head<true>(text).target(), "*");
 
     auto odd = make_request();
     odd.method_string("PURGE");
     text.clear();
-    write_origin_request(odd, text, {"192.0.2.7", false, "origin", "/base"});
+    write_origin_request(odd, text, info_for("192.0.2.7", false, "origin", "/base"));
     EXPECT_TRUE(text.starts_with("PURGE /base/cart?x=1 HTTP/1.1\r\n")) << text;
 }
 
@@ -150,7 +169,7 @@ TEST(ForwardHeaders, KeepsOnlyWebSocketUpgrade) {
     in.set(http::field::upgrade, "websocket");
     in.set(http::field::sec_websocket_key, "dGhlIHNhbXBsZSBub25jZQ==");
     std::string text;
-    write_origin_request(in, text, {"127.0.0.1", true, "origin", ""});
+    write_origin_request(in, text, info_for("127.0.0.1", true, "origin", ""));
     auto out = parse_head<true>(text);
     EXPECT_EQ(out[http::field::upgrade], "websocket");
     EXPECT_EQ(out[http::field::connection], "Upgrade");

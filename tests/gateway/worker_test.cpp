@@ -451,7 +451,8 @@ TEST_F(Proxy, DropsHopByHopHeadersAndSetsForwardedOnes) {
     req.set("X-Kept", "yes");
     EXPECT_EQ(c.send(req).result_int(), 200u);
     auto seen = origin_.last_request();
-    EXPECT_EQ(seen.header("Host"), "127.0.0.1:" + std::to_string(origin_.port()));
+    // origin.host_header defaults to client: the origin sees the visitor's Host.
+    EXPECT_EQ(seen.header("Host"), "shop.example.com");
     EXPECT_EQ(seen.header("X-Forwarded-For"), "198.51.100.1, 127.0.0.1");
     EXPECT_EQ(seen.header("X-Forwarded-Proto"), "http");
     EXPECT_EQ(seen.header("X-Forwarded-Host"), "shop.example.com");
@@ -466,6 +467,20 @@ TEST_F(Proxy, PrependsTheOriginBasePath) {
     test_client c{gw_->port()};
     c.get("/hello?x=1");
     EXPECT_EQ(origin_.last_request().target, "/app/hello?x=1");
+    // The origin gets the canonical path the room saw, the base path before it.
+    c.get("/%68ello//x/..;p?x=%7e");
+    EXPECT_EQ(origin_.last_request().target, "/app/hello/?x=%7e");
+}
+
+TEST_F(Proxy, SendsTheOriginsHostWhenHostHeaderIsOrigin) {
+    start([](config::config& c) { c.origin.host_header = config::host_header_mode::origin; });
+    test_client c{gw_->port()};
+    test::request req{http::verb::get, "/hello", 11};
+    req.set(http::field::host, "Shop.Example.com.:8080");
+    EXPECT_EQ(c.send(req).result_int(), 200u);
+    auto seen = origin_.last_request();
+    EXPECT_EQ(seen.header("Host"), "127.0.0.1:" + std::to_string(origin_.port()));
+    EXPECT_EQ(seen.header("X-Forwarded-Host"), "shop.example.com:8080");
 }
 
 TEST_F(Proxy, ServesPipelinedRequestsInOrder) {

@@ -302,7 +302,7 @@ TEST_F(Admin, ReadyzTurnsUnavailableAsSoonAsADrainStarts) {
 
     client_connection c(port_);
     ASSERT_TRUE(c.connected());
-    ASSERT_TRUE(c.write_raw("GET /slow?ms=1500 HTTP/1.1\r\nHost: other.test\r\n\r\n"));
+    ASSERT_TRUE(c.write_raw("GET /slow?ms=1500 HTTP/1.1\r\nHost: shop.test\r\n\r\n"));
     ASSERT_TRUE(poll_until(10s, [&] { return origin_.requests() == 1; })) << output();
 
     proc().send_signal(SIGTERM);

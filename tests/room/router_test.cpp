@@ -6,6 +6,7 @@
 
 #include "room/harness.hpp"
 #include "waitroom/room/router.hpp"
+#include "waitroom/util/request_target.hpp"
 
 namespace waitroom::room {
 namespace {
@@ -46,11 +47,20 @@ std::vector<config::room> routed_rooms() {
     return {any_checkout, shop_checkout, shop_root, pay};
 }
 
+// Routes a request as the gateway does: its target and Host read by canonicalize_request.
 std::string routed(const engine& e, std::string_view host, std::string_view target) {
+    util::target_buffers buf;
+    auto c = util::canonicalize_request("GET", target, &host, true, buf);
+    if (c.status != util::target_status::ok) {
+        return "refused";
+    }
     request_view req;
-    req.host = host;
-    req.target = target;
+    req.host = c.host.name;
+    req.path = c.target.match_path;
     auto r = e.route(req);
+    if (r.what == action::misdirected) {
+        return "misdirected";
+    }
     if (r.what == action::pass) {
         return r.reason == pass_reason::bypassed ? "bypassed:" + r.room->id() : "unmatched";
     }
@@ -77,21 +87,82 @@ TEST(Router, HostIgnoresPortAndLetterCase) {
 TEST(Router, PathPrefixMatchesWholeSegmentsAndIgnoresTheQuery) {
     harness h(routed_rooms());
     EXPECT_EQ(routed(h.engine(), "x.example.com", "/checkout?step=2"), "any-checkout");
-    EXPECT_EQ(routed(h.engine(), "x.example.com", "/checkouts"), "unmatched");
+    EXPECT_EQ(routed(h.engine(), "shop.example.com", "/checkouts"), "shop-root");
+    EXPECT_EQ(routed(h.engine(), "api.example.com", "/checkouts"), "unmatched");
     EXPECT_EQ(routed(h.engine(), "shop.example.com", "/anything"), "shop-root");
+}
+
+TEST(Router, VariantFormsOfAPathRouteLikeThePlainForm) {
+    harness h(routed_rooms());
+    for (auto target : {"//checkout/x", "/./checkout/x", "/x/../checkout/x", "/%63heckout/x",
+                        "/%2e/checkout/x", "/checkout;a/x", "/checkout/x;b", "/a/..;/checkout",
+                        "http://x.example.com//checkout/x"}) {
+        EXPECT_EQ(routed(h.engine(), "x.example.com", target), "any-checkout") << target;
+    }
+    EXPECT_EQ(routed(h.engine(), "x.example.com", "checkout/x"), "refused");
+    EXPECT_EQ(routed(h.engine(), "x.example.com", "/%2fcheckout"), "refused");
+    EXPECT_EQ(routed(h.engine(), "x.example.com", "/../checkout"), "refused");
+}
+
+TEST(Router, HostOfAnAbsoluteFormTargetWinsOverTheHostField) {
+    harness h(routed_rooms());
+    EXPECT_EQ(routed(h.engine(), "other.test", "http://Shop.Example.com./checkout"),
+              "shop-checkout");
+}
+
+TEST(Router, PathsMatchIgnoringCaseOnlyInARoomThatAsksForIt) {
+    auto iis = make_room("iis", 10, 10);
+    iis.path = "/Shop";
+    iis.case_insensitive_paths = true;
+    auto plain = make_room("plain", 10, 10);
+    plain.path = "/cart";
+    harness h({iis, plain});
+    EXPECT_EQ(routed(h.engine(), "h", "/SHOP/x"), "iis");
+    EXPECT_EQ(routed(h.engine(), "h", "/shop"), "iis");
+    EXPECT_EQ(routed(h.engine(), "h", "/%73HoP/x"), "iis");
+    EXPECT_EQ(routed(h.engine(), "h", "/shopping"), "unmatched");
+    EXPECT_EQ(routed(h.engine(), "h", "/cart"), "plain");
+    EXPECT_EQ(routed(h.engine(), "h", "/Cart"), "unmatched");
 }
 
 TEST(Router, AdditionalRoutesLeadToTheirRoom) {
     harness h(routed_rooms());
     EXPECT_EQ(routed(h.engine(), "api.example.com", "/cart/items"), "pay");
-    EXPECT_EQ(routed(h.engine(), "www.example.com", "/cart/items"), "unmatched");
+    EXPECT_EQ(routed(h.engine(), "www.example.com", "/other"), "misdirected");
+}
+
+TEST(Router, UnknownHostIsMisdirectedWhenRoomsNameHosts) {
+    harness h(routed_rooms());
+    EXPECT_EQ(routed(h.engine(), "127.0.0.1", "/"), "misdirected");
+    EXPECT_EQ(routed(h.engine(), "shop.example.com.evil", "/"), "misdirected");
+    // A route for any host still takes its paths, whatever the host.
+    EXPECT_EQ(routed(h.engine(), "127.0.0.1", "/checkout"), "any-checkout");
+    // A named host with no matching path is known: it passes.
+    EXPECT_EQ(routed(h.engine(), "api.example.com", "/other"), "unmatched");
+}
+
+TEST(Router, UnknownHostPassesWhenTheOperatorOptsOut) {
+    harness h(routed_rooms());
+    auto cfg = std::make_shared<config::config>(h.engine().config());
+    cfg->origin.unknown_hosts = config::unknown_hosts_policy::pass;
+    h.set_config(cfg);
+    EXPECT_EQ(routed(h.engine(), "127.0.0.1", "/"), "unmatched");
+}
+
+TEST(Router, UnknownHostPassesWhenNoRoomNamesAHost) {
+    auto any = make_room("any", 10, 10);
+    any.path = "/shop";
+    harness h({any});
+    EXPECT_EQ(routed(h.engine(), "127.0.0.1", "/"), "unmatched");
 }
 
 TEST(Router, UnmatchedRequestPassesUntouchedAndUncounted) {
-    harness h(routed_rooms());
+    auto any = make_room("any", 10, 10);
+    any.path = "/checkout";
+    harness h({any});
     request_view req;
     req.host = "nowhere.example.com";
-    req.target = "/";
+    req.path = "/";
     cookie::payload* none = nullptr;
     auto d = h.engine().decide(req, h.worker(), none, h.now(), h.rng());
     EXPECT_EQ(d.what, action::pass);
@@ -128,12 +199,27 @@ TEST(Bypass, PathPrefixBypasses) {
     EXPECT_EQ(routed(h.engine(), "h", "/staticx"), "shop");
 }
 
+TEST(Bypass, PathPrefixMatchesWholeCanonicalSegments) {
+    using kind = config::bypass_rule::kind;
+    auto r = make_room("shop", 1, 1);
+    r.bypass.push_back(rule(kind::path_prefix, "/static"));
+    harness h({r});
+    EXPECT_EQ(routed(h.engine(), "h", "/static"), "bypassed:shop");
+    EXPECT_EQ(routed(h.engine(), "h", "/static/app.js"), "bypassed:shop");
+    EXPECT_EQ(routed(h.engine(), "h", "/static;v=2/app.js"), "bypassed:shop");
+    EXPECT_EQ(routed(h.engine(), "h", "/staticfoo"), "shop");
+    EXPECT_EQ(routed(h.engine(), "h", "/static/../shop/x"), "shop");
+    EXPECT_EQ(routed(h.engine(), "h", "/static/..;/shop/x"), "shop");
+    EXPECT_EQ(routed(h.engine(), "h", "/static/%2e%2e/shop/x"), "shop");
+    EXPECT_EQ(routed(h.engine(), "h", "/Static/x"), "shop");
+}
+
 TEST(Bypass, HeaderPresentOrEqualBypasses) {
     harness h(bypass_room());
     fake_headers hs;
     request_view req;
     req.host = "h";
-    req.target = "/";
+    req.path = "/";
     req.headers = &hs;
     EXPECT_EQ(h.engine().route(req).what, action::admit);
     hs.values["x-health-check"] = "";
@@ -149,7 +235,7 @@ TEST(Bypass, ClientIpInsideTheCidrBypasses) {
     harness h(bypass_room());
     request_view req;
     req.host = "h";
-    req.target = "/";
+    req.path = "/";
     req.has_client_ip = true;
     req.client_ip = *parse_ip("10.20.30.40");
     EXPECT_EQ(h.engine().route(req).reason, pass_reason::bypassed);
@@ -163,7 +249,7 @@ TEST(Bypass, MethodBypasses) {
     harness h(bypass_room());
     request_view req;
     req.host = "h";
-    req.target = "/";
+    req.path = "/";
     req.method = "options";
     EXPECT_EQ(h.engine().route(req).reason, pass_reason::bypassed);
     req.method = "GET";
@@ -174,7 +260,7 @@ TEST(Bypass, BypassedTrafficIsNotCounted) {
     harness h(bypass_room());  // one active user at most
     request_view req;
     req.host = "h";
-    req.target = "/static/a.css";
+    req.path = "/static/a.css";
     for (int i = 0; i < 5; ++i) {
         auto d = h.engine().decide(req, h.worker(), nullptr, h.now(), h.rng());
         EXPECT_EQ(d.what, action::pass);

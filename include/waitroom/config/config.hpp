@@ -29,6 +29,18 @@ struct listener {
     std::optional<tls_files> tls;  // terminate TLS on this listener when set
 };
 
+// The Host sent to the origin (YAML origin.host_header).
+enum class host_header_mode {
+    client,  // the visitor's canonical Host (as Cloudflare, and nginx with $host, send it)
+    origin,  // the host[:port] of origin.url
+};
+
+// A request whose Host no room names, when rooms name hosts (YAML origin.unknown_hosts).
+enum class unknown_hosts_policy {
+    reject,  // 421 Misdirected Request
+    pass,    // forwarded as any unmatched request
+};
+
 // The origin every admitted request is forwarded to.
 struct origin {
     std::string url = "http://127.0.0.1:3000";          // as written
@@ -45,6 +57,8 @@ struct origin {
     bool verify_tls = true;                            // verify the origin's certificate
     std::string ca_file;     // extra CA bundle for https origins ("" = system store)
     std::string server_name; // SNI and verified name ("" = host)
+    host_header_mode host_header = host_header_mode::client;  // Host sent to the origin
+    unknown_hosts_policy unknown_hosts = unknown_hosts_policy::reject;  // Host no room names
 };
 
 // Limits and timeouts of client connections.
@@ -163,6 +177,7 @@ struct room {
     std::string host;               // "" = any host
     std::string path = "/";         // path prefix; the most specific room wins
     std::vector<route> additional_routes;
+    bool case_insensitive_paths = false;      // path and routes match ignoring ASCII case
     std::uint32_t total_active_users = 0;     // required, > 0
     std::uint32_t new_users_per_minute = 0;   // required, > 0
     duration session_duration = std::chrono::minutes{5};

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "waitroom/gateway/message_head.hpp"
+#include "waitroom/util/request_target.hpp"
 
 namespace waitroom::gateway {
 
@@ -31,6 +32,9 @@ struct request_info {
     // cookie it last opened, so a keep-alive client's unchanged cookie is not decrypted again).
     // The filter alone reads and writes it; the session only keeps it for the connection's life.
     mutable std::shared_ptr<void> filter_state;
+    // The request in flight's canonical target and Host, read once by the session (the origin
+    // is sent the same). Null when a filter is called without a session: it then reads them.
+    const util::canonical_request* request = nullptr;
 };
 
 // The filter's answer.
@@ -49,7 +53,7 @@ struct filter_result {
     // Handed back to on_response for this request (e.g. the room and visitor of the decision).
     std::shared_ptr<void> context;
     // For the access log: the room id ("" = none) and the decision (a string literal: admit,
-    // queue, reject, pass, bypass; "" = no filter ran).
+    // queue, reject, pass, bypass, misdirected; "" = no filter ran).
     std::string room;
     std::string_view decision;
 

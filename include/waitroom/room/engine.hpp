@@ -77,6 +77,8 @@ enum class action {
     reject,          // serve the reject page (method reject); no cookie
     wait_for_slots,  // the node has no slot but the store may: call sync_task::top_up for the
                      // room, then decide again with attempt::after_top_up. Nothing was counted.
+    misdirected,     // route only: rooms name hosts and this one is none of them and matches no
+                     // route (origin.unknown_hosts: reject) → 421 Misdirected Request
 };
 
 // A decision is first tried as `first`; after a wait_for_slots and its top-up, the same request
@@ -98,7 +100,7 @@ struct decision {
 };
 
 struct route_result {
-    action what = action::pass;  // pass (unmatched/bypassed) or admit (= decide next)
+    action what = action::pass;  // pass (unmatched/bypassed), misdirected or admit (= decide next)
     pass_reason reason = pass_reason::unmatched;
     const compiled_room* room = nullptr;
 };

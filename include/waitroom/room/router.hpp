@@ -23,11 +23,12 @@ class header_lookup {
     virtual std::optional<std::string_view> find(std::string_view name) const = 0;
 };
 
-// What routing and bypass rules look at. Views only; valid for the call.
+// What routing and bypass rules look at. Views only; valid for the call. The gateway fills
+// host and path from util::canonicalize_request, so they are the forms the origin receives.
 struct request_view {
     std::string_view method = "GET";
-    std::string_view host;    // Host header as received (port and letter case are ignored)
-    std::string_view target;  // request target; the query string is ignored
+    std::string_view host;         // canonical host name (lower case, no port); "" = none
+    std::string_view path = "/";   // canonical match path (no query, no segment parameters)
     std::array<std::uint8_t, 16> client_ip{};  // IPv6, IPv4 as v4-mapped (::ffff:a.b.c.d)
     bool has_client_ip = false;
     const header_lookup* headers = nullptr;  // null: no headers match
@@ -48,18 +49,25 @@ class bypass_matcher {
 
 // Host + path prefix → room index. Most specific wins: the longest path, then an exact host
 // over "any host". Path prefixes match whole segments ("/shop" matches "/shop" and "/shop/x",
-// not "/shopping"; a prefix ending in "/" matches anything below it).
+// not "/shopping"; a prefix ending in "/" matches anything below it); a room with
+// case_insensitive_paths compares them ignoring ASCII letter case. `host` and `path` are the
+// canonical forms (util/request_target.hpp).
 class router {
   public:
     router() = default;
     explicit router(const std::vector<config::room>& rooms);
     // Index into the rooms given at construction, or nullopt.
     std::optional<std::size_t> match(std::string_view host, std::string_view path) const;
+    // True when some room or route names a host (not "any host").
+    bool names_hosts() const { return !by_host_.empty(); }
+    // True when `host` (canonical) is a host some room or route names.
+    bool knows_host(std::string_view host) const { return by_host_.find(host) != by_host_.end(); }
 
   private:
     struct entry {
         std::string path;
         std::size_t room = 0;
+        bool case_insensitive = false;
     };
     // Looks hosts up by string_view: no allocation per request.
     struct host_hash {
@@ -73,10 +81,8 @@ class router {
     std::vector<entry> any_host_;
 };
 
-// Lowercases and strips the port (and IPv6 brackets are kept): "Shop.Example.com:8080" →
-// "shop.example.com". Writes into `buf` only when a change is needed.
-std::string_view normalize_host(std::string_view host, std::string& buf);
-// The path of a request target: "/a/b?x=1" → "/a/b"; absolute-form targets keep their path.
-std::string_view target_path(std::string_view target);
+// Whole-segment prefix of a canonical path: "/shop" matches "/shop" and "/shop/…", not
+// "/shopping"; a prefix ending in "/" matches anything below it; "/" matches every path.
+bool segment_prefix(std::string_view prefix, std::string_view path, bool case_insensitive = false);
 
 }  // namespace waitroom::room
