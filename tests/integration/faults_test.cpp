@@ -95,28 +95,13 @@ class load {
     std::vector<std::thread> threads_;
 };
 
-class Faults : public ::testing::Test {
-  protected:
-    void start(const std::string& yaml) {
-        config_path_ = dir_.write("config.yaml", yaml);
-        daemon_ = std::make_unique<daemon>(config_path_, dir_.path());
-        port_ = daemon_->wait_listening();
-        ASSERT_NE(port_, 0) << "waitroomd did not start:\n" << daemon_->output();
-    }
-    child_process& proc() { return daemon_->process(); }
-    std::string output() const { return daemon_->output(); }
-
-    // Declared first: destroyed after the daemon.
-    std::unique_ptr<test_origin> origin_ = std::make_unique<test_origin>();
-    temp_dir dir_;
-    std::string config_path_;
-    std::unique_ptr<daemon> daemon_;
-    std::uint16_t port_ = 0;
-};
+class Faults : public daemon_test {};
 
 TEST_F(Faults, OriginKilledAndRestartedGets502MeanwhileThenRecoversWithTheSameAdmittedVisitors) {
-    ASSERT_NO_FATAL_FAILURE(start(room_config(origin_->url())));
-    const std::uint16_t origin_port = origin_->port();
+    // An origin of its own, to stop and start again on the same port.
+    auto origin = std::make_unique<test_origin>();
+    ASSERT_NO_FATAL_FAILURE(start(room_config(origin->url())));
+    const std::uint16_t origin_port = origin->port();
     cookie_jar a;
     cookie_jar b;
     cookie_jar c;
@@ -128,7 +113,7 @@ TEST_F(Faults, OriginKilledAndRestartedGets502MeanwhileThenRecoversWithTheSameAd
     for (int i = 0; i < 5; ++i) {
         ASSERT_EQ(get_shop(*kept, "/bytes?n=100").status, 200u);
     }
-    origin_.reset();
+    origin.reset();
 
     // Meanwhile: 502 for whatever goes to the origin (on pooled and fresh connections alike),
     // the queue page for the queued, and the daemon keeps running.
@@ -144,7 +129,7 @@ TEST_F(Faults, OriginKilledAndRestartedGets502MeanwhileThenRecoversWithTheSameAd
     }
     ASSERT_TRUE(proc().running()) << output();
 
-    origin_ = std::make_unique<test_origin>(origin_port);
+    origin = std::make_unique<test_origin>(origin_port);
     // The pool gets going again: the same keep-alive client, the admitted pair, and still
     // nobody else: the queued visitor and a new one stay in line.
     EXPECT_TRUE(poll_until(10s, [&] { return get_shop(*kept, "/bytes?n=100").status == 200; }))
@@ -164,7 +149,7 @@ TEST_F(Faults, OriginKilledAndRestartedGets502MeanwhileThenRecoversWithTheSameAd
 }
 
 TEST_F(Faults, ReloadEveryHundredMillisecondsUnderLoadFailsNoRequest) {
-    ASSERT_NO_FATAL_FAILURE(start(room_config(origin_->url())));
+    ASSERT_NO_FATAL_FAILURE(start(room_config(origin_.url())));
     load traffic(port_, 4);
     ASSERT_TRUE(poll_until(10s, [&] { return traffic.ok() > 20; })) << traffic.failures();
     // Thirty reloads, one every 100 ms; each is seen applied before the next (signals of one
@@ -184,7 +169,7 @@ TEST_F(Faults, ReloadEveryHundredMillisecondsUnderLoadFailsNoRequest) {
 }
 
 TEST_F(Faults, TerminateUnderLoadCompletesEveryInFlightRequestWithinTheDrainTimeout) {
-    ASSERT_NO_FATAL_FAILURE(start(room_config(origin_->url())));
+    ASSERT_NO_FATAL_FAILURE(start(room_config(origin_.url())));
     // Eight slow requests that the origin is working on when SIGTERM comes, with fast traffic
     // around them.
     constexpr int slow = 8;
@@ -215,7 +200,7 @@ TEST_F(Faults, TerminateUnderLoadCompletesEveryInFlightRequestWithinTheDrainTime
         });
     }
     ASSERT_TRUE(poll_until(10s, [&] {
-        return origin_->requests() >= static_cast<std::size_t>(slow) && fast_ok > 20;
+        return origin_.requests() >= static_cast<std::size_t>(slow) && fast_ok > 20;
     })) << output();
 
     const auto sent = std::chrono::steady_clock::now();

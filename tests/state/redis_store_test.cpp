@@ -544,29 +544,42 @@ TEST(RedisStore, CallsFromManyThreadsAreEachAnsweredOnce) {
 }
 
 // The sync task drives the Redis store exactly as it drives the local one.
-TEST(RedisStore, DrivesTheSyncTaskOfTwoNodes) {
-    redis_server srv;
-    boost::asio::io_context ioc;
-    auto cfg = test::shop_config(10, 100);
-    auto eng = std::make_shared<room::engine>(cfg);
-    redis_store st(ioc.get_executor(), options(srv));
-    room::node_state na;
-    room::node_state nb;
-    sync_options oa;
-    oa.node_id = "a";
-    sync_options ob = oa;
-    ob.node_id = "b";
-    ob.datacenter = "dc2";
-    sync_task ta(na, st, oa);
-    sync_task tb(nb, st, ob);
-    ta.set_engine(eng);
-    tb.set_engine(eng);
-    auto run = [&](sync_task& t, std::int64_t now) {
+// Nodes a and b (datacenter dc2) with their sync tasks over one store, one room of 10 places.
+struct two_nodes {
+    two_nodes(store& st, boost::asio::io_context& io)
+        : ioc(io), ta(na, st, options("a", "local")), tb(nb, st, options("b", "dc2")) {
+        auto eng = std::make_shared<room::engine>(test::shop_config(10, 100));
+        ta.set_engine(eng);
+        tb.set_engine(eng);
+    }
+    static sync_options options(const std::string& id, const std::string& dc) {
+        sync_options o;
+        o.node_id = id;
+        o.datacenter = dc;
+        return o;
+    }
+    // One sync of `t`, run to its end.
+    std::error_code run(sync_task& t, std::int64_t now) {
         std::optional<std::error_code> ec;
         t.run_once(now, [&](std::error_code e) { ec = e; });
         EXPECT_TRUE(run_until(ioc, [&] { return ec.has_value(); }));
         return ec.value_or(make_error_code(errc::timeout));
-    };
+    }
+
+    boost::asio::io_context& ioc;
+    room::node_state na;
+    room::node_state nb;
+    sync_task ta;
+    sync_task tb;
+};
+
+TEST(RedisStore, DrivesTheSyncTaskOfTwoNodes) {
+    redis_server srv;
+    boost::asio::io_context ioc;
+    redis_store st(ioc.get_executor(), options(srv));
+    two_nodes two(st, ioc);
+    auto [na, nb, ta, tb] = std::tie(two.na, two.nb, two.ta, two.tb);
+    auto run = [&](sync_task& t, std::int64_t now) { return two.run(t, now); };
     room::delta_set busy;
     busy["shop"].demand = 100;  // node a saw visitors: its lease covers the free capacity
     na.submit(busy);
@@ -759,24 +772,9 @@ namespace {
 template <class Forget>
 void restores_counts_after_the_store_forgets(store& st, boost::asio::io_context& ioc,
                                              Forget forget) {
-    auto cfg = test::shop_config(10, 100);
-    auto eng = std::make_shared<room::engine>(cfg);
-    room::node_state na;
-    room::node_state nb;
-    sync_options oa;
-    oa.node_id = "a";
-    sync_options ob = oa;
-    ob.node_id = "b";
-    sync_task ta(na, st, oa);
-    sync_task tb(nb, st, ob);
-    ta.set_engine(eng);
-    tb.set_engine(eng);
-    auto run = [&](sync_task& t, std::int64_t now) {
-        std::optional<std::error_code> ec;
-        t.run_once(now, [&](std::error_code e) { ec = e; });
-        EXPECT_TRUE(run_until(ioc, [&] { return ec.has_value(); }));
-        return ec.value_or(make_error_code(errc::timeout));
-    };
+    two_nodes two(st, ioc);
+    auto [na, nb, ta, tb] = std::tie(two.na, two.nb, two.ta, two.tb);
+    auto run = [&](sync_task& t, std::int64_t now) { return two.run(t, now); };
     // A store that just came back may refuse a call or two while the client reconnects.
     auto run_ok = [&](sync_task& t, std::int64_t now) {
         for (int attempt = 0; attempt < 100; ++attempt) {
