@@ -7,10 +7,18 @@ void local_store::sync(node_report report, sync_handler done) {
     {
         std::lock_guard lock(mu_);
         res.rooms.reserve(report.rooms.size());
-        for (const auto& r : report.rooms) {
-            res.rooms.push_back(rooms_[r.room].sync(report.node_id, report.datacenter, r,
-                                                    report.now_ms, report.node_ttl_ms,
-                                                    report.batch));
+        for (auto& r : report.rooms) {
+            room_ledger& ledger = rooms_[r.room];
+            room_grant g = ledger.sync(report.node_id, report.datacenter, r, report.now_ms,
+                                       report.node_ttl_ms, report.batch);
+            if (g.stale) {
+                // The same step as the Redis store's: the deltas of another epoch were refused,
+                // the node's live windows go instead.
+                r.full = true;
+                g = ledger.sync(report.node_id, report.datacenter, r, report.now_ms,
+                                report.node_ttl_ms, report.batch);
+            }
+            res.rooms.push_back(std::move(g));
         }
     }
     done(std::move(res));
@@ -20,8 +28,8 @@ void local_store::top_up(top_up_request req, top_up_handler done) {
     top_up_result res;
     {
         std::lock_guard lock(mu_);
-        res.granted =
-            rooms_[req.room].top_up(req.node_id, req.datacenter, req.limits, req.want, req.now_ms);
+        res.granted = rooms_[req.room].top_up(req.node_id, req.datacenter, req.limits, req.want,
+                                              req.now_ms, req.epoch);
     }
     done(res);
 }

@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "waitroom/state/error.hpp"
@@ -118,18 +119,22 @@ command sync_command(std::string_view prefix, const node_report& node, const roo
     c.push_back(std::to_string(r.slots_returned));
     c.push_back(std::to_string(r.deltas.demand));
     c.push_back(std::to_string(node.batch));
-    c.push_back(std::to_string(r.deltas.admitted.entries().size()));
-    for (const auto& [w, d] : r.deltas.admitted.entries()) {
+    c.push_back(r.epoch);
+    // A re-report (full) carries the node's live totals and its held slots in the deltas' place.
+    c.push_back(r.full ? std::to_string(std::max<std::int64_t>(0, r.held)) : std::string("-1"));
+    const room::room_deltas& windows = r.full ? r.live : r.deltas;
+    c.push_back(std::to_string(windows.admitted.entries().size()));
+    for (const auto& [w, d] : windows.admitted.entries()) {
         c.push_back(std::to_string(w));
         c.push_back(std::to_string(d));
     }
-    c.push_back(std::to_string(r.deltas.active.entries().size()));
-    for (const auto& [w, d] : r.deltas.active.entries()) {
+    c.push_back(std::to_string(windows.active.entries().size()));
+    for (const auto& [w, d] : windows.active.entries()) {
         c.push_back(std::to_string(w));
         c.push_back(std::to_string(d));
     }
-    c.push_back(std::to_string(r.deltas.waiting.entries().size()));
-    for (const auto& [bw, d] : r.deltas.waiting.entries()) {
+    c.push_back(std::to_string(windows.waiting.entries().size()));
+    for (const auto& [bw, d] : windows.waiting.entries()) {
         c.push_back(std::to_string(bw.bucket));
         c.push_back(std::to_string(bw.window));
         c.push_back(std::to_string(d));
@@ -141,6 +146,7 @@ command top_up_command(std::string_view prefix, const top_up_request& req) {
     command c = script_call(prefix, req.room, "top_up", req.node_id, req.datacenter, req.now_ms,
                             req.limits);
     c.push_back(std::to_string(req.want));
+    c.push_back(req.epoch);
     return c;
 }
 
@@ -168,15 +174,25 @@ bool is_noscript(const value& v) {
     return v.type == value::kind::error && v.str.starts_with("NOSCRIPT");
 }
 
+bool is_stale(const value& v) {
+    return v.type == value::kind::string && v.str == "stale";
+}
+
 std::error_code parse_grant(const value& v, const std::string& room, std::int64_t now_ms,
                             room_grant& out) {
     const auto bad = make_error_code(errc::protocol);
-    if (v.type != value::kind::array || v.elements.size() != 8) {
+    out = room_grant{};
+    out.room = room;
+    if (is_stale(v)) {
+        out.stale = true;
+        return {};
+    }
+    if (v.type != value::kind::array || v.elements.size() != 9 ||
+        v.elements[8].type != value::kind::string) {
         return bad;
     }
     const auto& e = v.elements;
-    out = room_grant{};
-    out.room = room;
+    out.epoch = e[8].str;
     out.counts.as_of_ms = now_ms;
     if (!as_int(e[0], out.granted) || !as_int(e[1], out.release) ||
         !as_int(e[2], out.counts.active) || !as_int(e[3], out.counts.admitted_last_minute) ||

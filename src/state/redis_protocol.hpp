@@ -44,7 +44,10 @@ command script_load_command();
 
 // The script was not in the server's cache (after a restart or SCRIPT FLUSH).
 bool is_noscript(const value& v);
-// Decodes the script's sync answer for room `room`; errc::protocol when it is not one.
+// The script refused a sync's deltas: the node knew another epoch of the room (room.lua).
+bool is_stale(const value& v);
+// Decodes the script's sync answer for room `room` (room_grant::stale for "stale");
+// errc::protocol when it is not one.
 std::error_code parse_grant(const value& v, const std::string& room, std::int64_t now_ms,
                             room_grant& out);
 std::error_code parse_top_up(const value& v, std::int64_t& granted);

@@ -59,6 +59,7 @@ struct redis_store::impl : std::enable_shared_from_this<impl> {
         sync_handler done;
         sync_result res;
         client::clock::time_point deadline;
+        int resends = 0;  // NOSCRIPT and stale answers each cost one more round trip, at most 2
     };
 
     asio::any_io_executor strand;
@@ -66,8 +67,10 @@ struct redis_store::impl : std::enable_shared_from_this<impl> {
     std::shared_ptr<client> cli;
 
     // Sends the rooms `idx` of the call; after NOSCRIPT (the server lost its script cache) the
-    // rooms that were refused go again once, behind a SCRIPT LOAD in the same pipeline. Rooms
-    // that ran are not resent: their deltas are applied.
+    // rooms that were refused go again, behind a SCRIPT LOAD in the same pipeline; a room the
+    // script called stale (the server lost its memory: another epoch) goes again as a full
+    // re-report of the node's live windows. Rooms that ran are not resent: their deltas are
+    // applied. A Redis restarted empty costs both: three round trips in one sync.
     void send_sync(std::shared_ptr<sync_call> call, std::vector<std::size_t> idx, bool reload) {
         std::vector<command> cmds;
         if (reload) {
@@ -91,22 +94,35 @@ struct redis_store::impl : std::enable_shared_from_this<impl> {
             ec = make_error_code(errc::protocol);
         }
         std::vector<std::size_t> again;
+        bool reload = false;
         for (std::size_t k = 0; !ec && k < idx.size(); ++k) {
             const value& v = replies[first + k];
             std::size_t i = idx[k];
             if (redis::is_noscript(v) && !reloaded) {
                 again.push_back(i);
+                reload = true;
                 continue;
             }
-            ec = redis::parse_grant(v, call->report.rooms[i].room, call->report.now_ms,
-                                    call->res.rooms[i]);
+            room_report& r = call->report.rooms[i];
+            ec = redis::parse_grant(v, r.room, call->report.now_ms, call->res.rooms[i]);
+            if (!ec && call->res.rooms[i].stale) {
+                if (r.full) {
+                    ec = make_error_code(errc::protocol);  // a re-report is never stale
+                } else {
+                    r.full = true;
+                    again.push_back(i);
+                }
+            }
+        }
+        if (!ec && !again.empty() && ++call->resends > 2) {
+            ec = make_error_code(errc::protocol);
         }
         if (ec) {
             call->done(sync_result{ec, {}});
             return;
         }
         if (!again.empty()) {
-            send_sync(std::move(call), std::move(again), true);
+            send_sync(std::move(call), std::move(again), reload);
             return;
         }
         call->done(std::move(call->res));

@@ -27,20 +27,20 @@ void room_ledger::expire_nodes(std::int64_t now_ms, std::int64_t node_ttl_ms) {
     }
 }
 
-void room_ledger::apply(const room_report& r, std::int64_t now_ms) {
-    const room_limits& l = r.limits;
+void room_ledger::apply(const room::room_deltas& deltas, const room_limits& l,
+                        std::int64_t now_ms) {
     // Deltas for windows that stopped counting change nothing: skip them rather than resurrect.
-    for (const auto& [w, d] : r.deltas.admitted.entries()) {
+    for (const auto& [w, d] : deltas.admitted.entries()) {
         if (room::rate_window_live(w, l, now_ms)) {
             admitted_[w] += d;
         }
     }
-    for (const auto& [w, d] : r.deltas.active.entries()) {
+    for (const auto& [w, d] : deltas.active.entries()) {
         if (room::active_window_live(w, l, now_ms)) {
             active_[w] += d;
         }
     }
-    for (const auto& [bw, d] : r.deltas.waiting.entries()) {
+    for (const auto& [bw, d] : deltas.waiting.entries()) {
         if (room::waiting_window_live(bw.window, l, now_ms)) {
             waiting_[{bw.bucket, bw.window}] += d;
         }
@@ -134,25 +134,43 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
                              std::int64_t node_ttl_ms, std::uint64_t batch) {
     const room_limits& l = report.limits;
     node_ttl_ms_ = node_ttl_ms;
+    if (epoch_.empty()) {
+        epoch_ = std::to_string(now_ms) + "/" + node_id;
+        epoch_at_ = now_ms;
+    }
     expire_nodes(now_ms, node_ttl_ms);
-    node_entry& me = touch(node_id, datacenter, now_ms);
+    room_grant g;
+    g.room = report.room;
+    g.epoch = epoch_;
+    auto known = nodes_.find(node_id);
     // Already applied (its answer was lost): counting it again would count its visitors twice.
     // A node forgotten since (silent past its TTL) has its resend applied as new.
-    const bool applied_before = batch != 0 && batch == me.batch;
+    const bool applied_before = batch != 0 && known != nodes_.end() && batch == known->second.batch;
+    // Deltas from a node that knew another epoch add to counts this ledger never had: the node
+    // must re-report all of its live windows instead.
+    if (!applied_before && !report.full && !report.epoch.empty() && report.epoch != epoch_) {
+        // This ledger is not the one the node knew: until every live node has re-reported (one
+        // node TTL after the epoch began) its counts are short, and it grants nothing.
+        if (refill_until_ == 0) {
+            refill_until_ = epoch_at_ + node_ttl_ms;
+        }
+        g.stale = true;
+        return g;
+    }
+    node_entry& me = touch(node_id, datacenter, now_ms);
     if (!applied_before) {
         me.batch = batch;
-        apply(report, now_ms);
+        apply(report.full ? report.live : report.deltas, l, now_ms);
     }
     prune(l, now_ms);
     if (!applied_before) {
-        me.held =
-            std::max<std::int64_t>(0, me.held - report.deltas.slots_used - report.slots_returned);
+        me.held = report.full ? std::max<std::int64_t>(0, report.held)
+                              : std::max<std::int64_t>(
+                                    0, me.held - report.deltas.slots_used - report.slots_returned);
         // Demand decays by half each sync: the share follows the last couple of intervals.
         me.demand = me.demand / 2 + static_cast<double>(report.deltas.demand);
     }
 
-    room_grant g;
-    g.room = report.room;
     if (l.needs_slots) {
         // Capacity includes the slots already leased: the lease target is this node's share of
         // it, and a grant never exceeds what no node holds yet. The target is also capped at the
@@ -160,7 +178,8 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
         // would leave nothing for the top-ups of a node whose traffic just rose, and it would
         // queue visitors while the room still had room.
         const std::int64_t cap = capacity(l, now_ms);
-        const std::int64_t free_unheld = std::max<std::int64_t>(0, cap - held_total());
+        const std::int64_t free_unheld =
+            now_ms < refill_until_ ? 0 : std::max<std::int64_t>(0, cap - held_total());
         double total_demand = 0;
         for (const auto& [id, n] : nodes_) {
             total_demand += n.demand;
@@ -199,11 +218,12 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
 }
 
 std::int64_t room_ledger::top_up(const std::string& node_id, const std::string& datacenter,
-                                 const room_limits& limits, std::int64_t want,
-                                 std::int64_t now_ms) {
+                                 const room_limits& limits, std::int64_t want, std::int64_t now_ms,
+                                 const std::string& epoch) {
     expire_nodes(now_ms, node_ttl_ms_);
     node_entry& me = touch(node_id, datacenter, now_ms);
-    if (!limits.needs_slots || want <= 0) {
+    if (!limits.needs_slots || want <= 0 || (!epoch.empty() && epoch != epoch_) ||
+        now_ms < refill_until_) {
         return 0;
     }
     const std::int64_t free_unheld =

@@ -8,6 +8,38 @@
 
 namespace waitroom::state {
 
+namespace {
+
+// The windows of `before` still live at `now_ms` with `d`'s added: the node's part of the room's
+// counts after `d` is applied, which is what it re-reports to a store that lost its memory.
+room::room_deltas live_windows(const room::room_deltas* before, const room::room_deltas& d,
+                               const room::room_limits& l, std::int64_t now_ms) {
+    room::room_deltas out;
+    if (before != nullptr) {
+        for (const auto& [w, n] : before->admitted.entries()) {
+            if (n != 0 && room::rate_window_live(w, l, now_ms)) {
+                out.admitted.add(w, n);
+            }
+        }
+        for (const auto& [w, n] : before->active.entries()) {
+            if (n != 0 && room::active_window_live(w, l, now_ms)) {
+                out.active.add(w, n);
+            }
+        }
+        for (const auto& [bw, n] : before->waiting.entries()) {
+            if (n != 0 && room::waiting_window_live(bw.window, l, now_ms)) {
+                out.waiting.add(bw, n);
+            }
+        }
+    }
+    out.admitted.merge(d.admitted);
+    out.active.merge(d.active);
+    out.waiting.merge(d.waiting);
+    return out;
+}
+
+}  // namespace
+
 sync_options make_sync_options(const config::config& cfg) {
     sync_options o;
     o.node_id = cfg.node.id.empty() ? std::string("node") : cfg.node.id;
@@ -122,8 +154,17 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
                 rr.slots_returned = pool.take_up_to(give_back);
             }
         }
+        // A store that lost its memory lost this node's lease too: a re-report claims what the
+        // pool holds of it (none while degraded: the pool holds only allowance).
+        rr.held = a.in_episode ? 0 : pool.available();
         {
             std::lock_guard lock(mu_);
+            if (auto it = epochs_.find(r.id()); it != epochs_.end()) {
+                rr.epoch = it->second;
+            }
+            auto before = reported_.find(r.id());
+            rr.live = live_windows(before == reported_.end() ? nullptr : &before->second, rr.deltas,
+                                   rr.limits, now_ms);
             if (auto it = cancel_used_.find(r.id()); it != cancel_used_.end()) {
                 a.cancelled_pending = std::min(it->second, rr.deltas.slots_used);
                 rr.deltas.slots_used -= a.cancelled_pending;
@@ -313,6 +354,14 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
         ++syncs_;
         pending_release_ = std::move(releases);
         last_demand_ = std::move(demand);
+        // The store now holds each room's live windows as the report had them (its deltas
+        // applied, or the whole of them re-reported), under the epoch it answered.
+        epochs_.clear();
+        reported_.clear();
+        for (std::size_t i = 0; i < sent.size(); ++i) {
+            epochs_[sent[i].room] = std::move(res.rooms[i].epoch);
+            reported_[sent[i].room] = std::move(sent[i].live);
+        }
         top_up_asked_.clear();  // the lease now follows the demand: top-ups start small again
     }
     if (left_degraded) {
@@ -474,6 +523,9 @@ void sync_task::top_up(const std::string& room_id, std::int64_t now_ms,
             return;
         }
         req.limits = r->limits_at(now_ms);
+        if (auto e = epochs_.find(room_id); e != epochs_.end()) {
+            req.epoch = e->second;
+        }
         auto it = last_demand_.find(room_id);
         // At least the last interval's demand; each further top-up before the next sync asks
         // for twice the last one. At the start of a spike the last interval's demand is about

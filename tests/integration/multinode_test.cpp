@@ -388,8 +388,9 @@ TEST_F(MultiNode, RidesOutARedisOutageAndRecoversWhenItReturns) {
     ASSERT_TRUE(poll_until(15s, 50ms, [&] { return all_ready(true); }))
         << "a node stayed not ready after the store returned:\n"
         << nodes_[0].proc->output();
-    // Admissions resume: a place is free, so some waiting or new visitor gets in.
-    bool resumed = poll_until(15s, 100ms, [&] {
+    // The store came back empty; the nodes re-report the 3 + fresh_in sessions. Admissions
+    // resume while a place is free, and only then: some waiting or new visitor gets in.
+    auto one_more_in = [&] {
         for (std::size_t k = 0; k < fresh.size(); ++k) {
             if (!in[k] && from_origin(send(fresh[k]))) {
                 return true;
@@ -397,8 +398,75 @@ TEST_F(MultiNode, RidesOutARedisOutageAndRecoversWhenItReturns) {
         }
         visitor late;
         return from_origin(send(late));
-    });
-    EXPECT_TRUE(resumed) << "no admission after the store returned";
+    };
+    if (fresh_in < 2) {
+        EXPECT_TRUE(poll_until(15s, 100ms, one_more_in)) << "no admission after the store returned";
+    } else {
+        ASSERT_TRUE(poll_until(15s, 50ms, [&] {
+            auto r = admin(0, http::verb::get, "/rooms/shop/status");
+            auto j = json::parse(r.body, nullptr, false);
+            return !j.is_discarded() && j.value("estimated_total_active_users", 0) == 5;
+        })) << "the returned store does not count the five sessions";
+        for (int round = 0; round < 5; ++round) {
+            EXPECT_FALSE(one_more_in()) << "admitted past the limit after the store returned";
+        }
+    }
+    EXPECT_TRUE(all_running());
+}
+
+// Redis killed and restarted empty (no persistence): the store forgets the five sessions and
+// every lease. Each node sees the room's epoch change at its next sync and re-reports the
+// windows it counted, so the store counts five again within a sync and the room stays full:
+// no new visitor gets in, the admitted keep passing. Before, the count stayed at zero (and the
+// room took five more) until the sessions expired.
+TEST_F(MultiNode, CountsEveryoneAgainWithinASyncWhenRedisRestartsEmpty) {
+    ASSERT_NO_FATAL_FAILURE(
+        start_nodes("total_active_users: 5, new_users_per_minute: 1000, session_duration: 5m, "
+                    "refresh_interval: 20s"));
+    std::vector<visitor> admitted(5);
+    for (std::size_t i = 0; i < admitted.size(); ++i) {
+        auto r = send(admitted[i]);
+        ASSERT_TRUE(from_origin(r)) << "visitor " << i + 1 << ": " << describe(r);
+    }
+    auto active_on = [&](std::size_t i) {
+        auto r = admin(i, http::verb::get, "/rooms/shop/status");
+        auto j = json::parse(r.body, nullptr, false);
+        return j.is_discarded() ? -1 : j.value("estimated_total_active_users", -1);
+    };
+    ASSERT_TRUE(poll_until(10s, 50ms, [&] { return active_on(0) == 5; }));
+
+    redis_.kill();
+    redis_.start();  // empty: the fixture's server keeps nothing on disk
+    // The nodes' next syncs fill the empty store again: five active, seen by every node.
+    ASSERT_TRUE(poll_until(10s, 50ms,
+                           [&] {
+                               return active_on(0) == 5 && active_on(1) == 5 && active_on(2) == 5 &&
+                                      redis_.cli("DBSIZE") != "0";
+                           }))
+        << "the store did not count the sessions again:\n"
+        << nodes_[0].proc->output();
+    const std::string active_key = "wr:{shop}:active";
+    const std::string fields = redis_.cli("HVALS " + active_key);
+    std::int64_t in_store = 0;
+    std::istringstream in(fields);
+    for (std::int64_t n = 0; in >> n;) {
+        in_store += n;
+    }
+    EXPECT_EQ(in_store, 5) << fields;
+
+    // The room is still full: new visitors queue on every node, the admitted pass.
+    std::vector<visitor> fresh(6);
+    for (int round = 0; round < 3; ++round) {
+        for (std::size_t k = 0; k < fresh.size(); ++k) {
+            auto r = send(fresh[k]);
+            EXPECT_TRUE(is_queue_page(r)) << "fresh visitor " << k + 1 << ": " << describe(r);
+        }
+        for (std::size_t k = 0; k < admitted.size(); ++k) {
+            auto r = send(admitted[k]);
+            EXPECT_TRUE(from_origin(r)) << "admitted visitor " << k + 1 << ": " << describe(r);
+        }
+    }
+    EXPECT_EQ(active_on(1), 5);
     EXPECT_TRUE(all_running());
 }
 

@@ -69,13 +69,60 @@ TEST(RedisProtocol, SyncCommandCarriesLimitsAndEveryDelta) {
     EXPECT_EQ(c[13], "200");
     EXPECT_EQ(c[20], "0");  // needs_slots
     EXPECT_EQ(c[21], "3000");
-    EXPECT_EQ(c[22], "2");  // slots_used
-    EXPECT_EQ(c[23], "1");  // returned
-    EXPECT_EQ(c[24], "7");  // demand
-    EXPECT_EQ(c[25], "0");  // batch
-    std::vector<std::string> tail(c.begin() + 26, c.end());
+    EXPECT_EQ(c[22], "2");   // slots_used
+    EXPECT_EQ(c[23], "1");   // returned
+    EXPECT_EQ(c[24], "7");   // demand
+    EXPECT_EQ(c[25], "0");   // batch
+    EXPECT_EQ(c[26], "");    // no epoch known yet
+    EXPECT_EQ(c[27], "-1");  // the windows are deltas
+    std::vector<std::string> tail(c.begin() + 28, c.end());
     EXPECT_EQ(tail, (std::vector<std::string>{"1", "0", "2", "2", "0", "2", "-10000", "-1", "1",
                                               "0", "0", "4"}));
+}
+
+TEST(RedisProtocol, FullSyncCommandCarriesTheLiveWindowsAndTheHeldSlotsInsteadOfTheDeltas) {
+    node_report n;
+    n.node_id = "edge-1";
+    n.now_ms = 1000;
+    room_report r;
+    r.room = "shop";
+    r.epoch = "500/edge-2";
+    r.deltas.active.add(0, 1);
+    r.live.active.add(0, 5);
+    r.live.admitted.add(0, 6);
+    r.held = 3;
+    auto c = sync_command("wr", n, r);
+    ASSERT_GE(c.size(), 28u);
+    EXPECT_EQ(c[26], "500/edge-2");
+    EXPECT_EQ(c[27], "-1");
+    r.full = true;
+    c = sync_command("wr", n, r);
+    EXPECT_EQ(c[26], "500/edge-2");
+    EXPECT_EQ(c[27], "3");
+    std::vector<std::string> tail(c.begin() + 28, c.end());
+    EXPECT_EQ(tail, (std::vector<std::string>{"1", "0", "6", "1", "0", "5", "0"}));
+}
+
+TEST(RedisProtocol, TopUpCommandNamesTheEpochTheNodeKnows) {
+    top_up_request req;
+    req.node_id = "edge-1";
+    req.room = "shop";
+    req.want = 4;
+    req.epoch = "500/edge-2";
+    auto c = top_up_command("wr", req);
+    ASSERT_GE(c.size(), 2u);
+    EXPECT_EQ(c[c.size() - 2], "4");
+    EXPECT_EQ(c.back(), "500/edge-2");
+}
+
+TEST(RedisProtocol, StaleAnswerAsksForTheLiveWindows) {
+    room_grant g;
+    ASSERT_FALSE(parse_grant(text("stale"), "shop", 0, g));
+    EXPECT_TRUE(g.stale);
+    EXPECT_EQ(g.room, "shop");
+    EXPECT_TRUE(is_stale(text("stale")));
+    EXPECT_FALSE(is_stale(text("stale", value::kind::error)));
+    EXPECT_EQ(parse_grant(text("fresh"), "shop", 0, g), make_error_code(errc::protocol));
 }
 
 TEST(RedisProtocol, ScriptShaIsTheSha1OfTheScript) {
@@ -90,10 +137,12 @@ TEST(RedisProtocol, DecodesAGrantWithWaitingBucketsAndDatacenters) {
     auto v = array({integer(3), integer(0), integer(5), integer(6), integer(9),
                     array({integer(100), integer(2), integer(200), integer(1)}),
                     array({text("dc1"), integer(2), text("dc2"), integer(1)}),
-                    array({integer(1), integer(-1)})});
+                    array({integer(1), integer(-1)}), text("1000/edge-1")});
     room_grant g;
     ASSERT_FALSE(parse_grant(v, "shop", 42, g));
     EXPECT_EQ(g.room, "shop");
+    EXPECT_EQ(g.epoch, "1000/edge-1");
+    EXPECT_FALSE(g.stale);
     EXPECT_EQ(g.granted, 3);
     EXPECT_EQ(g.counts.as_of_ms, 42);
     EXPECT_EQ(g.counts.active, 5);
@@ -153,6 +202,13 @@ TEST(RedisProtocol, MalformedAnswersAreProtocolErrors) {
     auto no_overrides =
         array({integer(3), integer(0), integer(5), integer(6), integer(9), array({}), array({})});
     EXPECT_EQ(parse_grant(no_overrides, "shop", 0, g), protocol);
+    auto no_epoch = array({integer(3), integer(0), integer(5), integer(6), integer(9), array({}),
+                           array({}), array({integer(-1), integer(-1)})});
+    EXPECT_EQ(parse_grant(no_epoch, "shop", 0, g), protocol);
+    auto epoch_not_text =
+        array({integer(3), integer(0), integer(5), integer(6), integer(9), array({}), array({}),
+               array({integer(-1), integer(-1)}), integer(7)});
+    EXPECT_EQ(parse_grant(epoch_not_text, "shop", 0, g), protocol);
     std::int64_t n = 0;
     EXPECT_EQ(parse_top_up(text("x"), n), protocol);
     EXPECT_FALSE(parse_top_up(integer(4), n));

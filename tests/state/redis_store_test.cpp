@@ -112,7 +112,7 @@ std::string describe(const room_grant& g) {
     for (auto& d : g.counts.datacenters) {
         o << d.datacenter << ":" << d.nodes << " ";
     }
-    o << "]";
+    o << "] epoch=" << g.epoch << (g.stale ? " stale" : "");
     return o.str();
 }
 
@@ -544,29 +544,42 @@ TEST(RedisStore, CallsFromManyThreadsAreEachAnsweredOnce) {
 }
 
 // The sync task drives the Redis store exactly as it drives the local one.
-TEST(RedisStore, DrivesTheSyncTaskOfTwoNodes) {
-    redis_server srv;
-    boost::asio::io_context ioc;
-    auto cfg = test::shop_config(10, 100);
-    auto eng = std::make_shared<room::engine>(cfg);
-    redis_store st(ioc.get_executor(), options(srv));
-    room::node_state na;
-    room::node_state nb;
-    sync_options oa;
-    oa.node_id = "a";
-    sync_options ob = oa;
-    ob.node_id = "b";
-    ob.datacenter = "dc2";
-    sync_task ta(na, st, oa);
-    sync_task tb(nb, st, ob);
-    ta.set_engine(eng);
-    tb.set_engine(eng);
-    auto run = [&](sync_task& t, std::int64_t now) {
+// Nodes a and b (datacenter dc2) with their sync tasks over one store, one room of 10 places.
+struct two_nodes {
+    two_nodes(store& st, boost::asio::io_context& io)
+        : ioc(io), ta(na, st, options("a", "local")), tb(nb, st, options("b", "dc2")) {
+        auto eng = std::make_shared<room::engine>(test::shop_config(10, 100));
+        ta.set_engine(eng);
+        tb.set_engine(eng);
+    }
+    static sync_options options(const std::string& id, const std::string& dc) {
+        sync_options o;
+        o.node_id = id;
+        o.datacenter = dc;
+        return o;
+    }
+    // One sync of `t`, run to its end.
+    std::error_code run(sync_task& t, std::int64_t now) {
         std::optional<std::error_code> ec;
         t.run_once(now, [&](std::error_code e) { ec = e; });
         EXPECT_TRUE(run_until(ioc, [&] { return ec.has_value(); }));
         return ec.value_or(make_error_code(errc::timeout));
-    };
+    }
+
+    boost::asio::io_context& ioc;
+    room::node_state na;
+    room::node_state nb;
+    sync_task ta;
+    sync_task tb;
+};
+
+TEST(RedisStore, DrivesTheSyncTaskOfTwoNodes) {
+    redis_server srv;
+    boost::asio::io_context ioc;
+    redis_store st(ioc.get_executor(), options(srv));
+    two_nodes two(st, ioc);
+    auto [na, nb, ta, tb] = std::tie(two.na, two.nb, two.ta, two.tb);
+    auto run = [&](sync_task& t, std::int64_t now) { return two.run(t, now); };
     room::delta_set busy;
     busy["shop"].demand = 100;  // node a saw visitors: its lease covers the free capacity
     na.submit(busy);
@@ -745,6 +758,161 @@ TEST(RedisStore, SameBatchTwiceCountsOnce) {
         admitted.push_back(rr.rooms[0].counts.admitted_last_minute);
     }
     EXPECT_EQ(admitted, (std::vector<std::int64_t>{2, 2, 4, 6, 6, 8}));
+}
+
+}  // namespace
+}  // namespace waitroom::state
+
+namespace waitroom::state {
+namespace {
+
+// Two nodes' sync tasks over one store: visitors admitted, then the store forgets everything
+// (`forget`). One sync of each node later the store counts every live visitor again and
+// knows of the slots the nodes' pools hold.
+template <class Forget>
+void restores_counts_after_the_store_forgets(store& st, boost::asio::io_context& ioc,
+                                             Forget forget) {
+    two_nodes two(st, ioc);
+    auto [na, nb, ta, tb] = std::tie(two.na, two.nb, two.ta, two.tb);
+    auto run = [&](sync_task& t, std::int64_t now) { return two.run(t, now); };
+    // A store that just came back may refuse a call or two while the client reconnects.
+    auto run_ok = [&](sync_task& t, std::int64_t now) {
+        for (int attempt = 0; attempt < 100; ++attempt) {
+            if (!run(t, now)) {
+                return true;
+            }
+            std::this_thread::sleep_for(20ms);
+        }
+        return false;
+    };
+    auto visitors = [&](room::node_state& n, std::int64_t now, std::int64_t admitted,
+                        std::int64_t queued) {
+        room::delta_set d;
+        auto& r = d["shop"];
+        r.admitted.add(room::floor_to(now, 1000), admitted);
+        r.active.add(room::floor_to(now, 10'000), admitted);
+        r.waiting.add({room::floor_to(now, 10'000), room::floor_to(now, 10'000)}, queued);
+        r.demand = admitted + queued;
+        n.submit(d);
+    };
+    ASSERT_FALSE(run(ta, t0));
+    ASSERT_FALSE(run(tb, t0 + 10));
+    visitors(na, t0 + 100, 4, 2);
+    visitors(nb, t0 + 200, 3, 1);
+    ASSERT_FALSE(run(ta, t0 + 1000));
+    // A returning visitor of a's moves to the next window on node b.
+    {
+        room::delta_set d;
+        d["shop"].active.add(room::floor_to(t0 + 100, 10'000), -1);
+        d["shop"].active.add(room::floor_to(t0 + 10'500, 10'000), 1);
+        nb.submit(d);
+    }
+    ASSERT_FALSE(run(tb, t0 + 10'500));
+    ASSERT_FALSE(run(ta, t0 + 11'000));
+    const auto* before = na.snapshot()->find("shop");
+    ASSERT_NE(before, nullptr);
+    ASSERT_EQ(before->counts().active, 7);
+    ASSERT_EQ(before->counts().admitted_last_minute, 7);
+    ASSERT_EQ(before->waiting_total(), 3);
+
+    forget();
+    visitors(na, t0 + 11'500, 1, 0);  // one more, in the batch that finds the store empty
+    ASSERT_TRUE(run_ok(ta, t0 + 12'000));
+    ASSERT_TRUE(run_ok(tb, t0 + 12'010));
+    ASSERT_TRUE(run_ok(ta, t0 + 12'020));
+    for (auto* n : {&na, &nb}) {
+        const auto* after = n->snapshot()->find("shop");
+        ASSERT_NE(after, nullptr);
+        EXPECT_EQ(after->counts().active, 8);
+        EXPECT_EQ(after->counts().admitted_last_minute, 8);
+        EXPECT_EQ(after->waiting_total(), 3);
+        EXPECT_EQ(after->nodes(), 2u);
+    }
+    // The store knows again of every slot the pools hold, so it grants none of them twice.
+    const auto* last = na.snapshot()->find("shop");
+    EXPECT_GE(last->counts().held, na.pool("shop").available() + nb.pool("shop").available());
+}
+
+TEST(RedisStore, NodesReReportTheirLiveWindowsWhenRedisRestartsEmpty) {
+    redis_server srv;
+    boost::asio::io_context ioc;
+    redis_store st(ioc.get_executor(), options(srv));
+    restores_counts_after_the_store_forgets(st, ioc, [&] {
+        srv.kill();
+        srv.start();  // empty: no persistence
+    });
+}
+
+TEST(RedisStore, ReReportsAfterAFlushAsTheLocalStoreDoesAfterItsLedgerIsGone) {
+    redis_server srv;
+    boost::asio::io_context ioc;
+    redis_store rs(ioc.get_executor(), options(srv));
+    auto ls = std::make_unique<local_store>();
+    auto l = limits(20, 100);
+    // The node's view: what it counted, as sync_task sends it (deltas, and live = all of it).
+    room::room_deltas live;
+    std::string epoch_r;
+    std::string epoch_l;
+    auto step = [&](std::int64_t now, std::int64_t admitted, std::int64_t held) {
+        auto r = report(l);
+        r.deltas.admitted.add(room::floor_to(now, 1000), admitted);
+        r.deltas.active.add(room::floor_to(now, 10'000), admitted);
+        live.admitted.merge(r.deltas.admitted);
+        live.active.merge(r.deltas.active);
+        r.live = live;
+        r.held = held;
+        r.epoch = epoch_r;
+        auto remote = call_sync(ioc, rs, node("a", "dc", now, {r}));
+        r.epoch = epoch_l;
+        auto local = call_sync(ioc, *ls, node("a", "dc", now, {r}));
+        EXPECT_FALSE(remote.ec) << remote.ec.message();
+        EXPECT_EQ(describe(remote.rooms.at(0)), describe(local.rooms.at(0))) << "at " << now;
+        epoch_r = remote.rooms.at(0).epoch;
+        epoch_l = local.rooms.at(0).epoch;
+        return remote.rooms.at(0);
+    };
+    auto g = step(t0, 5, 0);
+    EXPECT_EQ(g.epoch, std::to_string(t0) + "/a");
+    EXPECT_EQ(g.counts.active, 5);
+    g = step(t0 + 1000, 2, 3);
+    EXPECT_EQ(g.counts.active, 7);
+
+    ASSERT_EQ(srv.cli("FLUSHALL"), "OK");
+    ls = std::make_unique<local_store>();
+    // Another node reaches the emptied store first: its epoch is new, and a's deltas are
+    // refused as stale, then re-reported whole with the slots a's pool holds (4).
+    auto other = report(l);
+    other.deltas.demand = 0;
+    auto ro = call_sync(ioc, rs, node("b", "dc", t0 + 1500, {other}));
+    auto lo = call_sync(ioc, *ls, node("b", "dc", t0 + 1500, {other}));
+    ASSERT_FALSE(ro.ec);
+    EXPECT_EQ(describe(ro.rooms[0]), describe(lo.rooms[0]));
+    g = step(t0 + 2000, 1, 4);
+    EXPECT_EQ(g.epoch, std::to_string(t0 + 1500) + "/b");
+    EXPECT_FALSE(g.stale);
+    EXPECT_EQ(g.counts.active, 8);
+    EXPECT_EQ(g.counts.admitted_last_minute, 8);
+    EXPECT_GE(g.counts.held, 4);
+    g = step(t0 + 3000, 1, 0);  // and then deltas again
+    EXPECT_EQ(g.counts.active, 9);
+}
+
+TEST(RedisStore, TopUpGrantsNothingToANodeOfAnotherEpoch) {
+    redis_server srv;
+    boost::asio::io_context ioc;
+    redis_store rs(ioc.get_executor(), options(srv));
+    local_store ls;
+    auto l = limits(20, 100);
+    auto g = call_sync(ioc, rs, node("a", "dc", t0, {report(l, "shop", 0)}));
+    ASSERT_FALSE(g.ec);
+    call_sync(ioc, ls, node("a", "dc", t0, {report(l, "shop", 0)}));
+    for (store* s : std::initializer_list<store*>{&rs, &ls}) {
+        auto req = top_up("a", "dc", l, 3, t0 + 100);
+        req.epoch = "12345/gone";
+        EXPECT_EQ(call_top_up(ioc, *s, req).granted, 0);
+        req.epoch = g.rooms[0].epoch;
+        EXPECT_EQ(call_top_up(ioc, *s, req).granted, 3);
+    }
 }
 
 }  // namespace

@@ -60,6 +60,66 @@ TEST(Ledger, DeltasFromTwoNodesSum) {
     EXPECT_EQ(g.counts.datacenters.size(), 2u);
 }
 
+// A ledger that is not the one a node synced with (the store lost its memory) refuses the
+// node's deltas, which would add to counts it never had, and takes its live windows instead.
+TEST(Ledger, RefusesDeltasOfAnotherEpochAndCountsTheNodesLiveWindowsInstead) {
+    room_ledger ledger;
+    auto l = limits(100, 100);
+    auto first = ledger.sync("b", "dc", report(l), t0, 3000);
+    EXPECT_EQ(first.epoch, std::to_string(t0) + "/b");
+    EXPECT_FALSE(first.stale);
+
+    auto a = busy_report(l, 5);
+    a.epoch = "1000/gone";  // the epoch of a store that is no more
+    a.deltas.active.add(t0, 1);
+    a.deltas.admitted.add(t0, 1);
+    a.live.active.add(t0 - 10'000, 6);
+    a.live.active.add(t0, 1);
+    a.live.admitted.add(t0, 7);
+    a.live.waiting.add({t0 - 10'000, t0}, 4);
+    a.held = 3;
+    auto g = ledger.sync("a", "dc", a, t0 + 100, 3000, 42);
+    EXPECT_TRUE(g.stale);
+    EXPECT_EQ(g.counts.active, 0);
+    EXPECT_EQ(ledger.held_total(), first.counts.held) << "a stale report touches nothing";
+    EXPECT_EQ(ledger.counts(l, t0 + 100).datacenters.at(0).nodes, 1u);
+
+    a.full = true;
+    g = ledger.sync("a", "dc", a, t0 + 100, 3000, 42);
+    EXPECT_FALSE(g.stale);
+    EXPECT_EQ(g.epoch, first.epoch);
+    EXPECT_EQ(g.counts.active, 7);
+    EXPECT_EQ(g.counts.admitted_last_minute, 7);
+    ASSERT_EQ(g.counts.waiting.size(), 1u);
+    EXPECT_EQ(g.counts.waiting[0].second, 4);
+    EXPECT_EQ(ledger.held_by("a"), 3) << "the re-report claims the pool's slots";
+    // Other nodes may still have to re-report: nothing granted for one node TTL of the epoch.
+    EXPECT_EQ(g.granted, 0);
+    EXPECT_EQ(ledger.top_up("a", "dc", l, 5, t0 + 150, g.epoch), 0);
+
+    // Its answer lost, the same batch again (as deltas): the ledger knows it, counts nothing.
+    a.full = false;
+    g = ledger.sync("a", "dc", a, t0 + 200, 3000, 42);
+    EXPECT_FALSE(g.stale);
+    EXPECT_EQ(g.counts.active, 7);
+    // Then deltas under the ledger's epoch add up as before.
+    auto next = report(l);
+    next.epoch = g.epoch;
+    next.deltas.active.add(t0, 2);
+    g = ledger.sync("a", "dc", next, t0 + 300, 3000, 43);
+    EXPECT_EQ(g.counts.active, 9);
+    EXPECT_EQ(ledger.top_up("a", "dc", l, 5, t0 + 3000, g.epoch), 5) << "every node re-reported";
+}
+
+TEST(Ledger, TopUpGivesNothingToANodeOfAnotherEpoch) {
+    room_ledger ledger;
+    auto l = limits(100, 100);
+    auto g = ledger.sync("a", "dc", report(l), t0, 3000);
+    EXPECT_EQ(ledger.top_up("a", "dc", l, 5, t0 + 10, "1000/gone"), 0);
+    EXPECT_EQ(ledger.top_up("a", "dc", l, 5, t0 + 10, g.epoch), 5);
+    EXPECT_EQ(ledger.top_up("b", "dc", l, 1, t0 + 10), 1) << "a node that knows none yet";
+}
+
 TEST(Ledger, MovesBetweenWindowsKeepTheTotal) {
     room_ledger ledger;
     auto l = limits(100, 100);

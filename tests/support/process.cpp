@@ -131,6 +131,10 @@ child_process::child_process(const std::string& program, const std::vector<std::
                                      O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path_.c_str(),
                                      O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    // Nothing else of the test process goes with it: Asio opens sockets without CLOEXEC, and a
+    // daemon that inherited a test origin's listener kept that port open (queued connections
+    // nobody answered) after the test had stopped the origin.
+    posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
 
     // The child starts with default signal handling and nothing blocked, whatever the test
     // process (gtest, a test origin thread) did to its own.

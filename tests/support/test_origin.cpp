@@ -480,8 +480,10 @@ struct test_origin::impl {
     }
 };
 
-test_origin::test_origin() : impl_(std::make_unique<impl>()) {
-    tcp::endpoint ep{asio::ip::make_address("127.0.0.1"), 0};
+test_origin::test_origin() : test_origin(0) {}
+
+test_origin::test_origin(std::uint16_t port) : impl_(std::make_unique<impl>()) {
+    tcp::endpoint ep{asio::ip::make_address("127.0.0.1"), port};
     impl_->acceptor.open(ep.protocol());
     impl_->acceptor.set_option(asio::socket_base::reuse_address(true));
     impl_->acceptor.bind(ep);

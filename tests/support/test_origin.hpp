@@ -48,6 +48,8 @@ class test_origin {
   public:
     // Binds 127.0.0.1:0 and starts serving on its own thread.
     test_origin();
+    // Binds 127.0.0.1:`port` (the port of an origin stopped before: a restarted origin).
+    explicit test_origin(std::uint16_t port);
     // Stops the thread and closes every connection.
     ~test_origin();
     test_origin(const test_origin&) = delete;

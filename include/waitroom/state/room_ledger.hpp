@@ -19,12 +19,20 @@ class room_ledger {
     // Applies one node's report for this room; returns the aggregated state and its lease. A
     // report of the batch this node last had applied (`batch` ≠ 0) changes no count: it only
     // answers again.
+    // The ledger has an epoch, made by its first sync: a report naming another one (the node
+    // knew a store that lost its memory) is refused as `stale` unless it is `full`, which
+    // counts the node's live windows and sets its held slots instead of applying deltas. After
+    // a stale report the ledger grants nothing until one node TTL after its epoch began: by
+    // then every live node has re-reported.
     room_grant sync(const std::string& node_id, const std::string& datacenter,
                     const room_report& report, std::int64_t now_ms, std::int64_t node_ttl_ms,
                     std::uint64_t batch = 0);
     // Grants up to `want` slots from the capacity not leased yet.
+    // Nothing for a node that names another epoch ("" names none): the counts miss its windows;
+    // nothing either while live nodes may still have to re-report (see sync).
     std::int64_t top_up(const std::string& node_id, const std::string& datacenter,
-                        const room::room_limits& limits, std::int64_t want, std::int64_t now_ms);
+                        const room::room_limits& limits, std::int64_t want, std::int64_t now_ms,
+                        const std::string& epoch = {});
 
     // Current aggregated state (also what the admin API of a node sees after a sync).
     room::room_counts counts(const room::room_limits& limits, std::int64_t now_ms) const;
@@ -44,7 +52,7 @@ class room_ledger {
         std::int64_t last_seen = 0;
         std::uint64_t batch = 0;  // the last batch of this node applied here (node_report::batch)
     };
-    void apply(const room_report& r, std::int64_t now_ms);
+    void apply(const room::room_deltas& d, const room::room_limits& l, std::int64_t now_ms);
     void prune(const room::room_limits& limits, std::int64_t now_ms);
     void expire_nodes(std::int64_t now_ms, std::int64_t node_ttl_ms);
     node_entry& touch(const std::string& node_id, const std::string& datacenter,
@@ -56,6 +64,9 @@ class room_ledger {
     std::map<std::string, node_entry> nodes_;
     std::int64_t node_ttl_ms_ = 3'000;
     room_switch_values overrides_;
+    std::string epoch_;  // "<now_ms>/<node id>" of the first sync, as the Redis script makes it
+    std::int64_t epoch_at_ = 0;
+    std::int64_t refill_until_ = 0;  // no grant before (set by the first stale report)
 };
 
 }  // namespace waitroom::state

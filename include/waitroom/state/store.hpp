@@ -25,6 +25,15 @@ struct room_report {
     room::room_limits limits;  // in force at the node now (events applied)
     room::room_deltas deltas;  // counter deltas since the last successful sync (+ slots_used)
     std::int64_t slots_returned = 0;  // unused slots handed back (taken out of the node's pool)
+    // The store epoch this node last had answered for the room ("" before any). A store that
+    // lost its memory (Redis restarted empty) has another one: it refuses the deltas (they add
+    // to counts it no longer has) and takes `live` instead (see room_grant::stale).
+    std::string epoch;
+    // Everything this node has counted into the room's live windows (admitted, active, waiting),
+    // this report's deltas included: what it re-reports to a store that lost its memory.
+    room::room_deltas live;
+    std::int64_t held = 0;  // leased slots in the node's pool now (the lease a re-report claims)
+    bool full = false;      // set by the store: this sync re-reports `live` and `held`
 };
 
 // One sync of one node: also its heartbeat.
@@ -57,6 +66,9 @@ struct room_grant {
     std::int64_t granted = 0;      // slots added to this node's lease
     std::int64_t release = 0;      // lease above this node's share: give back at the next sync
     room_switch_values overrides;  // the room's run-time switches now
+    std::string epoch;             // the store's epoch for the room (made by its first sync)
+    // The report's epoch was not the store's: nothing was applied, send it again with `full`.
+    bool stale = false;
 };
 
 struct sync_result {
@@ -71,6 +83,9 @@ struct top_up_request {
     room::room_limits limits;
     std::int64_t want = 1;
     std::int64_t now_ms = 0;
+    // As room_report::epoch: a store with another epoch grants nothing until this node's next
+    // sync has re-reported its windows (its counts are missing them).
+    std::string epoch;
 };
 
 struct top_up_result {

@@ -176,6 +176,11 @@ class sync_task {
     std::map<std::string, std::int64_t> cancel_used_;
     std::function<void(bool, std::int64_t)> on_degraded_change_;
     std::map<std::string, std::uint64_t> top_ups_by_room_;  // room → top-ups asked (metric)
+    // What the store holds of this node, per room: its epoch and the node's live windows as
+    // applied there (every applied delta summed, dead windows dropped: a few dozen entries).
+    // A store that lost its memory answers with another epoch, and these go to it again.
+    std::map<std::string, std::string> epochs_;
+    std::map<std::string, room::room_deltas> reported_;
     std::function<void(std::chrono::nanoseconds, std::error_code)> on_sync_complete_;
 };
 

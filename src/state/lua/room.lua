@@ -7,7 +7,12 @@
 --   2 active    hash  window start (ms)           -> admitted visitors last seen in it
 --   3 waiting   hash  "bucket:window" (ms)        -> queued visitors
 --   4 nodes     hash  node id -> "last_seen held demand batch datacenter"
---   5 meta      hash  node_ttl (the TTL of the last sync; top-ups expire nodes with it)
+--   5 meta      hash  node_ttl (the TTL of the last sync; top-ups expire nodes with it),
+--                     epoch ("<now>/<node id>" of the first sync: a Redis that restarted empty
+--                     has none, so its next sync makes another and nodes see it changed),
+--                     epoch_at (its now), refill_until (set by the first stale report: until
+--                     then, one node TTL after epoch_at, every live node re-reports and
+--                     nothing is granted, since the counts still miss some nodes' visitors)
 --   6 overrides hash  queue_all, suspended -> "0" | "1" (run-time switches; absent = unset)
 -- ARGV:
 --   1 "sync" | "top_up" | "overrides"
@@ -17,13 +22,21 @@
 --   9 window_ms  10 rate_window_ms  11 rate_span_ms  12 needs_slots (1 | 0)
 --   sync:   13 node_ttl_ms  14 slots_used  15 slots_returned  16 demand
 --           17 batch (node_report::batch, "0" = none)
---           18 n, then n pairs (sub-window, delta) for admitted
+--           18 epoch the node last had answered ("" = none)
+--           19 held: "-1" = the windows below are deltas; a count = they are the node's live
+--              totals (a re-report to a store whose epoch was not the node's) and it holds
+--              that many leased slots (slots_used and slots_returned are then ignored)
+--           20 n, then n pairs (sub-window, delta) for admitted
 --           then m, then m pairs (window, delta) for active
 --           then k, then k triples (bucket, window, delta) for waiting
---   top_up: 13 want
+--   top_up: 13 want  14 epoch the node last had answered ("" = none)
 -- Returns, sync:   {granted, release, active, admitted_last_minute, held,
---                   {bucket, queued, ...}, {datacenter, nodes, ...}, {queue_all, suspended}}
---          top_up: granted
+--                   {bucket, queued, ...}, {datacenter, nodes, ...}, {queue_all, suspended},
+--                   epoch}
+--                  or "stale" when ARGV[18] is another epoch and ARGV[19] is "-1": nothing
+--                  was applied (no node touched), the node sends its live totals instead
+--          top_up: granted (0 while ARGV[14] is set and is not the room's epoch, and
+--                  before refill_until)
 --          overrides: {queue_all, suspended}
 -- (a switch is -1 when unset, else 0 or 1)
 
@@ -161,7 +174,10 @@ if op == 'top_up' then
     local want = tonumber(ARGV[13])
     local nodes, ids, me = load_nodes(node_ttl)
     local granted = 0
-    if L.needs_slots and want > 0 then
+    local m = redis.call('HMGET', KEYS[5], 'epoch', 'refill_until')
+    local epoch_ok = ARGV[14] == '' or ARGV[14] == m[1]
+    local refilling = now < (tonumber(m[2]) or 0)
+    if L.needs_slots and want > 0 and epoch_ok and not refilling then
         local cap = capacity(live_sum(KEYS[2], active_live, false),
                              live_sum(KEYS[1], rate_live, false))
         local free_unheld = math.max(0, cap - held_total(nodes, ids))
@@ -180,11 +196,28 @@ end
 -- sync
 local node_ttl = tonumber(ARGV[13])
 redis.call('HSET', KEYS[5], 'node_ttl', ARGV[13])
+local m = redis.call('HMGET', KEYS[5], 'epoch', 'epoch_at', 'refill_until')
+local epoch, epoch_at, refill_until = m[1], tonumber(m[2]) or now, tonumber(m[3]) or 0
+if not epoch then
+    epoch = ARGV[4] .. '/' .. node_id
+    redis.call('HSET', KEYS[5], 'epoch', epoch, 'epoch_at', ARGV[4])
+end
 local nodes, ids, me = load_nodes(node_ttl)
 
 -- A resend of the batch this node last had applied (its answer was lost) changes no count:
 -- counting it again would count its visitors twice.
 local applied_before = ARGV[17] ~= '0' and ARGV[17] == me.batch
+-- Deltas from a node that knew another epoch add to counts this store never had: it must
+-- re-report all of its live windows instead (nothing saved, not even its heartbeat).
+local full = ARGV[19] ~= '-1'
+if not applied_before and not full and ARGV[18] ~= '' and ARGV[18] ~= epoch then
+    -- The store lost its memory: until every live node has re-reported (one node TTL after
+    -- the epoch began) its counts are short, and it grants nothing.
+    if refill_until == 0 then
+        redis.call('HSET', KEYS[5], 'refill_until', string.format('%d', epoch_at + node_ttl))
+    end
+    return 'stale'
+end
 me.batch = ARGV[17]
 
 -- Deltas for windows that stopped counting change nothing: skip them rather than resurrect.
@@ -200,7 +233,7 @@ local function merge_windows(i, live, key)
 end
 
 if not applied_before then
-    local i = merge_windows(18, rate_live, KEYS[1])
+    local i = merge_windows(20, rate_live, KEYS[1])
     i = merge_windows(i, active_live, KEYS[2])
     local n = tonumber(ARGV[i])
     for j = 1, n do
@@ -232,7 +265,11 @@ end
 table.sort(buckets)
 
 if not applied_before then
-    me.held = math.max(0, me.held - tonumber(ARGV[14]) - tonumber(ARGV[15]))
+    if full then
+        me.held = math.max(0, tonumber(ARGV[19]))
+    else
+        me.held = math.max(0, me.held - tonumber(ARGV[14]) - tonumber(ARGV[15]))
+    end
     -- Demand decays by half each sync: the share follows the last couple of intervals.
     me.demand = me.demand / 2 + tonumber(ARGV[16])
 end
@@ -244,6 +281,7 @@ if L.needs_slots then
     -- node's decayed demand + 1, so the rest of the free capacity stays free for top-ups.
     local cap = capacity(active, admitted)
     local free_unheld = math.max(0, cap - held_total(nodes, ids))
+    if now < refill_until then free_unheld = 0 end
     local total_demand = 0
     for _, id in ipairs(ids) do total_demand = total_demand + nodes[id].demand end
     local share
@@ -286,4 +324,4 @@ for _, id in ipairs(ids) do
     dcs[dc_index[dc]] = dcs[dc_index[dc]] + 1
 end
 return {granted, release, math.max(0, active), math.max(0, admitted),
-        held_total(nodes, ids), waiting, dcs, read_overrides()}
+        held_total(nodes, ids), waiting, dcs, read_overrides(), epoch}
