@@ -41,7 +41,8 @@ target request_head    "${gateway_head_src}"               "${net_libs}"
 target chunked_body    "${gateway_head_src}"               "${net_libs}"
 target config_load     "${config_src}"                     "-lyaml-cpp -lspdlog -lfmt -pthread"
 target page_render     "${pages_src} ${config_src} ${room_src}" "-lyaml-cpp -lspdlog -lfmt -pthread"
-names=(cookie_decode request_head chunked_body config_load page_render)
+target request_target  "src/util/request_target.cpp src/room/router.cpp" ""
+names=(cookie_decode request_head chunked_body config_load page_render request_target)
 for n in "${!sources[@]}"; do
   [[ " ${names[*]} " == *" ${n} "* ]] || names+=("${n}")
 done
