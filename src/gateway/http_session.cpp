@@ -225,8 +225,10 @@ http_session<Stream>::~http_session() {
 template <class Stream>
 char* http_session<Stream>::piece(std::size_t room) {
     if (piece_capacity_ < room) {
-        // Once per connection (again only if a reload raised limits.request_buffer).
-        piece_ = std::make_unique<char[]>(room);
+        // Once per connection (again only if a reload raised limits.request_buffer). Not
+        // zero-filled: a page is committed only when bytes land in it, so a connection that
+        // announces a body and sends little holds little memory.
+        piece_ = std::make_unique_for_overwrite<char[]>(room);
         piece_capacity_ = room;
     }
     return piece_.get();

@@ -24,10 +24,11 @@ work="${FUZZ_WORK:-${root}/build-fuzz}"
 # (templates and the Lua script compiled in); asio_impl.cpp is Asio's and Beast's separate
 # compilation, needed by whatever includes gateway headers.
 cookie_src="src/cookie/base64.cpp src/cookie/codec.cpp src/cookie/error.cpp
-  src/cookie/http_cookie.cpp src/cookie/key_ring.cpp"
+  src/cookie/http_cookie.cpp src/cookie/key_ring.cpp src/config/secret_file.cpp"
 gateway_head_src="src/gateway/forward_headers.cpp src/gateway/message_head.cpp
   src/gateway/outgoing_message.cpp src/net/asio_impl.cpp"
-config_src="src/config/config.cpp src/config/load.cpp src/config/values.cpp src/util/clock.cpp"
+config_src="src/config/config.cpp src/config/load.cpp src/config/values.cpp src/config/secret_file.cpp
+  src/util/clock.cpp src/util/request_target.cpp"
 room_src="src/room/page_model.cpp"
 # page_render_fuzz.cpp includes page_renderer.cpp itself (to reach its internals).
 pages_src="@gen/src/gateway/builtin_templates.cpp"
