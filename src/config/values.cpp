@@ -207,7 +207,9 @@ std::optional<time_point> parse_rfc3339(std::string_view s) {
         return std::nullopt;
     }
     year_month_day ymd{year{*y}, month{static_cast<unsigned>(*mo)}, day{static_cast<unsigned>(*d)}};
-    if (!ymd.ok() || *h > 23 || *mi > 59 || *se > 59) {
+    // The clock counts nanoseconds in 64 bits (years 1677-2262): a year past that range would
+    // overflow the conversion, so times are kept between 1970 and 2200.
+    if (!ymd.ok() || *y < 1970 || *y > 2200 || *h > 23 || *mi > 59 || *se > 59) {
         return std::nullopt;
     }
     std::size_t i = 19;

@@ -67,6 +67,15 @@ TEST(ParseRfc3339, RejectsMissingZoneImpossibleDatesAndOtherLayouts) {
     EXPECT_FALSE(parse_rfc3339("2026-12-01T10:00:00.Z"));
 }
 
+TEST(ParseRfc3339, RefusesYearsTheClockCannotHoldInsteadOfOverflowing) {
+    EXPECT_FALSE(parse_rfc3339("9999-12-31T23:59:59Z"));
+    EXPECT_FALSE(parse_rfc3339("2263-01-01T00:00:00Z"));
+    EXPECT_FALSE(parse_rfc3339("1900-01-01T00:00:00Z"));
+    auto last = parse_rfc3339("2200-12-31T23:59:59.999999999+00:00");
+    ASSERT_TRUE(last);
+    EXPECT_GT(*last, *parse_rfc3339("2200-01-01T00:00:00Z"));
+}
+
 TEST(ParseCidr, MapsIpv4IntoIpv6AndClearsHostBits) {
     auto v4 = parse_cidr("10.1.2.3/8");
     ASSERT_TRUE(v4);

@@ -19,7 +19,7 @@ std::optional<duration> parse_duration(std::string_view text);
 // "16384", "16KiB", "1MiB", "1GiB" (also KB/MB/GB = powers of 1000, and B).
 std::optional<std::uint64_t> parse_size(std::string_view text);
 
-// RFC 3339: "2026-12-01T10:00:00Z", "2026-12-01T11:00:00.5+01:00".
+// RFC 3339: "2026-12-01T10:00:00Z", "2026-12-01T11:00:00.5+01:00"; years 1970-2200.
 std::optional<time_point> parse_rfc3339(std::string_view text);
 
 // "10.0.0.0/8", "2001:db8::/32", or a single address. IPv4 becomes v4-mapped IPv6 (prefix + 96);
