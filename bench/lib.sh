@@ -10,6 +10,20 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# require_waitroomd BUILD_DIR: sets `waitroomd` to the built daemon, or stops with how to build it.
+require_waitroomd() {
+  waitroomd="$1/src/waitroomd"
+  [[ -x "$waitroomd" ]] || { echo "build first: scripts/build.sh $1" >&2; exit 1; }
+}
+# require_tools TOOL...: installs the bench profile (scripts/install-deps.sh bench) when any is
+# missing.
+require_tools() {
+  local t
+  for t in "$@"; do
+    command -v "$t" >/dev/null || { scripts/install-deps.sh bench; return; }
+  done
+}
+
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() { for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; return 1; }
 

@@ -18,12 +18,11 @@ build="${1:-build}"
 secs="${2:-60}"
 rates="${3:-250 1000}"
 new_share="${NEW_SHARE:-0.2}"
-waitroomd="$build/src/waitroomd"
-[[ -x "$waitroomd" ]] || { echo "build first: ninja -C $build waitroomd" >&2; exit 1; }
-command -v wrk >/dev/null && command -v nginx >/dev/null || scripts/install-deps.sh bench
 command -v redis-server >/dev/null || { echo "needs redis-server (scripts/install-deps.sh)" >&2; exit 1; }
 
 . bench/lib.sh
+require_waitroomd "$build"
+require_tools wrk nginx curl
 
 nodes=3
 redis_port=$(free_port); origin_port=$(free_port)

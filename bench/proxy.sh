@@ -22,15 +22,11 @@ cd "$(dirname "$0")/.."
 build="${1:-build}"
 secs="${2:-10}"
 conns="${3:-64}"
-waitroomd="$build/src/waitroomd"
-[[ -x "$waitroomd" ]] || { echo "build first: scripts/build.sh $build" >&2; exit 1; }
-# strace and valgrind only for SYSCALLS=1 / INSTRUCTIONS=1; install-deps.sh bench has all four.
-for tool in wrk nginx $([[ "${SYSCALLS:-0}" == 1 ]] && echo strace) \
-            $([[ "${INSTRUCTIONS:-0}" == 1 ]] && echo valgrind); do
-  command -v "$tool" >/dev/null || { scripts/install-deps.sh bench; break; }
-done
-
 . bench/lib.sh
+require_waitroomd "$build"
+# strace and valgrind only for SYSCALLS=1 / INSTRUCTIONS=1; install-deps.sh bench has all four.
+require_tools wrk nginx $([[ "${SYSCALLS:-0}" == 1 ]] && echo strace) \
+              $([[ "${INSTRUCTIONS:-0}" == 1 ]] && echo valgrind)
 
 origin_port=$(free_port); nginx_port=$(free_port); wr_port=$(free_port); admin_port=$(free_port)
 mkdir -p "$work/proxy"

@@ -34,14 +34,11 @@ pace="${SOAK_PACE_MS:-2}"
 threads="${SOAK_THREADS:-4}"
 fd_slack="${SOAK_FD_SLACK:-8}"
 out="${SOAK_OUT:-$build/soak}"
-waitroomd="$build/src/waitroomd"
-[[ -x "$waitroomd" ]] || { echo "build first: scripts/build.sh $build" >&2; exit 1; }
-for tool in wrk nginx gnuplot curl; do
-  command -v "$tool" >/dev/null || { scripts/install-deps.sh bench; break; }
-done
 ((secs >= 20)) || { echo "SOAK_SECONDS must be at least 20" >&2; exit 2; }
 
 . bench/lib.sh
+require_waitroomd "$build"
+require_tools wrk nginx gnuplot curl
 mkdir -p "$out"
 
 origin_port=$(free_port); wr_port=$(free_port)
