@@ -49,39 +49,6 @@ struct client::batch {
 
 namespace {
 
-value convert(const redisReply* r) {
-    value v;
-    switch (r->type) {
-        case REDIS_REPLY_INTEGER:
-            v.type = value::kind::integer;
-            v.integer = r->integer;
-            break;
-        case REDIS_REPLY_STRING:
-            v.type = value::kind::string;
-            v.str.assign(r->str, r->len);
-            break;
-        case REDIS_REPLY_STATUS:
-            v.type = value::kind::status;
-            v.str.assign(r->str, r->len);
-            break;
-        case REDIS_REPLY_ERROR:
-            v.type = value::kind::error;
-            v.str.assign(r->str, r->len);
-            break;
-        case REDIS_REPLY_ARRAY:
-            v.type = value::kind::array;
-            v.elements.reserve(r->elements);
-            for (std::size_t i = 0; i < r->elements; ++i) {
-                v.elements.push_back(convert(r->element[i]));
-            }
-            break;
-        default:
-            v.type = value::kind::nil;
-            break;
-    }
-    return v;
-}
-
 // privdata of one command: its batch and its place in it.
 struct slot {
     std::shared_ptr<client::batch> b;
@@ -101,7 +68,7 @@ static void on_reply(redisAsyncContext*, void* reply, void* privdata) {
     if (reply == nullptr) {
         b->lost = true;
     } else {
-        b->replies[s->index] = convert(static_cast<redisReply*>(reply));
+        b->replies[s->index] = from_reply(*static_cast<redisReply*>(reply));
     }
     ++b->got;
     if (!b->posted && (b->lost || b->got == b->cmds.size())) {
@@ -237,6 +204,7 @@ void client::open(const std::string& address) {
         return;
     }
     ac_ = ac;
+    bound_replies(*ac->c.reader, budget_);
     attach(ac, strand_, [w = weak_from_this()] {
         if (auto c = w.lock()) {
             c->on_gone();

@@ -61,6 +61,7 @@ class client : public std::enable_shared_from_this<client> {
     redis_options opt_;
     phase phase_ = phase::idle;
     redisAsyncContext* ac_ = nullptr;
+    reply_budget budget_;  // ac_'s reader bounds each reply with it (bound_replies)
     boost::asio::steady_timer backoff_timer_;
     boost::asio::ip::tcp::resolver resolver_;  // host names only: hiredis would block in DNS
     std::chrono::milliseconds backoff_;

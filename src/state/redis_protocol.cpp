@@ -1,8 +1,11 @@
 #include "redis_protocol.hpp"
 
+#include <hiredis/hiredis.h>
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <cstdio>
 
 #include "waitroom/state/error.hpp"
@@ -168,6 +171,121 @@ command overrides_command(std::string_view prefix, const override_write& w) {
 
 command script_load_command() {
     return {"SCRIPT", "LOAD", std::string(room_script())};
+}
+
+namespace {
+
+// The reply builders below make exactly the trees hiredis's defaults make (calloc'd redisReply,
+// malloc'd text, each child linked into its parent's slot), so freeReplyObject frees them.
+redisReply* new_reply(const redisReadTask* task, int type) {
+    auto* r = static_cast<redisReply*>(std::calloc(1, sizeof(redisReply)));
+    if (r != nullptr) {
+        r->type = type;
+        if (task->parent != nullptr) {
+            static_cast<redisReply*>(task->parent->obj)->element[task->idx] = r;
+        }
+    }
+    return r;
+}
+
+void* new_string(const redisReadTask* task, char* str, std::size_t len) {
+    char* text = static_cast<char*>(std::malloc(len + 1));
+    if (text == nullptr) {
+        return nullptr;
+    }
+    std::memcpy(text, str, len);
+    text[len] = '\0';
+    redisReply* r = new_reply(task, task->type);
+    if (r == nullptr) {
+        std::free(text);
+        return nullptr;
+    }
+    r->str = text;
+    r->len = len;
+    return r;
+}
+
+void* new_array(const redisReadTask* task, int elements) {
+    auto* budget = static_cast<reply_budget*>(task->privdata);
+    if (task->parent == nullptr) {
+        budget->left = max_reply_elements;  // a new reply
+    }
+    // hiredis 0.14 passes a count that did not fit an int truncated: negative means garbage.
+    if (elements < 0 || elements > budget->left) {
+        return nullptr;  // the reader reports "Out of memory" and stops
+    }
+    budget->left -= elements;
+    redisReply** slots = nullptr;
+    if (elements > 0) {
+        slots = static_cast<redisReply**>(std::calloc(static_cast<std::size_t>(elements),
+                                                      sizeof(redisReply*)));
+        if (slots == nullptr) {
+            return nullptr;
+        }
+    }
+    redisReply* r = new_reply(task, REDIS_REPLY_ARRAY);
+    if (r == nullptr) {
+        std::free(slots);
+        return nullptr;
+    }
+    r->element = slots;
+    r->elements = static_cast<std::size_t>(elements);
+    return r;
+}
+
+void* new_integer(const redisReadTask* task, long long v) {
+    redisReply* r = new_reply(task, REDIS_REPLY_INTEGER);
+    if (r != nullptr) {
+        r->integer = v;
+    }
+    return r;
+}
+
+void* new_nil(const redisReadTask* task) { return new_reply(task, REDIS_REPLY_NIL); }
+
+void free_reply(void* r) { freeReplyObject(r); }
+
+redisReplyObjectFunctions bounded_builders{new_string, new_array, new_integer, new_nil,
+                                           free_reply};
+
+}  // namespace
+
+void bound_replies(redisReader& reader, reply_budget& budget) {
+    reader.fn = &bounded_builders;
+    reader.privdata = &budget;
+}
+
+value from_reply(const redisReply& r) {
+    value v;
+    switch (r.type) {
+        case REDIS_REPLY_INTEGER:
+            v.type = value::kind::integer;
+            v.integer = r.integer;
+            break;
+        case REDIS_REPLY_STRING:
+            v.type = value::kind::string;
+            v.str.assign(r.str, r.len);
+            break;
+        case REDIS_REPLY_STATUS:
+            v.type = value::kind::status;
+            v.str.assign(r.str, r.len);
+            break;
+        case REDIS_REPLY_ERROR:
+            v.type = value::kind::error;
+            v.str.assign(r.str, r.len);
+            break;
+        case REDIS_REPLY_ARRAY:
+            v.type = value::kind::array;
+            v.elements.reserve(r.elements);
+            for (std::size_t i = 0; i < r.elements; ++i) {
+                v.elements.push_back(from_reply(*r.element[i]));
+            }
+            break;
+        default:
+            v.type = value::kind::nil;
+            break;
+    }
+    return v;
 }
 
 bool is_noscript(const value& v) {

@@ -11,6 +11,9 @@
 
 #include "waitroom/state/store.hpp"
 
+struct redisReply;   // hiredis's reply tree
+struct redisReader;  // hiredis's reply reader
+
 namespace waitroom::state::redis {
 
 // A reply, copied out of hiredis's reply tree (which is freed when its callback returns).
@@ -41,6 +44,22 @@ command top_up_command(std::string_view prefix, const top_up_request& req);
 // EVALSHA <sha> 6 <keys> overrides ... (admin PATCH; a reload clearing a key).
 command overrides_command(std::string_view prefix, const override_write& w);
 command script_load_command();
+
+// hiredis's reader allocates an array's element slots as soon as it reads the count, before any
+// element has arrived: the eleven bytes `*200000000\r\n` would cost 1.6 GB. bound_replies()
+// gives `reader` reply builders that make the same reply trees as hiredis's own, but refuse a
+// reply whose arrays hold more than `max_reply_elements` elements in all. The reader then fails
+// ("Out of memory"), and the connection is dropped as on any protocol error. `budget` belongs to
+// the connection and must outlive the reader.
+inline constexpr std::int64_t max_reply_elements = std::int64_t{1} << 20;
+struct reply_budget {
+    std::int64_t left = max_reply_elements;
+};
+void bound_replies(redisReader& reader, reply_budget& budget);
+
+// A copy of hiredis's reply `r`, arrays with all their elements (hiredis's reader bounds the
+// nesting), unknown types as nil.
+value from_reply(const redisReply& r);
 
 // The script was not in the server's cache (after a restart or SCRIPT FLUSH).
 bool is_noscript(const value& v);

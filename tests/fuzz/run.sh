@@ -31,6 +31,7 @@ config_src="src/config/config.cpp src/config/load.cpp src/config/values.cpp src/
   src/util/clock.cpp src/util/request_target.cpp"
 room_src="src/room/page_model.cpp"
 # page_render_fuzz.cpp includes page_renderer.cpp itself (to reach its internals).
+state_src="src/state/redis_protocol.cpp src/state/error.cpp @gen/src/state/redis_scripts.cpp"
 pages_src="@gen/src/gateway/builtin_templates.cpp"
 net_libs="-lssl -lcrypto -lspdlog -lfmt -pthread"
 
@@ -43,7 +44,8 @@ target chunked_body    "${gateway_head_src}"               "${net_libs}"
 target config_load     "${config_src}"                     "-lyaml-cpp -lspdlog -lfmt -pthread"
 target page_render     "${pages_src} ${config_src} ${room_src}" "-lyaml-cpp -lspdlog -lfmt -pthread"
 target request_target  "src/util/request_target.cpp src/room/router.cpp" ""
-names=(cookie_decode request_head chunked_body config_load page_render request_target)
+target redis_reply     "${state_src}"                      "-lhiredis -lcrypto"
+names=(cookie_decode request_head chunked_body config_load page_render request_target redis_reply)
 for n in "${!sources[@]}"; do
   [[ " ${names[*]} " == *" ${n} "* ]] || names+=("${n}")
 done

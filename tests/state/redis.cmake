@@ -5,6 +5,6 @@ waitroom_add_test(redis_store_test
   LABELS redis)
 waitroom_add_test(redis_protocol_test
   SOURCES redis_protocol_test.cpp
-  LIBS waitroom_state
+  LIBS waitroom_state PkgConfig::HIREDIS
   LABELS unit)
 target_include_directories(redis_protocol_test PRIVATE ${PROJECT_SOURCE_DIR}/src/state)

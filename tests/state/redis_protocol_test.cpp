@@ -2,6 +2,11 @@
 // decoding of its answers (malformed answers are errors, never crashes).
 
 #include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "redis_protocol.hpp"
 #include "waitroom/state/error.hpp"
@@ -219,6 +224,68 @@ TEST(RedisProtocol, RecognisesNoscript) {
     EXPECT_TRUE(is_noscript(text("NOSCRIPT No matching script.", value::kind::error)));
     EXPECT_FALSE(is_noscript(text("ERR wrong", value::kind::error)));
     EXPECT_FALSE(is_noscript(text("NOSCRIPT", value::kind::string)));
+}
+
+
+// Reads `bytes` with a reader that has the client's bounded reply builders; the replies it got
+// go to `out`, and the result is false when the reader refused the bytes.
+bool read_bounded(std::string_view bytes, std::vector<value>& out) {
+    redisReader* r = redisReaderCreate();
+    reply_budget budget;
+    bound_replies(*r, budget);
+    bool ok = redisReaderFeed(r, bytes.data(), bytes.size()) == REDIS_OK;
+    void* reply = nullptr;
+    while (ok && (ok = redisReaderGetReply(r, &reply) == REDIS_OK) && reply != nullptr) {
+        out.push_back(from_reply(*static_cast<redisReply*>(reply)));
+        freeReplyObject(reply);
+    }
+    redisReaderFree(r);
+    return ok;
+}
+
+TEST(RedisProtocol, BoundedReaderBuildsTheSameRepliesAsHiredis) {
+    std::vector<value> got;
+    ASSERT_TRUE(read_bounded("*3\r\n:7\r\n$3\r\nabc\r\n*2\r\n+OK\r\n$-1\r\n-ERR no\r\n*0\r\n", got));
+    ASSERT_EQ(got.size(), 3u);
+    ASSERT_EQ(got[0].type, value::kind::array);
+    ASSERT_EQ(got[0].elements.size(), 3u);
+    EXPECT_EQ(got[0].elements[0].integer, 7);
+    EXPECT_EQ(got[0].elements[1].str, "abc");
+    ASSERT_EQ(got[0].elements[2].elements.size(), 2u);
+    EXPECT_EQ(got[0].elements[2].elements[0].type, value::kind::status);
+    EXPECT_EQ(got[0].elements[2].elements[1].type, value::kind::nil);
+    EXPECT_TRUE(got[1].is_error());
+    EXPECT_EQ(got[1].str, "ERR no");
+    EXPECT_EQ(got[2].type, value::kind::array);
+    EXPECT_TRUE(got[2].elements.empty());
+}
+
+TEST(RedisProtocol, AnArrayCountPastTheBoundIsRefusedBeforeAnythingIsAllocated) {
+    // Eleven bytes that would make hiredis's own reader calloc 1.6 GB (found by the fuzzer).
+    std::vector<value> got;
+    EXPECT_FALSE(read_bounded("*200000000\r\n", got));
+    EXPECT_TRUE(got.empty());
+    // A count that does not fit hiredis 0.14's int.
+    EXPECT_FALSE(read_bounded("*4294967295\r\n", got));
+    // Exactly the bound is allowed (the slots are allocated; the elements never arrive).
+    EXPECT_TRUE(read_bounded("*" + std::to_string(max_reply_elements) + "\r\n", got));
+}
+
+TEST(RedisProtocol, TheBoundCountsEveryArrayOfOneReplyAndRestartsWithTheNext) {
+    // An array of more than half the bound, its elements all sent.
+    const std::int64_t half = max_reply_elements / 2 + 1;
+    std::string full_half = "*" + std::to_string(half) + "\r\n";
+    for (std::int64_t i = 0; i < half; ++i) {
+        full_half += ":1\r\n";
+    }
+    // Two of them in one reply are past the bound...
+    std::vector<value> got;
+    EXPECT_FALSE(read_bounded("*2\r\n" + full_half + full_half, got));
+    EXPECT_TRUE(got.empty());
+    // ...but as two replies each has its own budget.
+    ASSERT_TRUE(read_bounded(full_half + full_half, got));
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[1].elements.size(), static_cast<std::size_t>(half));
 }
 
 }  // namespace

@@ -1,0 +1,92 @@
+// libFuzzer entry point for the Redis reply decoder: any bytes from the server, read by
+// hiredis's reply reader as the client reads them, copied out (from_reply) and decoded as the
+// room script's answers (sync grant, top-up, overrides, NOSCRIPT). The reader has the client's
+// bounded reply builders (bound_replies). Nothing may crash or allocate past the bound, and the
+// replies must be the same whether the bytes arrive at once or in small reads.
+// Built by tests/fuzz/run.sh with clang; also replayed by redis_reply_fuzz_replay under g++.
+
+#include <hiredis/hiredis.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "redis_protocol.hpp"
+
+namespace {
+
+using namespace waitroom::state;
+using redis::value;
+
+bool same(const value& a, const value& b) {
+    if (a.type != b.type || a.integer != b.integer || a.str != b.str ||
+        a.elements.size() != b.elements.size()) {
+        return false;
+    }
+    for (std::size_t i = 0; i < a.elements.size(); ++i) {
+        if (!same(a.elements[i], b.elements[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// The replies in `bytes` fed `step` at a time (0: at once); false when the reader failed.
+bool read_replies(std::string_view bytes, std::size_t step, std::vector<value>& out) {
+    redisReader* r = redisReaderCreate();
+    bool ok = r != nullptr;
+    redis::reply_budget budget;
+    if (ok) {
+        redis::bound_replies(*r, budget);
+    }
+    for (std::size_t at = 0; ok && at < bytes.size();) {
+        const std::size_t n = step == 0 ? bytes.size() : std::min(step, bytes.size() - at);
+        ok = redisReaderFeed(r, bytes.data() + at, n) == REDIS_OK;
+        at += n;
+        void* reply = nullptr;
+        while (ok && (ok = redisReaderGetReply(r, &reply) == REDIS_OK) && reply != nullptr) {
+            out.push_back(redis::from_reply(*static_cast<redisReply*>(reply)));
+            freeReplyObject(reply);
+            reply = nullptr;
+        }
+    }
+    if (r != nullptr) {
+        redisReaderFree(r);
+    }
+    return ok;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+    std::vector<value> whole;
+    std::vector<value> split;
+    const bool whole_ok = read_replies(bytes, 0, whole);
+    const bool split_ok = read_replies(bytes, 1 + size % 5, split);
+    if (whole_ok && split_ok) {
+        if (whole.size() != split.size()) {
+            std::abort();
+        }
+        for (std::size_t i = 0; i < whole.size(); ++i) {
+            if (!same(whole[i], split[i])) {
+                std::abort();
+            }
+        }
+    }
+    for (const value& v : whole) {
+        (void)redis::is_noscript(v);
+        room_grant g;
+        if (!redis::parse_grant(v, "shop", 1'800'000'000'000, g) && g.room != "shop") {
+            std::abort();
+        }
+        std::int64_t granted = 0;
+        (void)redis::parse_top_up(v, granted);
+        room_switch_values sw;
+        (void)redis::parse_overrides(v, sw);
+    }
+    return 0;
+}
