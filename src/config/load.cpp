@@ -404,6 +404,12 @@ fields::fields(loader& l, const YAML::Node& node, std::string path,
             std::string_view best;
             std::size_t best_d = std::max<std::size_t>(2, key.size() / 4) + 1;
             for (auto candidate : known) {
+                // The distance is at least the difference in length: a long unknown key costs
+                // nothing (it was quadratic in the key's length).
+                const std::size_t shortest = std::min(key.size(), candidate.size());
+                if (std::max(key.size(), candidate.size()) - shortest >= best_d) {
+                    continue;
+                }
                 std::size_t d = edit_distance(key, candidate);
                 if (d < best_d) {
                     best_d = d;
