@@ -577,7 +577,7 @@ void http_session<Stream>::on_origin(error_code ec, std::shared_ptr<origin_conne
         if (m != nullptr) {
             m->origin_errors(origin_error_kind(ec, true)).inc(state_->index);
         }
-        return send_error(502, "origin unreachable", request_has_body_);
+        return send_error(502, "origin unreachable", request_has_body_, {}, origin_error_headers());
     }
     if (m != nullptr) {
         (c->requests_served > 0 ? m->origin_reused() : m->origin_opened()).inc(state_->index);
@@ -824,7 +824,8 @@ void http_session<Stream>::on_read_response_header(error_code ec, std::size_t) {
         if (!websocket_) {
             spdlog::warn("gateway: origin answered 101 to a request that asked no upgrade");
             state_->pool->release(std::move(origin_), false);
-            return send_error(502, "origin switched protocols unasked", true);
+            return send_error(502, "origin switched protocols unasked", true,
+                              {}, origin_error_headers());
         }
         return start_tunnel();
     }
@@ -1059,9 +1060,19 @@ void http_session<Stream>::origin_failed(error_code ec, bool before_response) {
         m->origin_errors(origin_error_kind(ec, false)).inc(state_->index);
     }
     if (ec == beast::error::timeout && before_response) {
-        return send_error(504, "origin timed out", request_has_body_ && !parser_->is_done());
+        return send_error(504, "origin timed out", request_has_body_ && !parser_->is_done(), {},
+                          origin_error_headers());
     }
-    send_error(502, "origin connection failed", request_has_body_ && !parser_->is_done());
+    send_error(502, "origin connection failed", request_has_body_ && !parser_->is_done(),
+               {}, origin_error_headers());
+}
+
+// What the room filter adds to the gateway's own answer for an origin that did not answer.
+template <class Stream>
+header_list http_session<Stream>::origin_error_headers() {
+    header_list extra;
+    state_->ctx->filter().on_origin_error(extra, filter_.context);
+    return extra;
 }
 
 // ---- responses from memory and closing ------------------------------------------------------
@@ -1089,19 +1100,19 @@ void http_session<Stream>::send_response(unsigned status, const header_list& hea
 
 template <class Stream>
 void http_session<Stream>::send_error(unsigned status, std::string_view text, bool close,
-                                      std::string_view retry_after) {
+                                      std::string_view retry_after, header_list extra) {
     std::string body =
         std::to_string(status) + " " + reason_text(status) + "\n" + std::string(text) + "\n";
-    header_list headers{{"Content-Type", "text/plain; charset=utf-8"},
-                        {"Cache-Control", "no-store"}};
+    extra.insert(extra.begin(),
+                 {{"Content-Type", "text/plain; charset=utf-8"}, {"Cache-Control", "no-store"}});
     if (!retry_after.empty()) {
-        headers.emplace_back("Retry-After", std::string(retry_after));
+        extra.emplace_back("Retry-After", std::string(retry_after));
     }
     if (status == 405) {
         // Only CONNECT is refused so (RFC 9110 §15.5.6 wants the methods that are allowed).
-        headers.emplace_back("Allow", "GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH, TRACE");
+        extra.emplace_back("Allow", "GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH, TRACE");
     }
-    send_response(status, headers, std::move(body), nullptr, close);
+    send_response(status, extra, std::move(body), nullptr, close);
 }
 
 template <class Stream>

@@ -81,9 +81,10 @@ class http_session : public session_base,
     void origin_failed(error_code ec, bool before_response);
     void send_response(unsigned status, const header_list& headers, std::string body,
                        std::shared_ptr<const std::string> shared_body, bool close);
-    // `retry_after`: the value of a Retry-After field, "" for none.
+    // `retry_after`: the value of a Retry-After field, "" for none; `extra`: more fields.
     void send_error(unsigned status, std::string_view text, bool close,
-                    std::string_view retry_after = {});
+                    std::string_view retry_after = {}, header_list extra = {});
+    header_list origin_error_headers();
     void on_write_memory_response(bool close, error_code ec, std::size_t);
     template <class Handler>
     void write_client(Handler&& on_done);

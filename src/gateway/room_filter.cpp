@@ -473,7 +473,7 @@ void room_filter::on_response(response_head& res, const std::shared_ptr<void>& c
     if (revoke && c.room->config().revoke_enabled) {
         per_worker& w = worker(c.worker);
         auto now_ms = util::unix_ms(clock_.now());
-        auto p = c.runtime->engine->revoke(*c.room, w.ws, c.cookie, now_ms);
+        auto p = c.runtime->engine->revoke(*c.room, w.ws, c.cookie, now_ms, w.random);
         if (c.room->index() < w.room_metrics.size() &&
             w.runtime->engine.get() == c.runtime->engine.get()) {
             w.room_metrics[c.room->index()]->revoked.inc(c.worker);
@@ -490,6 +490,19 @@ void room_filter::on_response(response_head& res, const std::shared_ptr<void>& c
     }
     if (!c.set_cookie.empty()) {
         res.insert(http::field::set_cookie, c.set_cookie);
+    }
+}
+
+void room_filter::on_origin_error(header_list& headers, const std::shared_ptr<void>& context) {
+    // The decision counted this visitor (a new admission holds a place until its window ends):
+    // the gateway's own error answer carries the cookie, so the place is the visitor's and the
+    // next try passes as admitted instead of taking a second place or queueing.
+    if (!context) {
+        return;
+    }
+    const auto& c = *static_cast<const admitted_context*>(context.get());
+    if (!c.set_cookie.empty()) {
+        headers.emplace_back("Set-Cookie", c.set_cookie);
     }
 }
 

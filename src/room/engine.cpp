@@ -176,13 +176,26 @@ bool session_alive(const cookie::payload& c, const settings& s, const room_limit
                : active_window_live(floor_to(c.last_check_in, lim.window_ms), lim, now_ms);
 }
 
-// A queued visitor keeps their place: still counted as waiting, or not gone longer than the
-// rejoin time.
+// A queued cookie counted in a waiting window (a revoke's is not: its first request counts it).
+bool counted_waiting(const cookie::payload& c) {
+    return (c.flags & visitor_flags::uncounted) == 0;
+}
+
+// A queued cookie keeps its place while it is counted in a live waiting window. Out of one (it
+// lapsed, or it is a revoke's and was never counted) it keeps it for queue_rejoin_ms, and only
+// under the event it was issued under (`event_id`, the phase's now): a cookie held back past a
+// prequeue's start would otherwise stand ahead of everyone prequeued (and of the shuffle).
+// Without a check-in time it has no age, so it starts over.
 bool keeps_queue_place(const cookie::payload& c, const room_limits& lim, std::int64_t now_ms,
-                       const windowing& w) {
-    return c.last_check_in <= 0 ||
-           waiting_window_live(floor_to(c.last_check_in, lim.window_ms), lim, now_ms) ||
-           now_ms - c.last_check_in <= w.queue_rejoin_ms;
+                       const windowing& w, std::uint32_t event_id) {
+    if (c.last_check_in <= 0) {
+        return false;
+    }
+    if (counted_waiting(c) &&
+        waiting_window_live(floor_to(c.last_check_in, lim.window_ms), lim, now_ms)) {
+        return true;
+    }
+    return now_ms - c.last_check_in <= w.queue_rejoin_ms && c.event_id == event_id;
 }
 }  // namespace
 
@@ -216,6 +229,18 @@ worker_state::room_view& worker_state::view(const engine& e, const compiled_room
 
 void worker_state::flush() {
     node_.submit(deltas_);
+}
+
+bool worker_state::revoked_here(std::uint64_t ticket) const {
+    const std::size_t n = std::min(revoked_count_, revoked_here_.size());
+    return std::find(revoked_here_.begin(), revoked_here_.begin() + static_cast<std::ptrdiff_t>(n),
+                     ticket) != revoked_here_.begin() + static_cast<std::ptrdiff_t>(n);
+}
+
+void worker_state::remember_revoked(std::uint64_t ticket) {
+    if (!revoked_here(ticket)) {
+        revoked_here_[revoked_count_++ % revoked_here_.size()] = ticket;
+    }
 }
 
 // ---- engine ----------------------------------------------------------------------------------
@@ -308,6 +333,12 @@ decision engine::decide(const compiled_room& r, worker_state& ws,
         c = nullptr;
     }
 
+    // A session the origin revoked admits no more, on any node: its cookie is a new visitor's.
+    if (c != nullptr && c->accepted_at > 0 &&
+        (st.revoked(c->ticket) || (ws.revoked_count_ > 0 && ws.revoked_here(c->ticket)))) {
+        c = nullptr;
+    }
+
     // Admitted visitor: passes while the session lives; counted again when the window moves.
     if (c != nullptr && c->accepted_at > 0) {
         const std::int64_t old_w = floor_to(c->last_check_in, W);
@@ -336,13 +367,11 @@ decision engine::decide(const compiled_room& r, worker_state& ws,
     std::uint32_t event_id = ph.event_id;
     std::int64_t old_w = -1;  // live waiting window this visitor is counted in; -1 = none
     if (queued_cookie) {
-        if (c->last_check_in > 0) {
-            std::int64_t ow = floor_to(c->last_check_in, W);
-            if (waiting_window_live(ow, lim, now_ms)) {
-                old_w = ow;
-            }
+        queued_cookie = keeps_queue_place(*c, lim, now_ms, win_, ph.event_id);
+        const std::int64_t ow = floor_to(c->last_check_in, W);
+        if (queued_cookie && counted_waiting(*c) && waiting_window_live(ow, lim, now_ms)) {
+            old_w = ow;
         }
-        queued_cookie = keeps_queue_place(*c, lim, now_ms, win_);  // gone too long: starts over
         if (queued_cookie) {
             bucket = c->bucket;
             ticket = c->ticket;
@@ -351,15 +380,25 @@ decision engine::decide(const compiled_room& r, worker_state& ws,
     }
     if (!queued_cookie) {
         ticket = random();
-        bucket = now_w;
-        if (ph.prequeueing && ph.event->shuffle_at_event_start) {
-            // Shuffle without per-visitor state: a prequeued visitor's bucket is drawn from the
-            // prequeue span by its ticket, so the FIFO front admits them in random order at
-            // event start and every later arrival (bucket ≥ start) queues behind them.
-            std::int64_t first = floor_to(ph.prequeue_start_ms, W);
-            std::int64_t n = std::max<std::int64_t>(1, (ph.start_ms - first) / W);
-            bucket = first + static_cast<std::int64_t>(ticket % static_cast<std::uint64_t>(n)) * W;
-        }
+        bucket = arrival_bucket(ph, now_ms, ticket);
+    }
+
+    // One draw per refresh interval: a counted visitor back before the Refresh it was given
+    // (Cloudflare ignores refreshes before lastUpdated + refreshIntervalSeconds) gets the queue
+    // page again, with no lottery draw, no slot, no top-up and no counter move. Its waiting
+    // window outlives the interval (abandon_after_ms), so it stays counted as it is.
+    const std::int64_t given_ms =
+        old_w >= 0 ? static_cast<std::int64_t>(c->flags >> visitor_flags::refresh_shift) * 1000 : 0;
+    if (given_ms > 0 && now_ms < c->last_check_in + given_ms - win_.refresh_slack_ms &&
+        (s.method == queueing_method::fifo || s.method == queueing_method::random)) {
+        d.what = action::queue;
+        d.cookie = *c;
+        d.cookie_max_age_seconds = ceil_div_ms(win_.queue_rejoin_ms, 1000);
+        fill_page(r, s, ph, st, bucket, now_ms, false, d);
+        d.refresh_seconds =
+            std::max<std::int64_t>(1, ceil_div_ms(c->last_check_in + given_ms - now_ms, 1000));
+        d.page.refresh_interval_seconds = d.refresh_seconds;
+        return d;
     }
 
     bool admit = false;
@@ -433,7 +472,8 @@ decision engine::decide(const compiled_room& r, worker_state& ws,
         return d;
     }
 
-    // Queued: counted in (bucket, now's window); moved when the window changes.
+    // Queued: counted in (bucket, now's window); moved when the window changes. The cookie
+    // dates this request and carries the Refresh given, so the next draw is due then.
     d.what = action::queue;
     d.cookie.room = r.id();
     d.cookie.bucket = bucket;
@@ -441,19 +481,19 @@ decision engine::decide(const compiled_room& r, worker_state& ws,
     d.cookie.ticket = ticket;
     d.cookie.event_id = event_id;
     d.cookie_max_age_seconds = ceil_div_ms(win_.queue_rejoin_ms, 1000);
-    if (old_w == now_w) {
-        d.cookie.last_check_in = c->last_check_in;
-        d.cookie_changed = false;
-    } else {
+    if (old_w != now_w) {
         deltas.waiting.add({bucket, now_w}, 1);
         if (old_w >= 0) {
             deltas.waiting.add({bucket, old_w}, -1);
         }
-        d.cookie.last_check_in = now_ms;
-        d.cookie_changed = true;
     }
     ++deltas.queued;
     fill_page(r, s, ph, st, bucket, now_ms, eligible, d);
+    d.cookie.last_check_in = now_ms;
+    d.cookie.flags =
+        static_cast<std::uint32_t>(std::min<std::int64_t>(d.refresh_seconds, std::int64_t{1} << 23)
+                                   << visitor_flags::refresh_shift);
+    d.cookie_changed = true;
     return d;
 }
 
@@ -563,25 +603,49 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
     p.refresh_interval_seconds = d.refresh_seconds;
 }
 
+std::int64_t engine::arrival_bucket(const event_phase& ph, std::int64_t now_ms,
+                                    std::uint64_t ticket) const {
+    const std::int64_t W = win_.window_ms;
+    if (ph.prequeueing && ph.event->shuffle_at_event_start) {
+        // Shuffle without per-visitor state: a prequeued visitor's bucket is drawn from the
+        // prequeue span by its ticket, so the FIFO front admits them in random order at event
+        // start and every later arrival (bucket ≥ start) queues behind them.
+        std::int64_t first = floor_to(ph.prequeue_start_ms, W);
+        std::int64_t n = std::max<std::int64_t>(1, (ph.start_ms - first) / W);
+        return first + static_cast<std::int64_t>(ticket % static_cast<std::uint64_t>(n)) * W;
+    }
+    return floor_to(now_ms, W);
+}
+
 cookie::payload engine::revoke(const compiled_room& r, worker_state& ws,
-                               const cookie::payload& current, std::int64_t now_ms) const {
+                               const cookie::payload& current, std::int64_t now_ms,
+                               rng& random) const {
     const event_phase ph = r.phase_at(now_ms);
     const settings s = r.settings_at(ph);
     const room_limits lim = make_limits(s, ph, win_);
-    cookie::payload p = current;
     if (current.accepted_at > 0 && !s.suspended) {
+        // The store frees the place on the first revocation of this ticket only: a replayed
+        // revoke (the same cookie sent N times, each answered `revoke`) ends one visitor.
         std::int64_t w =
             floor_to(s.disable_session_renewal ? current.accepted_at : current.last_check_in,
                      win_.window_ms);
-        if (active_window_live(w, lim, now_ms)) {
-            ws.view(*this, r).deltas->active.add(w, -1);
+        auto& v = ws.view(*this, r);
+        if (!v.state->revoked(current.ticket) && !ws.revoked_here(current.ticket)) {
+            v.deltas->revoke({current.ticket, active_window_live(w, lim, now_ms) ? w : -1});
+            ws.remember_revoked(current.ticket);
         }
     }
-    // Not admitted, arrived now, counted nowhere yet: the next request is a new arrival.
+    // A new arrival now, with a new ticket (the old one stays refused), counted nowhere yet:
+    // its first request counts it. Its check-in time dates it, so it ages like any queued
+    // cookie and cannot be kept for a later queue or event.
+    cookie::payload p;
     p.room = r.id();
+    p.ticket = random();
+    p.bucket = arrival_bucket(ph, now_ms, p.ticket);
     p.accepted_at = 0;
-    p.last_check_in = 0;
-    p.bucket = floor_to(now_ms, win_.window_ms);
+    p.last_check_in = now_ms;
+    p.event_id = ph.event_id;
+    p.flags = visitor_flags::uncounted;
     return p;
 }
 
@@ -625,7 +689,7 @@ cookie_standing engine::standing(const compiled_room& r, const cookie::payload& 
         // An ended session is worth nothing: decide() makes its holder a new arrival.
         return session_alive(c, s, lim, now_ms) ? cookie_standing{2, 0} : cookie_standing{};
     }
-    if (!keeps_queue_place(c, lim, now_ms, win_)) {
+    if (!keeps_queue_place(c, lim, now_ms, win_, ph.event_id)) {
         return {};
     }
     return {1, -c.bucket};

@@ -12,6 +12,7 @@ room_state::room_state(room_counts counts, const room_limits& limits)
     std::int64_t by_rate = limits.new_users_per_minute - counts_.admitted_last_minute;
     free_ = std::max<std::int64_t>(0, std::min(by_active, by_rate));
     std::sort(counts_.waiting.begin(), counts_.waiting.end());
+    std::sort(counts_.revoked.begin(), counts_.revoked.end());
     prefix_.reserve(counts_.waiting.size() + 1);
     prefix_.push_back(0);
     for (const auto& [bucket, n] : counts_.waiting) {

@@ -4,6 +4,7 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <cstdio>
@@ -34,7 +35,7 @@ command script_call(std::string_view prefix, std::string_view room, const char* 
     c.reserve(32);
     c.emplace_back("EVALSHA");
     c.push_back(room_script_sha());
-    c.emplace_back("6");
+    c.emplace_back("7");
     for (auto& k : room_keys(prefix, room)) {
         c.push_back(std::move(k));
     }
@@ -111,7 +112,8 @@ std::string key(std::string_view prefix, std::string_view room, std::string_view
 std::vector<std::string> room_keys(std::string_view prefix, std::string_view room) {
     return {key(prefix, room, "admitted"), key(prefix, room, "active"),
             key(prefix, room, "waiting"),  key(prefix, room, "nodes"),
-            key(prefix, room, "meta"),     key(prefix, room, "overrides")};
+            key(prefix, room, "meta"),     key(prefix, room, "overrides"),
+            key(prefix, room, "revoked")};
 }
 
 command sync_command(std::string_view prefix, const node_report& node, const room_report& r) {
@@ -142,6 +144,11 @@ command sync_command(std::string_view prefix, const node_report& node, const roo
         c.push_back(std::to_string(bw.window));
         c.push_back(std::to_string(d));
     }
+    c.push_back(std::to_string(windows.revoked.size()));
+    for (const auto& rev : windows.revoked) {
+        c.push_back(std::to_string(rev.ticket));
+        c.push_back(std::to_string(rev.window));
+    }
     return c;
 }
 
@@ -155,10 +162,10 @@ command top_up_command(std::string_view prefix, const top_up_request& req) {
 
 command overrides_command(std::string_view prefix, const override_write& w) {
     command c;
-    c.reserve(13);
+    c.reserve(14);
     c.emplace_back("EVALSHA");
     c.push_back(room_script_sha());
-    c.emplace_back("6");
+    c.emplace_back("7");
     for (auto& k : room_keys(prefix, w.room)) {
         c.push_back(std::move(k));
     }
@@ -305,7 +312,7 @@ std::error_code parse_grant(const value& v, const std::string& room, std::int64_
         out.stale = true;
         return {};
     }
-    if (v.type != value::kind::array || v.elements.size() != 9 ||
+    if (v.type != value::kind::array || v.elements.size() != 10 ||
         v.elements[8].type != value::kind::string) {
         return bad;
     }
@@ -338,6 +345,21 @@ std::error_code parse_grant(const value& v, const std::string& room, std::int64_
         }
         out.counts.datacenters.push_back({dcs.elements[i].str, static_cast<std::uint32_t>(n)});
     }
+    // Tickets are 64-bit: the script keeps them as the decimal strings it was sent.
+    const value& revoked = e[9];
+    if (revoked.type != value::kind::array) {
+        return bad;
+    }
+    for (const value& t : revoked.elements) {
+        std::uint64_t ticket = 0;
+        const char* end = t.str.data() + t.str.size();
+        if (t.type != value::kind::string ||
+            std::from_chars(t.str.data(), end, ticket) != std::from_chars_result{end, {}}) {
+            return bad;
+        }
+        out.counts.revoked.push_back(ticket);
+    }
+    std::sort(out.counts.revoked.begin(), out.counts.revoked.end());
     return parse_overrides(e[7], out.overrides);
 }
 

@@ -41,7 +41,7 @@ std::vector<std::string> room_keys(std::string_view prefix, std::string_view roo
 command sync_command(std::string_view prefix, const node_report& node, const room_report& r);
 // EVALSHA <sha> 5 <keys> top_up ...
 command top_up_command(std::string_view prefix, const top_up_request& req);
-// EVALSHA <sha> 6 <keys> overrides ... (admin PATCH; a reload clearing a key).
+// EVALSHA <sha> 7 <keys> overrides ... (admin PATCH; a reload clearing a key).
 command overrides_command(std::string_view prefix, const override_write& w);
 command script_load_command();
 

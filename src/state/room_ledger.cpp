@@ -45,6 +45,25 @@ void room_ledger::apply(const room::room_deltas& deltas, const room_limits& l,
             waiting_[{bw.bucket, bw.window}] += d;
         }
     }
+    apply_revocations(deltas, l, now_ms);
+}
+
+void room_ledger::apply_revocations(const room::room_deltas& deltas, const room_limits& l,
+                                    std::int64_t now_ms) {
+    std::erase_if(revoked_,
+                  [&](const auto& e) { return !room::revocation_live(e.second, l, now_ms); });
+    // A ticket's first revocation frees its place; every later one (a replay of the command,
+    // on this node or another) changes nothing. Remembered tickets come back in every answer,
+    // so every node refuses the session's cookies.
+    for (const auto& rev : deltas.revoked) {
+        if (revoked_.contains(rev.ticket) || revoked_.size() >= room::max_revoked_sessions) {
+            continue;
+        }
+        revoked_.emplace(rev.ticket, room::floor_to(now_ms, l.window_ms));
+        if (rev.window >= 0 && room::active_window_live(rev.window, l, now_ms)) {
+            active_[rev.window] -= 1;
+        }
+    }
 }
 
 void room_ledger::prune(const room_limits& l, std::int64_t now_ms) {
@@ -57,33 +76,52 @@ void room_ledger::prune(const room_limits& l, std::int64_t now_ms) {
     });
 }
 
+namespace {
+
+// Each window counts for what it holds and never below zero, summed over all nodes. A window
+// goes negative when more visitors leave it than were counted in it: legitimately for a moment
+// (a node's −1 arrives before another node's +1), or because one cookie was replayed (N copies
+// of an admitted cookie checking in from an old window each subtract 1 from it). Unfloored, those
+// N − 1 extra subtractions would cancel visitors counted in other windows; floored, they can only
+// empty the window the cookie names, and every copy is counted in the window it moved to. So the
+// copies never lower the count below the visitors the room actually holds, and the store stays
+// free of per-visitor memory. The raw sums are kept, so a late +1 still meets its −1.
+std::int64_t floored_sum(const std::map<std::int64_t, std::int64_t>& windows,
+                         bool (*live)(std::int64_t, const room_limits&, std::int64_t),
+                         const room_limits& l, std::int64_t now_ms) {
+    std::int64_t sum = 0;
+    for (const auto& [w, n] : windows) {
+        if (live(w, l, now_ms)) {
+            sum += std::max<std::int64_t>(0, n);
+        }
+    }
+    return sum;
+}
+
+}  // namespace
+
 room::room_counts room_ledger::counts(const room_limits& l, std::int64_t now_ms) const {
     room::room_counts c;
     c.as_of_ms = now_ms;
-    for (const auto& [w, n] : admitted_) {
-        if (room::rate_window_live(w, l, now_ms)) {
-            c.admitted_last_minute += n;
-        }
-    }
-    for (const auto& [w, n] : active_) {
-        if (room::active_window_live(w, l, now_ms)) {
-            c.active += n;
-        }
-    }
-    c.active = std::max<std::int64_t>(0, c.active);
-    c.admitted_last_minute = std::max<std::int64_t>(0, c.admitted_last_minute);
+    c.admitted_last_minute = floored_sum(admitted_, room::rate_window_live, l, now_ms);
+    c.active = floored_sum(active_, room::active_window_live, l, now_ms);
     for (const auto& [bw, n] : waiting_) {
         if (!room::waiting_window_live(bw.second, l, now_ms)) {
             continue;
         }
+        const std::int64_t held = std::max<std::int64_t>(0, n);  // floored as above
         if (!c.waiting.empty() && c.waiting.back().first == bw.first) {
-            c.waiting.back().second += n;
+            c.waiting.back().second += held;
         } else {
-            c.waiting.emplace_back(bw.first, n);
+            c.waiting.emplace_back(bw.first, held);
         }
     }
-    // A −1 may arrive before its +1 from another node: never show a negative bucket.
     std::erase_if(c.waiting, [](const auto& e) { return e.second <= 0; });
+    for (const auto& [ticket, since] : revoked_) {
+        if (room::revocation_live(since, l, now_ms)) {
+            c.revoked.push_back(ticket);
+        }
+    }
     c.held = held_total();
     for (const auto& [id, n] : nodes_) {
         auto it = std::find_if(c.datacenters.begin(), c.datacenters.end(),
@@ -98,20 +136,8 @@ room::room_counts room_ledger::counts(const room_limits& l, std::int64_t now_ms)
 }
 
 std::int64_t room_ledger::capacity(const room_limits& l, std::int64_t now_ms) const {
-    std::int64_t active = 0;
-    for (const auto& [w, n] : active_) {
-        if (room::active_window_live(w, l, now_ms)) {
-            active += n;
-        }
-    }
-    std::int64_t admitted = 0;
-    for (const auto& [w, n] : admitted_) {
-        if (room::rate_window_live(w, l, now_ms)) {
-            admitted += n;
-        }
-    }
-    active = std::max<std::int64_t>(0, active);
-    admitted = std::max<std::int64_t>(0, admitted);
+    const std::int64_t active = floored_sum(active_, room::active_window_live, l, now_ms);
+    const std::int64_t admitted = floored_sum(admitted_, room::rate_window_live, l, now_ms);
     return std::max<std::int64_t>(
         0, std::min(l.total_active_users - active, l.new_users_per_minute - admitted));
 }

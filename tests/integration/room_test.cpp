@@ -417,6 +417,38 @@ TEST_F(Room, EndsASessionOnTheOriginsRevokeCommandAndHidesTheHeader) {
     EXPECT_TRUE(is_queue_page(a.get("/hello"), 200));
 }
 
+// A new visitor admitted for a request the origin then fails: the gateway's own 502 carries the
+// admission cookie, so the place the room counted is the visitor's (the next visitor queues) and
+// the cookie passes as admitted.
+TEST_F(Room, NewVisitorsCookieComesWithTheBadGatewayWhenTheOriginIsDown) {
+    start(room_config(origin_.url(),
+                      "total_active_users: 1, new_users_per_minute: 1000, session_duration: 5m"));
+    origin_.stop();
+    visitor a{port_}, b{port_};
+    // Refused or unanswered, depending on what the stopped origin's port does: 502 or 504.
+    auto origin_error = [](const http_response& r) { return r.status == 502 || r.status == 504; };
+    auto r = a.get("/hello");
+    ASSERT_EQ(r.error, "");
+    EXPECT_TRUE(origin_error(r)) << r.status << "\n" << r.body;
+    EXPECT_EQ(set_cookie_count(r), 1u);
+    EXPECT_NE(a.cookie(), "");
+    EXPECT_TRUE(is_queue_page(b.get("/hello"), 200)) << "the place went to nobody";
+    auto again = a.get("/hello");  // admitted: forwarded (and failed) again, not queued
+    EXPECT_TRUE(origin_error(again)) << again.status << "\n" << again.body.substr(0, 300);
+}
+
+TEST_F(Room, NewVisitorsCookieComesWithTheGatewayTimeoutAndThenAdmits) {
+    start(room_config(origin_.url(),
+                      "total_active_users: 1, new_users_per_minute: 1000, session_duration: 5m"));
+    visitor a{port_}, b{port_};
+    auto r = a.get("/slow?ms=4000");  // the origin timeout is 2 s
+    ASSERT_EQ(r.error, "");
+    EXPECT_EQ(r.status, 504u) << r.body;
+    EXPECT_EQ(set_cookie_count(r), 1u);
+    EXPECT_TRUE(is_queue_page(b.get("/hello"), 200)) << "the place went to nobody";
+    EXPECT_TRUE(from_origin(a.get("/hello"))) << "the cookie of the 504 does not admit";
+}
+
 // Reproduces a product bug (reported, not fixed here: it is in src/state/sync_task.cpp). The
 // sync task's lease TTL (2 × sync_interval) is in configured milliseconds but is compared with
 // the scaled clock, so under time_scale 20 the lease lapses 5 ms after each sync; a top-up then

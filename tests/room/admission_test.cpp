@@ -358,9 +358,9 @@ TEST(Revoke, RevokedCookieNoLongerAdmitsAndFreesThePlace) {
     visitor v, w;
     ASSERT_EQ(h.visit(v).what, action::admit);
     ASSERT_EQ(h.visit(w).what, action::queue);
-    v.cookie = h.engine().revoke(h.engine().rooms()[0], h.worker(), *v.cookie, h.now());
+    h.revoke(v);
     EXPECT_EQ(v.cookie->accepted_at, 0);
-    h.advance(1s);
+    h.advance(20s);  // w's next refresh is due
     h.sync();
     EXPECT_EQ(h.state("shop").counts().active, 0);
     EXPECT_EQ(h.visit(w).what, action::admit);

@@ -87,6 +87,14 @@ class harness {
         return d;
     }
 
+    // The origin answers `revoke` to a request of `v` (admitted): `v` keeps the cookie the
+    // gateway sets on that answer.
+    void revoke(visitor& v, const std::string& room_id = "") {
+        const room::compiled_room* r =
+            room_id.empty() ? &engine_->rooms().front() : engine_->find(room_id);
+        v.cookie = engine_->revoke(*r, ws_, *v.cookie, now(), rng_);
+    }
+
     room::engine& engine() { return *engine_; }
     room::worker_state& worker() { return ws_; }
     room::node_state& node() { return node_; }

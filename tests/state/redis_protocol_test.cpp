@@ -37,7 +37,7 @@ value array(std::vector<value> e) {
 
 TEST(RedisProtocol, EveryKeyOfARoomCarriesItsHashTag) {
     auto keys = room_keys("wr", "shop");
-    ASSERT_EQ(keys.size(), 6u);
+    ASSERT_EQ(keys.size(), 7u);
     for (const auto& k : keys) {
         EXPECT_TRUE(k.starts_with("wr:{shop}:")) << k;
     }
@@ -60,29 +60,32 @@ TEST(RedisProtocol, SyncCommandCarriesLimitsAndEveryDelta) {
     r.deltas.slots_used = 2;
     r.deltas.demand = 7;
     r.slots_returned = 1;
+    r.deltas.revoke({18'446'744'073'709'551'615ull, -10'000});
     auto c = sync_command("wr", n, r);
-    ASSERT_GE(c.size(), 9u + 17u);
+    ASSERT_GE(c.size(), 10u + 17u);
     EXPECT_EQ(c[0], "EVALSHA");
     EXPECT_EQ(c[1], room_script_sha());
-    EXPECT_EQ(c[2], "6");
+    EXPECT_EQ(c[2], "7");
     EXPECT_EQ(c[3], "wr:{shop}:admitted");
     EXPECT_EQ(c[8], "wr:{shop}:overrides");
-    EXPECT_EQ(c[9], "sync");
-    EXPECT_EQ(c[10], "edge-1");
-    EXPECT_EQ(c[11], "fra");
-    EXPECT_EQ(c[12], "1000");
-    EXPECT_EQ(c[13], "200");
-    EXPECT_EQ(c[20], "0");  // needs_slots
-    EXPECT_EQ(c[21], "3000");
-    EXPECT_EQ(c[22], "2");   // slots_used
-    EXPECT_EQ(c[23], "1");   // returned
-    EXPECT_EQ(c[24], "7");   // demand
-    EXPECT_EQ(c[25], "0");   // batch
-    EXPECT_EQ(c[26], "");    // no epoch known yet
-    EXPECT_EQ(c[27], "-1");  // the windows are deltas
-    std::vector<std::string> tail(c.begin() + 28, c.end());
-    EXPECT_EQ(tail, (std::vector<std::string>{"1", "0", "2", "2", "0", "2", "-10000", "-1", "1",
-                                              "0", "0", "4"}));
+    EXPECT_EQ(c[9], "wr:{shop}:revoked");
+    EXPECT_EQ(c[10], "sync");
+    EXPECT_EQ(c[11], "edge-1");
+    EXPECT_EQ(c[12], "fra");
+    EXPECT_EQ(c[13], "1000");
+    EXPECT_EQ(c[14], "200");
+    EXPECT_EQ(c[21], "0");  // needs_slots
+    EXPECT_EQ(c[22], "3000");
+    EXPECT_EQ(c[23], "2");   // slots_used
+    EXPECT_EQ(c[24], "1");   // returned
+    EXPECT_EQ(c[25], "7");   // demand
+    EXPECT_EQ(c[26], "0");   // batch
+    EXPECT_EQ(c[27], "");    // no epoch known yet
+    EXPECT_EQ(c[28], "-1");  // the windows are deltas
+    std::vector<std::string> tail(c.begin() + 29, c.end());
+    EXPECT_EQ(tail,
+              (std::vector<std::string>{"1", "0", "2", "2", "0", "2", "-10000", "-1", "1", "0", "0",
+                                        "4", "1", "18446744073709551615", "-10000"}));
 }
 
 TEST(RedisProtocol, FullSyncCommandCarriesTheLiveWindowsAndTheHeldSlotsInsteadOfTheDeltas) {
@@ -97,15 +100,15 @@ TEST(RedisProtocol, FullSyncCommandCarriesTheLiveWindowsAndTheHeldSlotsInsteadOf
     r.live.admitted.add(0, 6);
     r.held = 3;
     auto c = sync_command("wr", n, r);
-    ASSERT_GE(c.size(), 28u);
-    EXPECT_EQ(c[26], "500/edge-2");
-    EXPECT_EQ(c[27], "-1");
+    ASSERT_GE(c.size(), 29u);
+    EXPECT_EQ(c[27], "500/edge-2");
+    EXPECT_EQ(c[28], "-1");
     r.full = true;
     c = sync_command("wr", n, r);
-    EXPECT_EQ(c[26], "500/edge-2");
-    EXPECT_EQ(c[27], "3");
-    std::vector<std::string> tail(c.begin() + 28, c.end());
-    EXPECT_EQ(tail, (std::vector<std::string>{"1", "0", "6", "1", "0", "5", "0"}));
+    EXPECT_EQ(c[27], "500/edge-2");
+    EXPECT_EQ(c[28], "3");
+    std::vector<std::string> tail(c.begin() + 29, c.end());
+    EXPECT_EQ(tail, (std::vector<std::string>{"1", "0", "6", "1", "0", "5", "0", "0"}));
 }
 
 TEST(RedisProtocol, TopUpCommandNamesTheEpochTheNodeKnows) {
@@ -142,7 +145,8 @@ TEST(RedisProtocol, DecodesAGrantWithWaitingBucketsAndDatacenters) {
     auto v = array({integer(3), integer(0), integer(5), integer(6), integer(9),
                     array({integer(100), integer(2), integer(200), integer(1)}),
                     array({text("dc1"), integer(2), text("dc2"), integer(1)}),
-                    array({integer(1), integer(-1)}), text("1000/edge-1")});
+                    array({integer(1), integer(-1)}), text("1000/edge-1"),
+                    array({text("18446744073709551615"), text("7")})});
     room_grant g;
     ASSERT_FALSE(parse_grant(v, "shop", 42, g));
     EXPECT_EQ(g.room, "shop");
@@ -160,6 +164,9 @@ TEST(RedisProtocol, DecodesAGrantWithWaitingBucketsAndDatacenters) {
     EXPECT_EQ(g.counts.datacenters[0].nodes, 2u);
     EXPECT_EQ(g.overrides.queue_all, std::optional<bool>(true));
     EXPECT_EQ(g.overrides.suspended, std::nullopt);
+    EXPECT_EQ(g.counts.revoked, (std::vector<std::uint64_t>{7, 18'446'744'073'709'551'615ull}));
+    v.elements[9] = array({text("7x")});
+    EXPECT_TRUE(parse_grant(v, "shop", 42, g)) << "a ticket that is not a number";
 }
 
 TEST(RedisProtocol, OverridesCommandSaysWhatToDoWithEachSwitch) {
@@ -169,17 +176,17 @@ TEST(RedisProtocol, OverridesCommandSaysWhatToDoWithEachSwitch) {
     w.suspended = switch_write::unset;
     w.keep_ms = 5000;
     auto c = overrides_command("wr", w);
-    ASSERT_EQ(c.size(), 13u);
+    ASSERT_EQ(c.size(), 14u);
     EXPECT_EQ(c[0], "EVALSHA");
-    EXPECT_EQ(c[2], "6");
+    EXPECT_EQ(c[2], "7");
     EXPECT_EQ(c[8], "wr:{shop}:overrides");
-    EXPECT_EQ(std::vector<std::string>(c.begin() + 9, c.end()),
+    EXPECT_EQ(std::vector<std::string>(c.begin() + 10, c.end()),
               (std::vector<std::string>{"overrides", "1", "unset", "5000"}));
     w.queue_all = switch_write::keep;
     w.suspended = switch_write::off;
     c = overrides_command("wr", w);
-    EXPECT_EQ(c[10], "keep");
-    EXPECT_EQ(c[11], "0");
+    EXPECT_EQ(c[11], "keep");
+    EXPECT_EQ(c[12], "0");
 }
 
 TEST(RedisProtocol, DecodesOverridesAndRefusesOtherValues) {
@@ -199,10 +206,12 @@ TEST(RedisProtocol, MalformedAnswersAreProtocolErrors) {
     EXPECT_EQ(parse_grant(integer(1), "shop", 0, g), protocol);
     EXPECT_EQ(parse_grant(array({integer(1)}), "shop", 0, g), protocol);
     auto odd = array({integer(3), integer(0), integer(5), integer(6), integer(9),
-                      array({integer(100)}), array({}), array({integer(-1), integer(-1)})});
+                      array({integer(100)}), array({}), array({integer(-1), integer(-1)}),
+                      text("e"), array({})});
     EXPECT_EQ(parse_grant(odd, "shop", 0, g), protocol);
     auto bad_dc = array({integer(3), integer(0), integer(5), integer(6), integer(9), array({}),
-                         array({integer(1), integer(1)}), array({integer(-1), integer(-1)})});
+                         array({integer(1), integer(1)}), array({integer(-1), integer(-1)}),
+                         text("e"), array({})});
     EXPECT_EQ(parse_grant(bad_dc, "shop", 0, g), protocol);
     auto no_overrides =
         array({integer(3), integer(0), integer(5), integer(6), integer(9), array({}), array({})});
@@ -212,7 +221,7 @@ TEST(RedisProtocol, MalformedAnswersAreProtocolErrors) {
     EXPECT_EQ(parse_grant(no_epoch, "shop", 0, g), protocol);
     auto epoch_not_text =
         array({integer(3), integer(0), integer(5), integer(6), integer(9), array({}), array({}),
-               array({integer(-1), integer(-1)}), integer(7)});
+               array({integer(-1), integer(-1)}), integer(7), array({})});
     EXPECT_EQ(parse_grant(epoch_not_text, "shop", 0, g), protocol);
     std::int64_t n = 0;
     EXPECT_EQ(parse_top_up(text("x"), n), protocol);

@@ -309,5 +309,101 @@ TEST(Ledger, LeaseTakesHalfOfItsShareWhileOtherNodesAreLive) {
     EXPECT_EQ(two.capacity(l, t0 + 100) - two.held_total(), 20);
 }
 
+TEST(Ledger, EachWindowCountsAtLeastZeroSummedOverNodes) {
+    room_ledger ledger;
+    auto l = limits(100, 100);
+    const std::int64_t w0 = t0;
+    const std::int64_t w1 = t0 + 10'000;
+    auto a = report(l);
+    a.deltas.active.add(w0, 5);
+    ledger.sync("a", "dc", a, t0 + 1000, 60'000);
+    // Twenty copies of one cookie of w0 check in on node b: +20 in w1, −20 in w0.
+    auto b = report(l);
+    b.deltas.active.add(w1, 20);
+    b.deltas.active.add(w0, -20);
+    EXPECT_EQ(ledger.sync("b", "dc", b, w1 + 1000, 60'000).counts.active, 20);
+    // The four others of w0 move on (node a): w0 stays at its floor, nobody is uncounted.
+    auto others = report(l);
+    others.deltas.active.add(w1, 4);
+    others.deltas.active.add(w0, -4);
+    EXPECT_EQ(ledger.sync("a", "dc", others, w1 + 2000, 60'000).counts.active, 24);
+    EXPECT_EQ(ledger.capacity(l, w1 + 2000), 76);
+}
+
+TEST(Ledger, AMinusOneThatArrivesBeforeItsPlusOneStillMeetsIt) {
+    room_ledger ledger;
+    auto l = limits(100, 100);
+    const std::int64_t w1 = t0 + 10'000;
+    auto first = report(l);
+    first.deltas.active.add(t0, 1);
+    ledger.sync("a", "dc", first, t0 + 500, 60'000);
+    // The visitor moves to w1 on node b, then on to w2 on node c, before node b has synced.
+    auto c = report(l);
+    c.deltas.active.add(w1, -1);
+    c.deltas.active.add(w1 + 10'000, 1);
+    ledger.sync("c", "dc", c, w1 + 10'500, 60'000);
+    auto b = report(l);
+    b.deltas.active.add(t0, -1);
+    b.deltas.active.add(w1, 1);
+    EXPECT_EQ(ledger.sync("b", "dc", b, w1 + 10'600, 60'000).counts.active, 1);
+}
+
+TEST(Ledger, WaitingWindowsCountAtLeastZeroToo) {
+    room_ledger ledger;
+    auto l = limits(100, 100);
+    auto r = report(l);
+    r.deltas.waiting.add({t0, t0}, 2);
+    r.deltas.waiting.add({t0, t0 + 10'000}, 5);
+    r.deltas.waiting.add({t0, t0}, -9);  // copies of one queued cookie moving on
+    auto g = ledger.sync("a", "dc", r, t0 + 10'500, 60'000);
+    ASSERT_EQ(g.counts.waiting.size(), 1u);
+    EXPECT_EQ(g.counts.waiting[0], (std::pair<std::int64_t, std::int64_t>{t0, 5}));
+}
+
+TEST(Ledger, ARevocationReportedByEveryNodeFreesOnePlace) {
+    room_ledger ledger;
+    auto l = limits(10, 100);
+    auto in = report(l);
+    in.deltas.active.add(t0, 5);
+    ledger.sync("a", "dc", in, t0 + 100, 60'000);
+    const std::uint64_t ticket = 0xfedc'ba98'7654'3210ull;
+    for (int i = 0; i < 6; ++i) {
+        auto r = report(l);
+        r.deltas.revoke({ticket, t0});
+        auto g = ledger.sync(i % 2 == 0 ? "a" : "b", "dc", r, t0 + 200 + i, 60'000);
+        EXPECT_EQ(g.counts.active, 4) << i;
+        EXPECT_EQ(g.counts.revoked, std::vector<std::uint64_t>{ticket}) << i;
+    }
+}
+
+TEST(Ledger, ARevocationOfADeadWindowFreesNothingButIsRefused) {
+    room_ledger ledger;
+    auto l = limits(10, 100);
+    auto in = report(l);
+    in.deltas.active.add(t0, 3);
+    ledger.sync("a", "dc", in, t0 + 100, 60'000);
+    auto r = report(l);
+    r.deltas.revoke({7, -1});
+    auto g = ledger.sync("a", "dc", r, t0 + 200, 60'000);
+    EXPECT_EQ(g.counts.active, 3);
+    EXPECT_EQ(g.counts.revoked, std::vector<std::uint64_t>{7});
+}
+
+TEST(Ledger, RemembersAtMostTheBoundOfRevokedSessions) {
+    room_ledger ledger;
+    auto l = limits(10'000, 10'000);
+    auto in = report(l);
+    in.deltas.active.add(t0, 6000);
+    ledger.sync("a", "dc", in, t0 + 100, 60'000);
+    auto r = report(l);
+    for (std::uint64_t t = 1; t <= room::max_revoked_sessions + 10; ++t) {
+        r.deltas.revoke({t, t0});
+    }
+    auto g = ledger.sync("a", "dc", r, t0 + 200, 60'000);
+    EXPECT_EQ(g.counts.revoked.size(), room::max_revoked_sessions);
+    // Past the bound a revoke frees nothing early: it could not be told from its replays.
+    EXPECT_EQ(g.counts.active, 6000 - static_cast<std::int64_t>(room::max_revoked_sessions));
+}
+
 }  // namespace
 }  // namespace waitroom::state

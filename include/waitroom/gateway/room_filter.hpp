@@ -64,6 +64,7 @@ public:
                     completion done) override;
     void on_response(response_head& res,
                      const std::shared_ptr<void>& context) override;
+    void on_origin_error(header_list& headers, const std::shared_ptr<void>& context) override;
 
 private:
     struct per_worker;

@@ -44,6 +44,14 @@ struct bucket_window {
     bool operator==(const bucket_window&) const = default;
 };
 
+// A session the origin revoked (command `revoke`): the store ends it once, however often the
+// command is replayed, and every node then refuses the session's cookies (state::room_ledger).
+struct revocation {
+    std::uint64_t ticket = 0;  // the session's ticket (cookie::payload::ticket)
+    std::int64_t window = -1;  // the active window its cookie counts it in; -1 = none still live
+    bool operator==(const revocation&) const = default;
+};
+
 // The deltas of one room.
 struct room_deltas {
     delta_map<std::int64_t> admitted;  // rate sub-window start → new admissions
@@ -52,6 +60,11 @@ struct room_deltas {
     std::int64_t slots_used = 0;       // admissions that consumed a leased slot
     std::int64_t demand = 0;           // decisions that wanted a slot (admitted or not)
     std::int64_t queued = 0;           // queue pages served (statistics)
+    std::vector<revocation> revoked;   // sessions revoked, each ticket once
+
+    // Records a revocation unless this ticket's is already here.
+    void revoke(const revocation& r);
+    bool revoking(std::uint64_t ticket) const;
 
     void merge(const room_deltas& o);
     bool empty() const;

@@ -4,6 +4,7 @@
 // visitor's cookie, the node's room-state snapshot and slot pool, adding to the calling worker's
 // counters. No I/O, no lock, no Asio: time and randomness are arguments.
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -50,6 +51,16 @@ struct event_phase {
 };
 
 class engine;
+
+// The bits of cookie::payload::flags the engine writes on a queued visitor's cookie.
+namespace visitor_flags {
+// Counted in no waiting window (a revoke's cookie): its first request counts it, and its
+// last_check_in (the revoke) only dates it for the rejoin rule.
+inline constexpr std::uint32_t uncounted = 1u;
+// Bits 8 and up: the Refresh, in seconds, given with the visitor's last counted request. A
+// refresh before last_check_in plus that gets the queue page again and moves nothing.
+inline constexpr unsigned refresh_shift = 8;
+}  // namespace visitor_flags
 
 // One room of the config, compiled.
 class compiled_room {
@@ -148,7 +159,14 @@ class worker_state {
     };
     room_view& view(const engine& e, const compiled_room& r);
 
+    // Sessions this worker revoked lately, refused at once: the store's list, which every node
+    // gets at its next sync, is the record; this bounded ring only covers the time until then.
+    bool revoked_here(std::uint64_t ticket) const;
+    void remember_revoked(std::uint64_t ticket);
+
     node_state& node_;
+    std::array<std::uint64_t, 32> revoked_here_{};
+    std::size_t revoked_count_ = 0;  // entries written so far (the ring wraps)
     std::shared_ptr<const state_snapshot> snap_;
     std::uint64_t snap_version_ = ~0ull;
     std::uint64_t engine_generation_ = 0;
@@ -184,10 +202,12 @@ class engine {
     decision decide(const request_view& req, worker_state& ws, const cookie::payload* valid_cookie,
                     std::int64_t now_ms, rng& random, attempt at = attempt::first) const;
 
-    // Origin command `revoke`: ends the session. The returned payload no longer admits: it
-    // queues the visitor as a new arrival at `now` (back of the queue when queueing). Set it.
+    // Origin command `revoke`: ends the session once, however often it is replayed (the store
+    // frees its place on the first revocation of the ticket and every node then refuses the
+    // session's cookies). The returned payload is that of a new arrival at `now` (a fresh
+    // ticket, back of the queue when queueing, counted at its first request). Set it.
     cookie::payload revoke(const compiled_room& room, worker_state& ws,
-                           const cookie::payload& current, std::int64_t now_ms) const;
+                           const cookie::payload& current, std::int64_t now_ms, rng& random) const;
 
     room_status status(const compiled_room& room, const room_state& state,
                        std::int64_t now_ms) const;
@@ -197,6 +217,10 @@ class engine {
                              std::int64_t now_ms) const;
 
   private:
+    // A new visitor's arrival bucket at `now`: now's window, or in a shuffled prequeue a window
+    // of the prequeue span drawn by the ticket.
+    std::int64_t arrival_bucket(const event_phase& ph, std::int64_t now_ms,
+                                std::uint64_t ticket) const;
     void fill_page(const compiled_room& r, const settings& s, const event_phase& ph,
                    const room_state& st, std::int64_t bucket, std::int64_t now_ms, bool eligible,
                    decision& d) const;

@@ -3,6 +3,7 @@
 // state store (which sums them): window sizes, the limits in force, and when a window stops
 // counting. Keeping them in one place means a node and the store always agree on a window.
 
+#include <cstddef>
 #include <cstdint>
 
 namespace waitroom::room {
@@ -19,6 +20,8 @@ struct windowing {
     std::int64_t min_refresh_ms = 3'000;     // adaptive refresh: visitors near the front
     std::int64_t queue_rejoin_ms = 600'000;  // a queued cookie silent longer than this starts
                                              // over at the back
+    std::int64_t refresh_slack_ms = 1'000;   // a refresh this much before its due time still
+                                             // counts (clock skew between nodes)
 };
 
 // The limits of one room at one instant (event overrides applied), as a store needs them to sum
@@ -54,6 +57,19 @@ inline bool active_window_live(std::int64_t start, const room_limits& l, std::in
 inline bool waiting_window_live(std::int64_t start, const room_limits& l, std::int64_t now) {
     return start + l.window_ms + l.abandon_after_ms > now;
 }
+
+// A revoked session (remembered from the window of the store's first word of it) stays refused
+// while any cookie of it may still hold a session: its last check-in is at most that window plus
+// the revocation's way to every node (a sync or two, well under a window).
+inline bool revocation_live(std::int64_t start, const room_limits& l, std::int64_t now) {
+    return active_window_live(start + l.window_ms, l, now);
+}
+
+// The most revoked sessions a store remembers per room. The memory is bounded by admissions
+// anyway (each entry is a session the room admitted within about one session_duration); past
+// this a revoke still ends the visitor's cookie but neither frees the place early nor refuses
+// copies of the old cookie. The Redis script holds the same number.
+inline constexpr std::size_t max_revoked_sessions = 4096;
 
 // An `admitted` sub-window counts towards the sliding minute while it overlaps (now − span, now].
 // Counting the whole oldest sub-window is what makes the bound exact: no span of rate_span_ms

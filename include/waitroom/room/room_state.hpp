@@ -4,6 +4,7 @@
 // (state_snapshot), the node's leased slots (slot_pool) and the inbox of worker deltas. One
 // node_state per process, shared by every worker and the sync task.
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -33,6 +34,7 @@ struct room_counts {
     std::int64_t held = 0;                  // slots leased to nodes and not yet reported used
     std::vector<std::pair<std::int64_t, std::int64_t>> waiting;  // (bucket, queued) ascending
     std::vector<datacenter_nodes> datacenters;                   // live nodes
+    std::vector<std::uint64_t> revoked;  // tickets of revoked sessions still refused, ascending
 };
 
 // One room in a snapshot: the counts plus what the decision needs precomputed.
@@ -52,6 +54,11 @@ class room_state {
     // Queued visitors in `bucket` itself.
     std::int64_t waiting_in(std::int64_t bucket) const;
     std::uint32_t nodes() const;
+    // The session of `ticket` was revoked by the origin (on any node): its cookies admit no more.
+    bool revoked(std::uint64_t ticket) const {
+        return !counts_.revoked.empty() &&
+               std::binary_search(counts_.revoked.begin(), counts_.revoked.end(), ticket);
+    }
     const std::string& last_updated_iso() const { return last_updated_; }
     // Share of the queue behind the admission front that gives up per minute, followed across
     // snapshots (0 = nobody leaves). The wait estimate discounts the visitors ahead who will

@@ -53,6 +53,8 @@ class room_ledger {
         std::uint64_t batch = 0;  // the last batch of this node applied here (node_report::batch)
     };
     void apply(const room::room_deltas& d, const room::room_limits& l, std::int64_t now_ms);
+    void apply_revocations(const room::room_deltas& d, const room::room_limits& l,
+                           std::int64_t now_ms);
     void prune(const room::room_limits& limits, std::int64_t now_ms);
     void expire_nodes(std::int64_t now_ms, std::int64_t node_ttl_ms);
     node_entry& touch(const std::string& node_id, const std::string& datacenter,
@@ -61,6 +63,7 @@ class room_ledger {
     std::map<std::int64_t, std::int64_t> admitted_;  // rate sub-window → admissions
     std::map<std::int64_t, std::int64_t> active_;    // window → admitted visitors
     std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> waiting_;  // (bucket, window)
+    std::map<std::uint64_t, std::int64_t> revoked_;  // ticket → window of its first revocation
     std::map<std::string, node_entry> nodes_;
     std::int64_t node_ttl_ms_ = 3'000;
     room_switch_values overrides_;

@@ -14,6 +14,7 @@
 --                     then, one node TTL after epoch_at, every live node re-reports and
 --                     nothing is granted, since the counts still miss some nodes' visitors)
 --   6 overrides hash  queue_all, suspended -> "0" | "1" (run-time switches; absent = unset)
+--   7 revoked   hash  ticket (decimal) -> window of its first revocation (ms)
 -- ARGV:
 --   1 "sync" | "top_up" | "overrides"
 --   overrides: 2 queue_all  3 suspended (each "keep" | "unset" | "0" | "1")  4 keep_ms
@@ -29,10 +30,11 @@
 --           20 n, then n pairs (sub-window, delta) for admitted
 --           then m, then m pairs (window, delta) for active
 --           then k, then k triples (bucket, window, delta) for waiting
+--           then r, then r pairs (ticket, window) of revocations (window -1 = none live)
 --   top_up: 13 want  14 epoch the node last had answered ("" = none)
 -- Returns, sync:   {granted, release, active, admitted_last_minute, held,
 --                   {bucket, queued, ...}, {datacenter, nodes, ...}, {queue_all, suspended},
---                   epoch}
+--                   epoch, {revoked ticket, ...}}
 --                  or "stale" when ARGV[18] is another epoch and ARGV[19] is "-1": nothing
 --                  was applied (no node touched), the node sends its live totals instead
 --          top_up: granted (0 while ARGV[14] is set and is not the room's epoch, and
@@ -86,6 +88,10 @@ local L = {
 local function active_live(start) return start + L.window + L.session > now end
 local function waiting_live(start) return start + L.window + L.abandon > now end
 local function rate_live(start) return start + L.rate_window > now - L.rate_span end
+local function revocation_live(start) return active_live(start + L.window) end
+local function floor_to(t, step) return math.floor(t / step) * step end
+-- room::max_revoked_sessions
+local MAX_REVOKED = 4096
 
 -- std::map orders node ids by bytes; Lua's string '<' follows the server's locale. Sorting
 -- by bytes keeps the demand sum (floating point) and the datacenter order identical.
@@ -133,14 +139,16 @@ local function save_node(id, n)
         string.format('%d %d %.17g %s %s', n.last_seen, n.held, n.demand, n.batch, n.dc))
 end
 
--- Sum of the live entries of a window hash; with prune, dead entries are deleted.
+-- Sum of the live entries of a window hash, each floored at zero (room_ledger.cpp's
+-- floored_sum: a cookie replayed N times can empty the window it names, never the others);
+-- with prune, dead entries are deleted.
 local function live_sum(key, live, prune)
     local raw = redis.call('HGETALL', key)
     local sum = 0
     for i = 1, #raw, 2 do
         local w = tonumber(raw[i])
         if live(w) then
-            sum = sum + tonumber(raw[i + 1])
+            sum = sum + math.max(0, tonumber(raw[i + 1]))
         elseif prune then
             redis.call('HDEL', key, raw[i])
         end
@@ -166,7 +174,7 @@ end
 local function set_ttls(node_ttl)
     local ttl = math.max(L.session + L.window, L.window + L.abandon,
                          L.rate_span + L.rate_window, node_ttl) + 60000
-    for i = 1, 6 do redis.call('PEXPIRE', KEYS[i], ttl) end
+    for i = 1, 7 do redis.call('PEXPIRE', KEYS[i], ttl) end
 end
 
 if op == 'top_up' then
@@ -240,13 +248,37 @@ if not applied_before then
         local b, w, d = ARGV[i + 3 * j - 2], ARGV[i + 3 * j - 1], ARGV[i + 3 * j]
         if waiting_live(tonumber(w)) then redis.call('HINCRBY', KEYS[3], b .. ':' .. w, d) end
     end
+    i = i + 3 * n + 1
+    -- Revocations (room_ledger::apply_revocations): a ticket's first one frees its place,
+    -- every later one (a replayed command) changes nothing.
+    local known, size = {}, 0
+    local rev = redis.call('HGETALL', KEYS[7])
+    for k = 1, #rev, 2 do
+        if revocation_live(tonumber(rev[k + 1])) then
+            known[rev[k]] = true
+            size = size + 1
+        else
+            redis.call('HDEL', KEYS[7], rev[k])
+        end
+    end
+    n = tonumber(ARGV[i])
+    for j = 1, n do
+        local ticket, w = ARGV[i + 2 * j - 1], ARGV[i + 2 * j]
+        if not known[ticket] and size < MAX_REVOKED then
+            known[ticket] = true
+            size = size + 1
+            redis.call('HSET', KEYS[7], ticket, string.format('%d', floor_to(now, L.window)))
+            local wn = tonumber(w)
+            if wn >= 0 and active_live(wn) then redis.call('HINCRBY', KEYS[2], w, -1) end
+        end
+    end
 end
 
 local admitted = live_sum(KEYS[1], rate_live, true)
 local active = live_sum(KEYS[2], active_live, true)
 
--- Waiting: prune, then sum per bucket in ascending order, dropping buckets that sum to ≤ 0
--- (a −1 may arrive before its +1 from another node).
+-- Waiting: prune, then sum per bucket in ascending order, each (bucket, window) floored at zero
+-- as above, dropping buckets that sum to 0.
 local per_bucket, buckets = {}, {}
 local raw = redis.call('HGETALL', KEYS[3])
 for k = 1, #raw, 2 do
@@ -259,7 +291,7 @@ for k = 1, #raw, 2 do
             per_bucket[b] = 0
             buckets[#buckets + 1] = b
         end
-        per_bucket[b] = per_bucket[b] + tonumber(raw[k + 1])
+        per_bucket[b] = per_bucket[b] + math.max(0, tonumber(raw[k + 1]))
     end
 end
 table.sort(buckets)
@@ -323,5 +355,10 @@ for _, id in ipairs(ids) do
     end
     dcs[dc_index[dc]] = dcs[dc_index[dc]] + 1
 end
-return {granted, release, math.max(0, active), math.max(0, admitted),
-        held_total(nodes, ids), waiting, dcs, read_overrides(), epoch}
+local revoked = {}
+local rev = redis.call('HGETALL', KEYS[7])
+for k = 1, #rev, 2 do
+    if revocation_live(tonumber(rev[k + 1])) then revoked[#revoked + 1] = rev[k] end
+end
+return {granted, release, active, admitted,
+        held_total(nodes, ids), waiting, dcs, read_overrides(), epoch, revoked}

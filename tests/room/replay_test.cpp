@@ -1,0 +1,291 @@
+// Replays of one cookie against the counting rules: copies of an admitted cookie checking in
+// from an older window, a revoke answered to the same cookie many times, what the old admitted
+// cookie and the revoke's cookie can do afterwards, and early refreshes (one draw per interval).
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "room/harness.hpp"
+
+namespace waitroom::room {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::harness;
+using testing::make_room;
+using testing::visitor;
+
+std::int64_t active(harness& h) {
+    h.sync();
+    return h.state("shop").counts().active;
+}
+
+TEST(Replay, CopiesOfOneAdmittedCookieFromAnOlderWindowNeverUncountTheOthers) {
+    harness h({make_room("shop", 100, 1000)});
+    std::vector<visitor> in(5);
+    for (auto& v : in) {
+        ASSERT_EQ(h.visit(v).what, action::admit);
+    }
+    ASSERT_EQ(active(h), 5);
+    h.advance(10s);  // the next window: each copy does +1 here and −1 in the first window
+    std::vector<visitor> copies(20, in[0]);
+    for (auto& c : copies) {
+        ASSERT_EQ(h.visit(c).what, action::admit);
+    }
+    // The four others move on too: the first window is now 5 − 20 − 4 below zero.
+    for (std::size_t i = 1; i < in.size(); ++i) {
+        ASSERT_EQ(h.visit(in[i]).what, action::admit);
+    }
+    // Twenty holders of the one cookie and the four others all pass: each copy is counted in
+    // the window it moved to, and the −1s beyond the five counted in the first window are lost
+    // at the floor instead of cancelling the others.
+    EXPECT_EQ(active(h), 24);
+}
+
+TEST(Replay, CopiesOfOneAdmittedCookieNeverLetTheRoomOverfill) {
+    harness h({make_room("shop", 5, 1000)});
+    std::vector<visitor> in(5);
+    for (auto& v : in) {
+        ASSERT_EQ(h.visit(v).what, action::admit);
+    }
+    h.advance(10s);
+    std::vector<visitor> copies(10, in[0]);
+    for (auto& c : copies) {
+        ASSERT_EQ(h.visit(c).what, action::admit);
+    }
+    ASSERT_GE(active(h), 5);
+    for (int i = 0; i < 5; ++i) {
+        visitor newcomer;
+        EXPECT_EQ(h.visit(newcomer).what, action::queue) << "newcomer " << i;
+    }
+}
+
+TEST(Replay, RevokeAnsweredToOneCookieManyTimesEndsOneSession) {
+    auto r = make_room("shop", 5, 1000);
+    r.revoke_enabled = true;
+    harness h({r});
+    std::vector<visitor> in(5);
+    for (auto& v : in) {
+        ASSERT_EQ(h.visit(v).what, action::admit);
+    }
+    ASSERT_EQ(active(h), 5);
+    // The same admitted cookie sent 20 times, the origin answering revoke to each. The answers
+    // reach the store over several syncs.
+    std::vector<visitor> copies(20, in[0]);
+    for (auto& c : copies) {
+        ASSERT_EQ(h.visit(c).what, action::admit);
+    }
+    for (std::size_t i = 0; i < copies.size(); ++i) {
+        h.revoke(copies[i]);
+        if (i % 7 == 0) {
+            EXPECT_EQ(active(h), 4) << "after revoke " << i;
+        }
+    }
+    EXPECT_EQ(active(h), 4);
+    h.advance(10s);
+    EXPECT_EQ(active(h), 4);
+    // One place is free, and only one; further replays of the cookie are new visitors.
+    visitor a, b, replay = in[0];
+    EXPECT_EQ(h.visit(a).what, action::admit);
+    EXPECT_EQ(h.visit(b).what, action::queue);
+    EXPECT_EQ(h.visit(replay).what, action::queue);
+    EXPECT_EQ(active(h), 5);
+}
+
+TEST(Replay, RevokedSessionsOldCookieAdmitsNoMoreOnThisWorkerOrAfterTheSync) {
+    auto r = make_room("shop", 1, 1000);
+    r.revoke_enabled = true;
+    harness h({r});
+    visitor v, w;
+    ASSERT_EQ(h.visit(v).what, action::admit);
+    const visitor old = v;
+    h.revoke(v);
+    visitor replay = old;  // before any sync: the worker's own record refuses it
+    auto d = h.visit(replay);
+    EXPECT_EQ(d.what, action::queue);
+    EXPECT_NE(d.cookie.ticket, old.cookie->ticket);
+    h.advance(1s);
+    h.sync();
+    ASSERT_EQ(h.visit(w).what, action::admit);  // the freed place
+    for (int i = 0; i < 3; ++i) {
+        h.advance(5s);
+        h.sync();  // now the store's answer refuses it, as it does on every node
+        replay = old;
+        d = h.visit(replay);
+        EXPECT_EQ(d.what, action::queue) << i;
+        EXPECT_NE(d.cookie.ticket, old.cookie->ticket);
+    }
+    EXPECT_EQ(active(h), 1);
+}
+
+TEST(Replay, RevokedTicketsAreForgottenOnceNoCookieOfTheSessionCanLive) {
+    auto r = make_room("shop", 10, 1000);
+    r.revoke_enabled = true;
+    r.session_duration = 1min;
+    harness h({r});
+    visitor v;
+    ASSERT_EQ(h.visit(v).what, action::admit);
+    h.revoke(v);
+    h.sync();
+    ASSERT_EQ(h.state("shop").counts().revoked.size(), 1u);
+    h.advance(1min + 15s);
+    h.sync();
+    EXPECT_EQ(h.state("shop").counts().revoked.size(), 1u);
+    h.advance(10s);
+    h.sync();
+    EXPECT_TRUE(h.state("shop").counts().revoked.empty());
+}
+
+TEST(Replay, RevokesCookieIsANewArrivalThatAgesLikeAnyQueuedCookie) {
+    auto r = make_room("shop", 1, 1000);
+    r.revoke_enabled = true;
+    harness h({r});
+    visitor v, holder;
+    ASSERT_EQ(h.visit(v).what, action::admit);
+    h.revoke(v);
+    const std::int64_t revoked_at = h.now();
+    EXPECT_EQ(v.cookie->accepted_at, 0);
+    EXPECT_EQ(v.cookie->last_check_in, revoked_at);
+    h.advance(1s);
+    h.sync();
+    ASSERT_EQ(h.visit(holder).what, action::admit);
+    // Held back past the rejoin time (10 minutes) while the room stays full, it is no place in
+    // the queue: it starts over at the back, with a new arrival bucket.
+    for (int i = 0; i < 40; ++i) {
+        h.advance(20s);
+        h.sync();
+        ASSERT_EQ(h.visit(holder).what, action::admit);
+    }
+    auto d = h.visit(v);
+    EXPECT_EQ(d.what, action::queue);
+    EXPECT_EQ(d.cookie.bucket, floor_to(h.now(), 10'000));
+    EXPECT_GT(d.cookie.bucket, floor_to(revoked_at, 10'000));
+}
+
+TEST(Replay, RevokesCookieHeldBackPastAPrequeueStartDoesNotStandAheadOfThePrequeued) {
+    auto r = make_room("shop", 1, 1000);
+    r.revoke_enabled = true;
+    const std::int64_t t0 = harness({r}).now();
+    config::event ev;
+    ev.name = "launch";
+    auto at = [&](std::int64_t ms) { return config::time_point{std::chrono::milliseconds{ms}}; };
+    ev.prequeue_start_time = at(t0 + 5 * 60'000);
+    ev.event_start_time = at(t0 + 15 * 60'000);
+    ev.event_end_time = at(t0 + 60 * 60'000);
+    ev.shuffle_at_event_start = true;
+    r.events.push_back(ev);
+    harness h({r});
+    visitor v;
+    ASSERT_EQ(h.visit(v).what, action::admit);
+    h.advance(4min);
+    h.sync();
+    ASSERT_EQ(h.visit(v).what, action::admit);
+    h.revoke(v);  // a minute before the prequeue
+    h.advance(2min);
+    h.sync();
+    auto d = h.visit(v);
+    ASSERT_EQ(d.what, action::queue);
+    EXPECT_TRUE(d.page.is_event_prequeueing);
+    // Drawn into the prequeue span like everyone prequeued, not ahead of it.
+    EXPECT_GE(d.cookie.bucket, t0 + 5 * 60'000);
+    EXPECT_LT(d.cookie.bucket, t0 + 15 * 60'000);
+    EXPECT_EQ(d.cookie.event_id, event_id_of(ev));
+}
+
+// A room that queued `v` while queue_all was on, then lets visitors in again: capacity is free
+// and `v`'s next refresh is due `refresh` seconds after its last one.
+struct reopened_room {
+    explicit reopened_room(config::queueing_method method) : h({room(method)}) {
+        h.cfg().rooms[0].queue_all = true;
+        h.reload();
+        auto d = h.visit(v);
+        EXPECT_EQ(d.what, action::queue);
+        refresh = d.refresh_seconds;
+        h.cfg().rooms[0].queue_all = false;
+        h.reload();
+        h.sync();
+    }
+    static config::room room(config::queueing_method method) {
+        auto r = make_room("shop", 10, 1000);
+        r.method = method;
+        return r;
+    }
+    harness h;
+    visitor v;
+    std::int64_t refresh = 0;
+};
+
+// An early refresh is answered from the cookie alone: no draw, no slot, no top-up, no delta.
+void expect_early_refresh_is_free(harness& h, visitor& v, const char* what) {
+    h.sync();
+    const auto before_cookie = v.cookie;
+    const rng before_rng = h.rng();
+    const int top_ups = h.top_ups();
+    auto d = h.visit(v);
+    EXPECT_EQ(d.what, action::queue) << what;
+    EXPECT_FALSE(d.cookie_changed) << what;
+    EXPECT_EQ(v.cookie, before_cookie) << what;
+    EXPECT_TRUE(h.rng() == before_rng) << what << ": a lottery draw or a new ticket";
+    EXPECT_EQ(h.top_ups(), top_ups) << what;
+    EXPECT_GE(d.refresh_seconds, 1) << what;
+    h.worker().flush();
+    auto deltas = h.node().take_deltas();
+    EXPECT_TRUE(deltas["shop"].empty()) << what << ": counters moved";
+}
+
+TEST(EarlyRefresh, RandomRoomGivesOneDrawPerRefreshInterval) {
+    reopened_room room(config::queueing_method::random);
+    ASSERT_EQ(room.refresh, 20);
+    harness& h = room.h;
+    for (int s : {1, 5, 12, 18}) {  // 12 s: a later window, still early
+        h.set_time_ms(room.v.cookie->last_check_in + s * 1000);
+        expect_early_refresh_is_free(h, room.v, "early random refresh");
+    }
+    h.set_time_ms(room.v.cookie->last_check_in + 20'000);
+    EXPECT_EQ(h.visit(room.v).what, action::admit) << "the refresh that is due draws";
+}
+
+TEST(EarlyRefresh, FifoEarlyRefreshCostsNoTopUpAndGetsTheQueuePageAgain) {
+    reopened_room room(config::queueing_method::fifo);
+    harness& h = room.h;
+    ASSERT_GE(room.refresh, 3);
+    h.set_time_ms(room.v.cookie->last_check_in + 1000);
+    const int top_ups = h.top_ups();
+    expect_early_refresh_is_free(h, room.v, "early FIFO refresh");
+    h.set_time_ms(room.v.cookie->last_check_in + room.refresh * 1000);
+    EXPECT_EQ(h.visit(room.v).what, action::admit);
+    EXPECT_EQ(h.top_ups(), top_ups + 1) << "the due refresh asked the store for a slot";
+}
+
+TEST(EarlyRefresh, EarlyRefreshIsToldWhenToComeBack) {
+    reopened_room room(config::queueing_method::random);
+    harness& h = room.h;
+    h.set_time_ms(room.v.cookie->last_check_in + 15'500);
+    auto d = h.visit(room.v);
+    EXPECT_EQ(d.what, action::queue);
+    EXPECT_EQ(d.refresh_seconds, 5);
+    EXPECT_EQ(d.page.refresh_interval_seconds, 5);
+}
+
+TEST(EarlyRefresh, EachCountedRefreshDatesTheCookieWithTheRefreshItWasGiven) {
+    auto r = make_room("shop", 1, 1000);
+    harness h({r});
+    visitor in, v;
+    ASSERT_EQ(h.visit(in).what, action::admit);
+    auto d = h.visit(v);
+    ASSERT_EQ(d.what, action::queue);
+    EXPECT_TRUE(d.cookie_changed);
+    EXPECT_EQ(v.cookie->last_check_in, h.now());
+    EXPECT_EQ(v.cookie->flags >> visitor_flags::refresh_shift,
+              static_cast<std::uint32_t>(d.refresh_seconds));
+    h.advance(std::chrono::seconds{d.refresh_seconds});
+    h.sync();
+    auto again = h.visit(v);
+    ASSERT_EQ(again.what, action::queue);
+    EXPECT_TRUE(again.cookie_changed) << "a counted refresh in the same window is dated too";
+    EXPECT_EQ(v.cookie->last_check_in, h.now());
+}
+
+}  // namespace
+}  // namespace waitroom::room
