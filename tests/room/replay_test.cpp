@@ -16,6 +16,13 @@ using testing::harness;
 using testing::make_room;
 using testing::visitor;
 
+// A room whose origin may revoke sessions.
+config::room revoking_room(std::uint32_t total_active_users) {
+    auto r = make_room("shop", total_active_users, 1000);
+    r.revoke_enabled = true;
+    return r;
+}
+
 std::int64_t active(harness& h) {
     h.sync();
     return h.state("shop").counts().active;
@@ -62,9 +69,7 @@ TEST(Replay, CopiesOfOneAdmittedCookieNeverLetTheRoomOverfill) {
 }
 
 TEST(Replay, RevokeAnsweredToOneCookieManyTimesEndsOneSession) {
-    auto r = make_room("shop", 5, 1000);
-    r.revoke_enabled = true;
-    harness h({r});
+    harness h({revoking_room(5)});
     std::vector<visitor> in(5);
     for (auto& v : in) {
         ASSERT_EQ(h.visit(v).what, action::admit);
@@ -94,9 +99,7 @@ TEST(Replay, RevokeAnsweredToOneCookieManyTimesEndsOneSession) {
 }
 
 TEST(Replay, RevokedSessionsOldCookieAdmitsNoMoreOnThisWorkerOrAfterTheSync) {
-    auto r = make_room("shop", 1, 1000);
-    r.revoke_enabled = true;
-    harness h({r});
+    harness h({revoking_room(1)});
     visitor v, w;
     ASSERT_EQ(h.visit(v).what, action::admit);
     const visitor old = v;
@@ -120,8 +123,7 @@ TEST(Replay, RevokedSessionsOldCookieAdmitsNoMoreOnThisWorkerOrAfterTheSync) {
 }
 
 TEST(Replay, RevokedTicketsAreForgottenOnceNoCookieOfTheSessionCanLive) {
-    auto r = make_room("shop", 10, 1000);
-    r.revoke_enabled = true;
+    auto r = revoking_room(10);
     r.session_duration = 1min;
     harness h({r});
     visitor v;
@@ -138,9 +140,7 @@ TEST(Replay, RevokedTicketsAreForgottenOnceNoCookieOfTheSessionCanLive) {
 }
 
 TEST(Replay, RevokesCookieIsANewArrivalThatAgesLikeAnyQueuedCookie) {
-    auto r = make_room("shop", 1, 1000);
-    r.revoke_enabled = true;
-    harness h({r});
+    harness h({revoking_room(1)});
     visitor v, holder;
     ASSERT_EQ(h.visit(v).what, action::admit);
     h.revoke(v);
@@ -164,8 +164,7 @@ TEST(Replay, RevokesCookieIsANewArrivalThatAgesLikeAnyQueuedCookie) {
 }
 
 TEST(Replay, RevokesCookieHeldBackPastAPrequeueStartDoesNotStandAheadOfThePrequeued) {
-    auto r = make_room("shop", 1, 1000);
-    r.revoke_enabled = true;
+    auto r = revoking_room(1);
     const std::int64_t t0 = harness({r}).now();
     config::event ev;
     ev.name = "launch";
