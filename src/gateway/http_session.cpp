@@ -570,7 +570,8 @@ void http_session<Stream>::on_origin(error_code ec, std::shared_ptr<origin_conne
         // Every origin connection stayed in use (not an origin error): try again shortly.
         const auto wait = std::chrono::ceil<std::chrono::seconds>(cfg_->origin.pool_wait_timeout);
         return send_error(503, "origin busy", request_has_body_ && !parser_->is_done(),
-                          std::to_string(std::max<std::int64_t>(wait.count(), 1)));
+                          std::to_string(std::max<std::int64_t>(wait.count(), 1)),
+                          origin_error_headers());
     }
     auto* m = state_->ctx->metrics();
     if (ec) {
@@ -824,8 +825,8 @@ void http_session<Stream>::on_read_response_header(error_code ec, std::size_t) {
         if (!websocket_) {
             spdlog::warn("gateway: origin answered 101 to a request that asked no upgrade");
             state_->pool->release(std::move(origin_), false);
-            return send_error(502, "origin switched protocols unasked", true,
-                              {}, origin_error_headers());
+            return send_error(502, "origin switched protocols unasked", true, {},
+                              origin_error_headers());
         }
         return start_tunnel();
     }
@@ -1063,8 +1064,8 @@ void http_session<Stream>::origin_failed(error_code ec, bool before_response) {
         return send_error(504, "origin timed out", request_has_body_ && !parser_->is_done(), {},
                           origin_error_headers());
     }
-    send_error(502, "origin connection failed", request_has_body_ && !parser_->is_done(),
-               {}, origin_error_headers());
+    send_error(502, "origin connection failed", request_has_body_ && !parser_->is_done(), {},
+               origin_error_headers());
 }
 
 // What the room filter adds to the gateway's own answer for an origin that did not answer.

@@ -102,7 +102,7 @@ class request_filter {
         (void)context;
     }
 
-    // The origin gave no answer and the gateway sends its own 502 or 504 instead: adds to its
+    // The origin gave no answer and the gateway sends its own 502, 503 or 504 instead: adds to its
     // `headers` what on_response would have added for this request (e.g. the cookie of a
     // visitor counted as admitted by it). `context` is the one on_request returned.
     virtual void on_origin_error(header_list& headers, const std::shared_ptr<void>& context) {
