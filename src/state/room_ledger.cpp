@@ -51,17 +51,26 @@ void room_ledger::apply(const room::room_deltas& deltas, const room_limits& l,
 void room_ledger::apply_revocations(const room::room_deltas& deltas, const room_limits& l,
                                     std::int64_t now_ms) {
     std::erase_if(revoked_,
-                  [&](const auto& e) { return !room::revocation_live(e.second, l, now_ms); });
-    // A ticket's first revocation frees its place; every later one (a replay of the command,
-    // on this node or another) changes nothing. Remembered tickets come back in every answer,
-    // so every node refuses the session's cookies.
+                  [&](const auto& e) { return !room::revocation_live(e.second.since, l, now_ms); });
+    // A ticket's place is freed once: by its first revocation that names a live window. Every
+    // later one (a replay of the command, on this node or another, or the re-report of every
+    // node after the store lost its memory) changes nothing. A revocation without a live window
+    // (-1: a node that only knows of the ticket from the store's list) records the ticket; the
+    // one of the node that revoked it may still free the place, in whichever order they come.
+    // Remembered tickets come back in every answer, so every node refuses the session's cookies.
     for (const auto& rev : deltas.revoked) {
-        if (revoked_.contains(rev.ticket) || revoked_.size() >= room::max_revoked_sessions) {
-            continue;
+        auto it = revoked_.find(rev.ticket);
+        if (it == revoked_.end()) {
+            if (revoked_.size() >= room::max_revoked_sessions) {
+                continue;
+            }
+            it = revoked_.emplace(rev.ticket, revoked_session{room::floor_to(now_ms, l.window_ms)})
+                     .first;
         }
-        revoked_.emplace(rev.ticket, room::floor_to(now_ms, l.window_ms));
-        if (rev.window >= 0 && room::active_window_live(rev.window, l, now_ms)) {
+        if (!it->second.freed && rev.window >= 0 &&
+            room::active_window_live(rev.window, l, now_ms)) {
             active_[rev.window] -= 1;
+            it->second.freed = true;
         }
     }
 }
@@ -117,8 +126,8 @@ room::room_counts room_ledger::counts(const room_limits& l, std::int64_t now_ms)
         }
     }
     std::erase_if(c.waiting, [](const auto& e) { return e.second <= 0; });
-    for (const auto& [ticket, since] : revoked_) {
-        if (room::revocation_live(since, l, now_ms)) {
+    for (const auto& [ticket, r] : revoked_) {
+        if (room::revocation_live(r.since, l, now_ms)) {
             c.revoked.push_back(ticket);
         }
     }

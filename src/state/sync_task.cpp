@@ -35,6 +35,7 @@ room::room_deltas live_windows(const room::room_deltas* before, const room::room
     out.admitted.merge(d.admitted);
     out.active.merge(d.active);
     out.waiting.merge(d.waiting);
+    out.revoked = d.revoked;
     return out;
 }
 
@@ -165,6 +166,13 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
             auto before = reported_.find(r.id());
             rr.live = live_windows(before == reported_.end() ? nullptr : &before->second, rr.deltas,
                                    rr.limits, now_ms);
+            if (auto known = revoked_.find(r.id()); known != revoked_.end()) {
+                for (const auto& [ticket, k] : known->second) {
+                    if (!rr.deltas.revoking(ticket)) {
+                        rr.live.revoked.push_back({ticket, k.window});
+                    }
+                }
+            }
             if (auto it = cancel_used_.find(r.id()); it != cancel_used_.end()) {
                 a.cancelled_pending = std::min(it->second, rr.deltas.slots_used);
                 rr.deltas.slots_used -= a.cancelled_pending;
@@ -306,6 +314,47 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
         degraded_since_ms_ = 0;
         consecutive_failures_ = 0;
     }
+    {
+        // The revoked sessions this node knows now: the store's list, its own just reported,
+        // and those it knew before while they last (a store refilling after it lost its memory
+        // lists only what the nodes re-reported so far). The snapshot refuses all of them.
+        std::lock_guard lock(mu_);
+        std::map<std::string, std::map<std::uint64_t, known_revocation>> revoked;
+        for (std::size_t i = 0; i < sent.size(); ++i) {
+            const room::room_limits& l = limits[sent[i].room];
+            auto& known = revoked[sent[i].room];
+            if (auto it = revoked_.find(sent[i].room); it != revoked_.end()) {
+                known = std::move(it->second);
+            }
+            std::erase_if(known, [&](const auto& e) {
+                return !room::revocation_live(e.second.since, l, now_ms);
+            });
+            const std::int64_t since = room::floor_to(now_ms, l.window_ms);
+            auto add = [&](std::uint64_t ticket, std::int64_t window) {
+                auto it = known.find(ticket);
+                if (it == known.end()) {
+                    if (known.size() < room::max_revoked_sessions) {
+                        known.emplace(ticket, known_revocation{window, since});
+                    }
+                } else if (it->second.window < 0) {
+                    it->second.window = window;
+                }
+            };
+            for (const auto& rev : sent[i].deltas.revoked) {
+                add(rev.ticket, rev.window);
+            }
+            auto& list = res.rooms[i].counts.revoked;
+            for (std::uint64_t ticket : list) {
+                add(ticket, -1);
+            }
+            list.clear();
+            list.reserve(known.size());
+            for (const auto& e : known) {
+                list.push_back(e.first);  // ascending, as room_state::revoked wants
+            }
+        }
+        revoked_ = std::move(revoked);
+    }
     for (std::size_t i = 0; i < res.rooms.size(); ++i) {
         auto& g = res.rooms[i];
         room::slot_pool& pool = node_.pool(g.room);
@@ -361,6 +410,7 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
         for (std::size_t i = 0; i < sent.size(); ++i) {
             epochs_[sent[i].room] = std::move(res.rooms[i].epoch);
             reported_[sent[i].room] = std::move(sent[i].live);
+            reported_[sent[i].room].revoked.clear();  // windows only: revocations are revoked_
         }
         top_up_asked_.clear();  // the lease now follows the demand: top-ups start small again
     }

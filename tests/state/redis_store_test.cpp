@@ -816,15 +816,64 @@ TEST(RedisStore, ReplaysOfOneCookieMoveTheCountsAsTheLocalStoreDoes) {
     EXPECT_EQ(active, (std::vector<std::int64_t>{5, 20, 19, 19, 19, 19}));
 }
 
+// Revocations re-reported to a store that lost its memory: the node that only knew the ticket
+// from the store's list comes first, without a window; the node that revoked it names its
+// window and frees the place, once. The script and the ledger agree at every step.
+TEST(RedisStore, ReReportedRevocationsFreeOnePlaceAsTheLocalStoreDoes) {
+    redis_server srv;
+    boost::asio::io_context ioc;
+    redis_store rs(ioc.get_executor(), options(srv));
+    auto ls = std::make_unique<local_store>();
+    auto l = limits(10, 100);
+    const std::uint64_t ticket = 18'446'744'073'709'551'557ull;
+    std::map<std::string, std::string> epoch_r;
+    std::map<std::string, std::string> epoch_l;
+    auto both = [&](const std::string& id, std::int64_t now, room_report r) {
+        r.epoch = epoch_r[id];
+        auto remote = call_sync(ioc, rs, node(id, "dc", now, {r}, 60'000));
+        r.epoch = epoch_l[id];
+        auto local = call_sync(ioc, *ls, node(id, "dc", now, {r}, 60'000));
+        EXPECT_FALSE(remote.ec) << remote.ec.message();
+        EXPECT_EQ(describe(remote.rooms.at(0)), describe(local.rooms.at(0))) << id << " " << now;
+        epoch_r[id] = remote.rooms.at(0).epoch;
+        epoch_l[id] = local.rooms.at(0).epoch;
+        return remote.rooms.at(0);
+    };
+    // Node a counted 5 and revoked one of them; node b only heard of it from the store.
+    auto a = report(l, "shop", 0);
+    a.deltas.active.add(t0, 5);
+    a.deltas.revoke({ticket, t0});
+    a.live = a.deltas;
+    auto g = both("a", t0 + 100, a);
+    EXPECT_EQ(g.counts.active, 4);
+    auto b = report(l, "shop", 0);
+    b.live.revoke({ticket, -1});
+    g = both("b", t0 + 200, b);
+    EXPECT_EQ(g.counts.revoked, std::vector<std::uint64_t>{ticket});
+
+    ASSERT_EQ(srv.cli("FLUSHALL"), "OK");
+    ls = std::make_unique<local_store>();
+    g = both("b", t0 + 1000, b);  // stale, then re-reported: the ticket without a window
+    EXPECT_EQ(g.counts.revoked, std::vector<std::uint64_t>{ticket});
+    EXPECT_EQ(g.counts.active, 0);
+    a.deltas = room::room_deltas{};
+    g = both("a", t0 + 1100, a);  // a's windows and its revocation, which frees the place
+    EXPECT_EQ(g.counts.revoked, std::vector<std::uint64_t>{ticket});
+    EXPECT_EQ(g.counts.active, 4);
+    b.deltas.revoke({ticket, t0});  // the command replayed on b, with the window: no move
+    g = both("b", t0 + 1200, b);
+    EXPECT_EQ(g.counts.active, 4);
+}
+
 }  // namespace
 }  // namespace waitroom::state
 
 namespace waitroom::state {
 namespace {
 
-// Two nodes' sync tasks over one store: visitors admitted, then the store forgets everything
-// (`forget`). One sync of each node later the store counts every live visitor again and
-// knows of the slots the nodes' pools hold.
+// Two nodes' sync tasks over one store: visitors admitted, one revoked, then the store forgets
+// everything (`forget`). One sync of each node later the store counts every live visitor again,
+// refuses the revoked session again and knows of the slots the nodes' pools hold.
 template <class Forget>
 void restores_counts_after_the_store_forgets(store& st, boost::asio::io_context& ioc,
                                              Forget forget) {
@@ -864,12 +913,21 @@ void restores_counts_after_the_store_forgets(store& st, boost::asio::io_context&
         nb.submit(d);
     }
     ASSERT_FALSE(run(tb, t0 + 10'500));
+    // The origin revokes one of a's visitors (on node a): one place freed, every node told.
+    const std::uint64_t revoked = 0xdead'beef'0000'0001ull;
+    {
+        room::delta_set d;
+        d["shop"].revoke({revoked, room::floor_to(t0 + 100, 10'000)});
+        na.submit(d);
+    }
     ASSERT_FALSE(run(ta, t0 + 11'000));
+    ASSERT_FALSE(run(tb, t0 + 11'010));
     const auto* before = na.snapshot()->find("shop");
     ASSERT_NE(before, nullptr);
-    ASSERT_EQ(before->counts().active, 7);
+    ASSERT_EQ(before->counts().active, 6);
     ASSERT_EQ(before->counts().admitted_last_minute, 7);
     ASSERT_EQ(before->waiting_total(), 3);
+    ASSERT_TRUE(nb.snapshot()->find("shop")->revoked(revoked));
 
     forget();
     visitors(na, t0 + 11'500, 1, 0);  // one more, in the batch that finds the store empty
@@ -879,14 +937,22 @@ void restores_counts_after_the_store_forgets(store& st, boost::asio::io_context&
     for (auto* n : {&na, &nb}) {
         const auto* after = n->snapshot()->find("shop");
         ASSERT_NE(after, nullptr);
-        EXPECT_EQ(after->counts().active, 8);
+        EXPECT_EQ(after->counts().active, 7);  // the revoked place stays freed, once
         EXPECT_EQ(after->counts().admitted_last_minute, 8);
         EXPECT_EQ(after->waiting_total(), 3);
         EXPECT_EQ(after->nodes(), 2u);
+        // The store forgot the revoked session; the nodes told it again, so its cookie still
+        // admits nobody.
+        EXPECT_EQ(after->counts().revoked, std::vector<std::uint64_t>{revoked});
     }
     // The store knows again of every slot the pools hold, so it grants none of them twice.
     const auto* last = na.snapshot()->find("shop");
     EXPECT_GE(last->counts().held, na.pool("shop").available() + nb.pool("shop").available());
+    // The store itself lists the revoked session again: a node that knew nothing is told.
+    auto fresh =
+        call_sync(ioc, st, node("c", "dc", t0 + 12'030, {report(limits(10, 100), "shop", 0)}));
+    ASSERT_FALSE(fresh.ec);
+    EXPECT_EQ(fresh.rooms.at(0).counts.revoked, std::vector<std::uint64_t>{revoked});
 }
 
 TEST(RedisStore, NodesReReportTheirLiveWindowsWhenRedisRestartsEmpty) {

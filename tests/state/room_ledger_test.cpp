@@ -389,6 +389,28 @@ TEST(Ledger, ARevocationOfADeadWindowFreesNothingButIsRefused) {
     EXPECT_EQ(g.counts.revoked, std::vector<std::uint64_t>{7});
 }
 
+// A node that only knows of a revoked ticket from the store's list re-reports it without a
+// window (-1); the node that revoked it names the window. Whichever comes first, the place is
+// freed once.
+TEST(Ledger, ARevocationWithoutAWindowLeavesTheRevokersToFreeThePlaceOnce) {
+    room_ledger ledger;
+    auto l = limits(10, 100);
+    auto in = report(l);
+    in.deltas.active.add(t0, 5);
+    ledger.sync("a", "dc", in, t0 + 100, 60'000);
+    const std::uint64_t ticket = 42;
+    std::vector<std::int64_t> active;
+    for (auto [node, window] : std::vector<std::pair<std::string, std::int64_t>>{
+             {"b", -1}, {"a", t0}, {"b", -1}, {"a", t0}, {"b", t0}}) {
+        auto r = report(l);
+        r.deltas.revoke({ticket, window});
+        auto g = ledger.sync(node, "dc", r, t0 + 200, 60'000);
+        EXPECT_EQ(g.counts.revoked, std::vector<std::uint64_t>{ticket});
+        active.push_back(g.counts.active);
+    }
+    EXPECT_EQ(active, (std::vector<std::int64_t>{5, 4, 4, 4, 4}));
+}
+
 TEST(Ledger, RemembersAtMostTheBoundOfRevokedSessions) {
     room_ledger ledger;
     auto l = limits(10'000, 10'000);

@@ -63,7 +63,11 @@ class room_ledger {
     std::map<std::int64_t, std::int64_t> admitted_;  // rate sub-window → admissions
     std::map<std::int64_t, std::int64_t> active_;    // window → admitted visitors
     std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> waiting_;  // (bucket, window)
-    std::map<std::uint64_t, std::int64_t> revoked_;  // ticket → window of its first revocation
+    struct revoked_session {
+        std::int64_t since = 0;  // window of the store's first word of it
+        bool freed = false;      // its place was freed (a revocation named a live window)
+    };
+    std::map<std::uint64_t, revoked_session> revoked_;  // by ticket
     std::map<std::string, node_entry> nodes_;
     std::int64_t node_ttl_ms_ = 3'000;
     room_switch_values overrides_;

@@ -181,6 +181,16 @@ class sync_task {
     // A store that lost its memory answers with another epoch, and these go to it again.
     std::map<std::string, std::string> epochs_;
     std::map<std::string, room::room_deltas> reported_;
+    // The revoked sessions of each room this node knows: the store's last list and the node's
+    // own revocations (with the window each named), each kept from when the node first knew of
+    // it for as long as the store keeps it (room::revocation_live), at most
+    // room::max_revoked_sessions. A re-report sends them all, since a store that lost its memory
+    // lost them too, and the node's snapshot refuses them all while the store refills.
+    struct known_revocation {
+        std::int64_t window = -1;  // the active window the node's own revocation named, or -1
+        std::int64_t since = 0;    // window in which this node first knew of it
+    };
+    std::map<std::string, std::map<std::uint64_t, known_revocation>> revoked_;
     std::function<void(std::chrono::nanoseconds, std::error_code)> on_sync_complete_;
 };
 

@@ -14,7 +14,8 @@
 --                     then, one node TTL after epoch_at, every live node re-reports and
 --                     nothing is granted, since the counts still miss some nodes' visitors)
 --   6 overrides hash  queue_all, suspended -> "0" | "1" (run-time switches; absent = unset)
---   7 revoked   hash  ticket (decimal) -> window of its first revocation (ms)
+--   7 revoked   hash  ticket (decimal) -> "since:freed": the window of the store's first word of
+--                     the revoked session (ms), and 1 once its place was freed, else 0
 -- ARGV:
 --   1 "sync" | "top_up" | "overrides"
 --   overrides: 2 queue_all  3 suspended (each "keep" | "unset" | "0" | "1")  4 keep_ms
@@ -89,6 +90,8 @@ local function active_live(start) return start + L.window + L.session > now end
 local function waiting_live(start) return start + L.window + L.abandon > now end
 local function rate_live(start) return start + L.rate_window > now - L.rate_span end
 local function revocation_live(start) return active_live(start + L.window) end
+-- The window of a `revoked` hash value ("since:freed"); 0 (long dead) for anything else.
+local function revoked_since(v) return tonumber(string.match(v or '', '^(%-?%d+):')) or 0 end
 local function floor_to(t, step) return math.floor(t / step) * step end
 -- room::max_revoked_sessions
 local MAX_REVOKED = 4096
@@ -249,13 +252,14 @@ if not applied_before then
         if waiting_live(tonumber(w)) then redis.call('HINCRBY', KEYS[3], b .. ':' .. w, d) end
     end
     i = i + 3 * n + 1
-    -- Revocations (room_ledger::apply_revocations): a ticket's first one frees its place,
-    -- every later one (a replayed command) changes nothing.
+    -- Revocations (room_ledger::apply_revocations): a ticket's place is freed once, by its
+    -- first revocation that names a live window; every later one (a replayed command, a
+    -- re-report) changes nothing, and one without a window (-1) only records the ticket.
     local known, size = {}, 0
     local rev = redis.call('HGETALL', KEYS[7])
     for k = 1, #rev, 2 do
-        if revocation_live(tonumber(rev[k + 1])) then
-            known[rev[k]] = true
+        if revocation_live(revoked_since(rev[k + 1])) then
+            known[rev[k]] = string.sub(rev[k + 1], -1) == '1'
             size = size + 1
         else
             redis.call('HDEL', KEYS[7], rev[k])
@@ -264,12 +268,20 @@ if not applied_before then
     n = tonumber(ARGV[i])
     for j = 1, n do
         local ticket, w = ARGV[i + 2 * j - 1], ARGV[i + 2 * j]
-        if not known[ticket] and size < MAX_REVOKED then
-            known[ticket] = true
+        local since = nil
+        if known[ticket] == nil and size < MAX_REVOKED then
+            known[ticket] = false
             size = size + 1
-            redis.call('HSET', KEYS[7], ticket, string.format('%d', floor_to(now, L.window)))
-            local wn = tonumber(w)
-            if wn >= 0 and active_live(wn) then redis.call('HINCRBY', KEYS[2], w, -1) end
+            since = floor_to(now, L.window)
+        end
+        local wn = tonumber(w)
+        if known[ticket] == false and wn >= 0 and active_live(wn) then
+            redis.call('HINCRBY', KEYS[2], w, -1)
+            known[ticket] = true
+            if since == nil then since = revoked_since(redis.call('HGET', KEYS[7], ticket)) end
+            redis.call('HSET', KEYS[7], ticket, string.format('%d:1', since))
+        elseif since ~= nil then
+            redis.call('HSET', KEYS[7], ticket, string.format('%d:0', since))
         end
     end
 end
@@ -358,7 +370,7 @@ end
 local revoked = {}
 local rev = redis.call('HGETALL', KEYS[7])
 for k = 1, #rev, 2 do
-    if revocation_live(tonumber(rev[k + 1])) then revoked[#revoked + 1] = rev[k] end
+    if revocation_live(revoked_since(rev[k + 1])) then revoked[#revoked + 1] = rev[k] end
 end
 return {granted, release, active, admitted,
         held_total(nodes, ids), waiting, dcs, read_overrides(), epoch, revoked}
