@@ -90,8 +90,9 @@ bool refused_cheaply(std::error_code ec) {
 // stays good for this request), so a value is opened only when it changes.
 const cookie::payload* open_cookie(const request_info& info,
                                    const std::shared_ptr<const room_runtime>& rt,
-                                   const room::compiled_room& room, std::string_view header,
-                                   std::string_view name, std::int64_t now_ms) {
+                                   const room::compiled_room& room, room::worker_state& ws,
+                                   std::string_view header, std::string_view name,
+                                   std::int64_t now_ms) {
     auto* last = static_cast<opened_cookie*>(info.filter_state.get());
     const bool memo_usable =
         last != nullptr && last->keys == rt->keys && last->visitor.room == room.id();
@@ -126,9 +127,9 @@ const cookie::payload* open_cookie(const request_info& info,
         }
         if (best != nullptr) {
             if (!best_standing) {
-                best_standing = rt->engine->standing(room, *best, now_ms);
+                best_standing = rt->engine->standing(room, ws, *best, now_ms);
             }
-            auto standing = rt->engine->standing(room, candidate.value(), now_ms);
+            auto standing = rt->engine->standing(room, ws, candidate.value(), now_ms);
             if (standing <= *best_standing) {
                 continue;
             }
@@ -305,7 +306,7 @@ void room_filter::on_request(const request_head& req, const request_info& info, 
     const room::compiled_room& room = *routed.room;
 
     const std::int64_t now_ms = util::unix_ms(clock_.now());
-    const cookie::payload* visitor = open_cookie(info, rt, room, req[http::field::cookie],
+    const cookie::payload* visitor = open_cookie(info, rt, room, w.ws, req[http::field::cookie],
                                                  rt->cookie_names[room.index()], now_ms);
 
     const bool visitor_tls = info.tls;

@@ -334,8 +334,7 @@ decision engine::decide(const compiled_room& r, worker_state& ws,
     }
 
     // A session the origin revoked admits no more, on any node: its cookie is a new visitor's.
-    if (c != nullptr && c->accepted_at > 0 &&
-        (st.revoked(c->ticket) || (ws.revoked_count_ > 0 && ws.revoked_here(c->ticket)))) {
+    if (c != nullptr && revoked_session(ws, st, *c)) {
         c = nullptr;
     }
 
@@ -677,13 +676,22 @@ room_status engine::status(const compiled_room& r, const room_state& st,
     return out;
 }
 
-cookie_standing engine::standing(const compiled_room& r, const cookie::payload& c,
-                                 std::int64_t now_ms) const {
+bool engine::revoked_session(const worker_state& ws, const room_state& st,
+                             const cookie::payload& c) {
+    return c.accepted_at > 0 &&
+           (st.revoked(c.ticket) || (ws.revoked_count_ > 0 && ws.revoked_here(c.ticket)));
+}
+
+cookie_standing engine::standing(const compiled_room& r, worker_state& ws,
+                                 const cookie::payload& c, std::int64_t now_ms) const {
     const event_phase ph = r.phase_at(now_ms);
     const settings s = r.settings_at(ph);
     const room_limits lim = make_limits(s, ph, win_);
     if (!trusted(r, c, now_ms, win_.window_ms)) {
         return {};
+    }
+    if (revoked_session(ws, *ws.view(*this, r).state, c)) {
+        return {};  // decide() makes its holder a new arrival
     }
     if (c.accepted_at > 0) {
         // An ended session is worth nothing: decide() makes its holder a new arrival.

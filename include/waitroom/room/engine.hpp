@@ -212,11 +212,16 @@ class engine {
     room_status status(const compiled_room& room, const room_state& state,
                        std::int64_t now_ms) const;
 
-    // How `valid_cookie` (opened for `room`) stands at `now_ms`. Reads no counter.
-    cookie_standing standing(const compiled_room& room, const cookie::payload& valid_cookie,
-                             std::int64_t now_ms) const;
+    // How `valid_cookie` (opened for `room`) stands at `now_ms` on the worker of `ws`. Reads no
+    // counter; a revoked session's cookie is worth nothing, as decide() treats it.
+    cookie_standing standing(const compiled_room& room, worker_state& ws,
+                             const cookie::payload& valid_cookie, std::int64_t now_ms) const;
 
   private:
+    // `c` is the cookie of a session the origin revoked (on any node, or on this worker since
+    // its last snapshot): it admits no more.
+    static bool revoked_session(const worker_state& ws, const room_state& st,
+                                const cookie::payload& c);
     // A new visitor's arrival bucket at `now`: now's window, or in a shuffled prequeue a window
     // of the prequeue span drawn by the ticket.
     std::int64_t arrival_bucket(const event_phase& ph, std::int64_t now_ms,
