@@ -8,6 +8,8 @@
 #include <boost/asio/io_context.hpp>
 
 #include <atomic>
+#include <map>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -782,23 +784,46 @@ TEST(RedisStore, SameBatchTwiceCountsOnce) {
     EXPECT_EQ(admitted, (std::vector<std::int64_t>{2, 2, 4, 6, 6, 8}));
 }
 
+// A Redis store and a local one given the same reports, each node naming the epoch that store
+// last answered it: the script mirrors the ledger, so every answer must be the same.
+struct twin_stores {
+    explicit twin_stores(redis_server& srv) : rs(ioc.get_executor(), options(srv)) {}
+    room_grant sync(const std::string& id, std::int64_t now, room_report r) {
+        r.epoch = epoch_r[id];
+        auto remote = call_sync(ioc, rs, node(id, "dc", now, {r}, 60'000));
+        r.epoch = epoch_l[id];
+        auto local = call_sync(ioc, *ls, node(id, "dc", now, {r}, 60'000));
+        EXPECT_FALSE(remote.ec) << remote.ec.message();
+        EXPECT_EQ(describe(remote.rooms.at(0)), describe(local.rooms.at(0))) << id << " " << now;
+        epoch_r[id] = remote.rooms.at(0).epoch;
+        epoch_l[id] = local.rooms.at(0).epoch;
+        return remote.rooms.at(0);
+    }
+    // Both stores lose their memory.
+    void forget(redis_server& srv) {
+        ASSERT_EQ(srv.cli("FLUSHALL"), "OK");
+        ls = std::make_unique<local_store>();
+    }
+
+    boost::asio::io_context ioc;
+    redis_store rs;
+    std::unique_ptr<local_store> ls = std::make_unique<local_store>();
+    std::map<std::string, std::string> epoch_r;
+    std::map<std::string, std::string> epoch_l;
+};
+
 // Copies of one cookie push a window below zero and one revocation is replayed by every node:
 // the script and the ledger floor each window and free the place once, with the same answers.
 TEST(RedisStore, ReplaysOfOneCookieMoveTheCountsAsTheLocalStoreDoes) {
     redis_server srv;
-    boost::asio::io_context ioc;
-    redis_store rs(ioc.get_executor(), options(srv));
-    local_store ls;
+    twin_stores twins(srv);
     auto l = limits(10, 100);
     const std::uint64_t ticket = 18'446'744'073'709'551'557ull;  // above 2^63
     std::vector<std::int64_t> active;
     auto both = [&](const std::string& id, std::int64_t now, room_report r) {
-        auto remote = call_sync(ioc, rs, node(id, "dc", now, {r}, 60'000));
-        auto local = call_sync(ioc, ls, node(id, "dc", now, {r}, 60'000));
-        EXPECT_FALSE(remote.ec) << remote.ec.message();
-        EXPECT_EQ(describe(remote.rooms.at(0)), describe(local.rooms.at(0)));
-        active.push_back(remote.rooms.at(0).counts.active);
-        return remote.rooms.at(0);
+        auto g = twins.sync(id, now, std::move(r));
+        active.push_back(g.counts.active);
+        return g;
     };
     auto in = report(l, "shop", 0);
     in.deltas.active.add(t0, 5);
@@ -821,47 +846,31 @@ TEST(RedisStore, ReplaysOfOneCookieMoveTheCountsAsTheLocalStoreDoes) {
 // window and frees the place, once. The script and the ledger agree at every step.
 TEST(RedisStore, ReReportedRevocationsFreeOnePlaceAsTheLocalStoreDoes) {
     redis_server srv;
-    boost::asio::io_context ioc;
-    redis_store rs(ioc.get_executor(), options(srv));
-    auto ls = std::make_unique<local_store>();
+    twin_stores twins(srv);
     auto l = limits(10, 100);
     const std::uint64_t ticket = 18'446'744'073'709'551'557ull;
-    std::map<std::string, std::string> epoch_r;
-    std::map<std::string, std::string> epoch_l;
-    auto both = [&](const std::string& id, std::int64_t now, room_report r) {
-        r.epoch = epoch_r[id];
-        auto remote = call_sync(ioc, rs, node(id, "dc", now, {r}, 60'000));
-        r.epoch = epoch_l[id];
-        auto local = call_sync(ioc, *ls, node(id, "dc", now, {r}, 60'000));
-        EXPECT_FALSE(remote.ec) << remote.ec.message();
-        EXPECT_EQ(describe(remote.rooms.at(0)), describe(local.rooms.at(0))) << id << " " << now;
-        epoch_r[id] = remote.rooms.at(0).epoch;
-        epoch_l[id] = local.rooms.at(0).epoch;
-        return remote.rooms.at(0);
-    };
     // Node a counted 5 and revoked one of them; node b only heard of it from the store.
     auto a = report(l, "shop", 0);
     a.deltas.active.add(t0, 5);
     a.deltas.revoke({ticket, t0});
     a.live = a.deltas;
-    auto g = both("a", t0 + 100, a);
+    auto g = twins.sync("a", t0 + 100, a);
     EXPECT_EQ(g.counts.active, 4);
     auto b = report(l, "shop", 0);
     b.live.revoke({ticket, -1});
-    g = both("b", t0 + 200, b);
+    g = twins.sync("b", t0 + 200, b);
     EXPECT_EQ(g.counts.revoked, std::vector<std::uint64_t>{ticket});
 
-    ASSERT_EQ(srv.cli("FLUSHALL"), "OK");
-    ls = std::make_unique<local_store>();
-    g = both("b", t0 + 1000, b);  // stale, then re-reported: the ticket without a window
+    twins.forget(srv);
+    g = twins.sync("b", t0 + 1000, b);  // stale, then re-reported: the ticket without a window
     EXPECT_EQ(g.counts.revoked, std::vector<std::uint64_t>{ticket});
     EXPECT_EQ(g.counts.active, 0);
     a.deltas = room::room_deltas{};
-    g = both("a", t0 + 1100, a);  // a's windows and its revocation, which frees the place
+    g = twins.sync("a", t0 + 1100, a);  // a's windows and its revocation, which frees the place
     EXPECT_EQ(g.counts.revoked, std::vector<std::uint64_t>{ticket});
     EXPECT_EQ(g.counts.active, 4);
     b.deltas.revoke({ticket, t0});  // the command replayed on b, with the window: no move
-    g = both("b", t0 + 1200, b);
+    g = twins.sync("b", t0 + 1200, b);
     EXPECT_EQ(g.counts.active, 4);
 }
 
