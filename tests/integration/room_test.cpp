@@ -144,6 +144,31 @@ TEST_F(Room, AdmittedVisitorWithPlantedCookiesBeforeItsOwnStillPasses) {
     EXPECT_TRUE(is_queue_page(waiting.get("/hello")));
 }
 
+// The cookie of a revoked session, planted before an admitted visitor's own, must not cost it
+// its session: it admits nobody, so it stands for nothing.
+TEST_F(Room, AdmittedVisitorWithARevokedSessionsCookiePlantedBeforeItsOwnStillPasses) {
+    start(room_config(origin_.url(),
+                      "total_active_users: 2, new_users_per_minute: 1000, session_duration: 5m, "
+                      "enabled_origin_commands: [revoke]"));
+    visitor revoked{port_}, holder{port_}, next{port_};
+    ASSERT_TRUE(from_origin(revoked.get("/hello")));
+    ASSERT_TRUE(from_origin(holder.get("/hello")));
+    const std::string old = revoked.cookie();
+    auto r = revoked.get("/headers?Cf-Waiting-Room-Command=revoke");
+    ASSERT_EQ(r.status, 200u) << describe(r);
+    ASSERT_NE(revoked.cookie(), old);
+    // The freed place goes to the next visitor: the room is full again.
+    ASSERT_TRUE(poll_until(10s, 50ms, [&] { return from_origin(next.get("/hello")); }));
+    visitor replay{port_};
+    replay.set_cookie(old);
+    EXPECT_TRUE(is_queue_page(replay.get("/hello"))) << "the revoked session admits no more";
+
+    visitor browser{port_};
+    browser.set_cookie(old + "; " + holder.cookie());
+    auto b = browser.get("/hello");
+    EXPECT_TRUE(from_origin(b)) << describe(b);
+}
+
 // At most four values reach decryption: a header stuffed with forged values that each cost one
 // is answered like a new visitor's request (the room is full: queued), never with an error,
 // and the visitor's own cookie among the first four still counts.
