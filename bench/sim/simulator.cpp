@@ -339,6 +339,7 @@ class simulation {
                 rec.left = rel;
                 break;
             case room::action::pass:
+            case room::action::misdirected:  // route only: decide() never answers it
             case room::action::wait_for_slots:
                 break;
         }
