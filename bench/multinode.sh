@@ -41,7 +41,8 @@ for i in $(seq 1 $nodes); do
   # Limits far above the load: every new visitor needs a slot (lease or top-up), none queues.
   cat > "$work/node-$i.yaml" <<CONF
 listen: ["127.0.0.1:${port[i]}"]
-origin: {url: "http://127.0.0.1:$origin_port", max_connections: 64}
+# One load generator, one address: no per-client cap.
+origin: {url: "http://127.0.0.1:$origin_port", max_connections: 64, max_connections_per_client: 0}
 node: {id: node-$i}
 threads: 1
 admin: {listen: "127.0.0.1:${admin[i]}"}

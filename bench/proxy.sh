@@ -45,7 +45,8 @@ write_nginx_conf "$work/proxy" "
   }"
 cat > "$work/waitroom.yaml" <<CONF
 listen: ["127.0.0.1:$wr_port"]
-origin: {url: "http://127.0.0.1:$origin_port", max_connections: 64}
+# One load generator, one address: no per-client cap.
+origin: {url: "http://127.0.0.1:$origin_port", max_connections: 64, max_connections_per_client: 0}
 threads: 1
 admin: {listen: "127.0.0.1:$admin_port"}
 logging: {level: warn}

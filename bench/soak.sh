@@ -44,7 +44,8 @@ mkdir -p "$out"
 origin_port=$(free_port); wr_port=$(free_port)
 cat > "$work/waitroom.yaml" <<CONF
 listen: ["127.0.0.1:$wr_port"]
-origin: {url: "http://127.0.0.1:$origin_port", max_connections: 64}
+# One load generator, one address: no per-client cap.
+origin: {url: "http://127.0.0.1:$origin_port", max_connections: 64, max_connections_per_client: 0}
 threads: 2
 admin: {listen: ""}
 logging: {level: warn}

@@ -483,8 +483,8 @@ void read_listener(loader& l, const YAML::Node& n, const std::string& path, list
 void read_origin(loader& l, const YAML::Node& n, origin& out) {
     fields f(l, n, "origin",
              {"url", "connect_timeout", "timeout", "max_connections", "idle_timeout",
-              "pool_wait_timeout", "max_pool_waiters", "verify_tls", "ca_file", "server_name",
-              "host_header", "unknown_hosts"});
+              "pool_wait_timeout", "max_pool_waiters", "max_connections_per_client", "verify_tls",
+              "ca_file", "server_name", "host_header", "unknown_hosts"});
     if (!f.ok()) {
         return;
     }
@@ -512,6 +512,8 @@ void read_origin(loader& l, const YAML::Node& n, origin& out) {
     l.set_duration(f, "pool_wait_timeout", out.pool_wait_timeout, duration{1});
     l.set_integer<std::size_t>(f, "max_pool_waiters", out.max_pool_waiters, 0, 10'000'000,
                                "must be an integer ≥ 0");
+    l.set_integer<std::size_t>(f, "max_connections_per_client", out.max_connections_per_client, 0,
+                               1'000'000, "must be an integer ≥ 0");
     l.set_bool(f, "verify_tls", out.verify_tls);
     l.set_path(f, "ca_file", out.ca_file);
     l.set_string(f, "server_name", out.server_name);
@@ -720,7 +722,8 @@ void read_limits(loader& l, const YAML::Node& n, limits& out) {
     fields f(l, n, "limits",
              {"max_header_bytes", "max_body_bytes", "header_timeout", "body_timeout",
               "keepalive_timeout", "drain_timeout", "max_connections", "request_buffer",
-              "body_min_rate", "tunnel_idle_timeout"});
+              "body_min_rate", "tunnel_idle_timeout", "body_deadline", "response_min_rate",
+              "request_buffer_budget"});
     if (!f.ok()) {
         return;
     }
@@ -752,6 +755,17 @@ void read_limits(loader& l, const YAML::Node& n, limits& out) {
         }
     }
     l.set_duration(f, "tunnel_idle_timeout", out.tunnel_idle_timeout, duration{1});
+    l.set_duration(f, "body_deadline", out.body_deadline, duration{0});
+    if (auto v = f.get("response_min_rate")) {
+        if (auto s = l.size(*v, f.at("response_min_rate"), 0, 1ull << 40)) {
+            out.response_min_rate = *s;
+        }
+    }
+    if (auto v = f.get("request_buffer_budget")) {
+        if (auto s = l.size(*v, f.at("request_buffer_budget"), 0, 1ull << 40)) {
+            out.request_buffer_budget = static_cast<std::size_t>(*s);
+        }
+    }
 }
 
 void read_testing(loader& l, const YAML::Node& n, testing_settings& out) {

@@ -20,8 +20,15 @@ namespace {
 constexpr std::size_t piece_size = 16 * 1024;
 constexpr std::size_t origin_header_limit = 64 * 1024;
 constexpr auto linger_time = std::chrono::seconds(2);
-// Slack on body_min_rate's schedule, for the first bytes of a stream.
-constexpr auto body_rate_slack = std::chrono::seconds(1);
+// Slack on the schedules of body_min_rate and response_min_rate, for the first bytes of a stream.
+constexpr auto rate_slack = std::chrono::seconds(1);
+
+// How long `bytes` take at `rate` bytes per second, plus rate_slack.
+std::chrono::steady_clock::duration rate_time(std::uint64_t bytes, std::uint64_t rate) {
+    return rate_slack + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(static_cast<double>(bytes) /
+                                                          static_cast<double>(rate)));
+}
 
 template <class Stream>
 Stream make_stream(tcp_socket&& socket, ssl::context* tls) {
@@ -216,6 +223,8 @@ http_session<Stream>::~http_session() {
     if (origin_) {
         state_->pool->release(std::move(origin_), false);
     }
+    give_slot();  // also a tunnel's: the session lives as long as its tunnel
+    free_body_buffer();
     state_->session_closed(this);
     if (auto* m = state_->ctx->metrics()) {
         m->client_connections().sub(state_->index, 1);
@@ -282,6 +291,7 @@ void http_session<Stream>::close() {
 template <class Stream>
 void http_session<Stream>::do_read_header() {
     busy_ = false;
+    free_body_buffer();
     if (draining_ || closed_) {
         return do_close();
     }
@@ -548,6 +558,11 @@ template <class Stream>
 void http_session<Stream>::do_forward(bool fresh) {
     // Idempotent and bodiless: a stale pooled connection is retried, so reuse needs no peek.
     const bool retryable = !request_has_body_ && is_idempotent(parser_->get().method());
+    if (!take_slot()) {
+        // Not a wait in the pool's queue: that queue would fill with this one client's requests.
+        return send_error(503, "too many origin connections for this client",
+                          request_has_body_ && !parser_->is_done(), "1", origin_error_headers());
+    }
     if (!fresh) {
         // The common case, a warm idle connection, goes on inline: no handler, no post.
         if (auto c = state_->pool->take_idle(retryable)) {
@@ -564,7 +579,10 @@ void http_session<Stream>::on_origin(error_code ec, std::shared_ptr<origin_conne
         if (c) {
             state_->pool->release(std::move(c), false);
         }
-        return;
+        return give_slot();
+    }
+    if (ec) {
+        give_slot();
     }
     if (ec == origin_pool::busy()) {
         // Every origin connection stayed in use (not an origin error): try again shortly.
@@ -638,7 +656,8 @@ void http_session<Stream>::on_write_continue(error_code ec, std::size_t) {
 // Reads the next piece of the request body: before the origin connection is taken, as much as
 // limits.request_buffer holds, all of it within one body_timeout; while an origin connection is
 // held, a piece of the same size with no pause longer than body_timeout and, over the whole
-// stream, no slower than limits.body_min_rate.
+// stream, no slower than limits.body_min_rate. The whole body within limits.body_deadline of
+// its head.
 template <class Stream>
 void http_session<Stream>::do_read_body() {
     const auto& limits = cfg_->limits;
@@ -647,18 +666,18 @@ void http_session<Stream>::do_read_body() {
         // A known small rest needs no bigger buffer than that (or than a relay piece).
         body_room_ = std::max(static_cast<std::size_t>(*left), piece_size);
     }
+    body_room_ = body_buffer_room(body_room_);
     auto& body = parser_->body();
     body.data = piece(body_room_);
     body.size = body_room_;
     const auto now = std::chrono::steady_clock::now();
     body_deadline_ = now + limits.body_timeout;
     if (origin_ && limits.body_min_rate > 0) {
-        const auto due = stream_start_ + body_rate_slack +
-                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                             std::chrono::duration<double>(
-                                 static_cast<double>(streamed_ + body_room_) /
-                                 static_cast<double>(limits.body_min_rate)));
-        body_deadline_ = std::min(body_deadline_, due);
+        body_deadline_ = std::min(body_deadline_, stream_start_ + rate_time(streamed_ + body_room_,
+                                                                            limits.body_min_rate));
+    }
+    if (limits.body_deadline.count() > 0) {
+        body_deadline_ = std::min(body_deadline_, started_ + limits.body_deadline);
     }
     body_timed_out_ = false;
     fill_request_piece();
@@ -711,7 +730,7 @@ void http_session<Stream>::on_read_body(error_code ec, std::size_t) {
     if (ec == beast::error::timeout || ec == http::error::body_limit || is_parse_error(ec)) {
         // The origin saw at most part of this request: its connection is not reused.
         if (origin_) {
-            state_->pool->release(std::move(origin_), false);
+            release_origin(false);
         }
         if (ec == beast::error::timeout) {
             return send_error(408, "request body too slow", true);
@@ -824,7 +843,7 @@ void http_session<Stream>::on_read_response_header(error_code ec, std::size_t) {
     if (status == 101) {
         if (!websocket_) {
             spdlog::warn("gateway: origin answered 101 to a request that asked no upgrade");
-            state_->pool->release(std::move(origin_), false);
+            release_origin(false);
             return send_error(502, "origin switched protocols unasked", true, {},
                               origin_error_headers());
         }
@@ -860,6 +879,7 @@ void http_session<Stream>::on_read_response_header(error_code ec, std::size_t) {
     client_keep_alive_ = keep;
     how.keep_alive = keep;
     status_ = status;
+    relay_wait_ = {};
     write_client_response(res, to_client_.head(how.kind == client_framing::body::chunked), how);
 
     if (bodyless) {
@@ -975,11 +995,21 @@ void http_session<Stream>::write_client(Handler&& on_done) {
             return on_done(ec, 0);
         }
     }
-    lowest().expires_after(cfg_->limits.body_timeout);
+    // A write may take body_timeout. While an origin connection is held for the response, the
+    // time spent waiting for the client over the whole relay is also bounded by
+    // limits.response_min_rate: a slow reader cannot hold the origin connection at its pace.
+    const auto now = std::chrono::steady_clock::now();
+    auto deadline = now + cfg_->limits.body_timeout;
+    if (const auto rate = cfg_->limits.response_min_rate; origin_ && rate > 0) {
+        const auto allowed = rate_time(bytes_sent_, rate) - relay_wait_;
+        deadline = std::min(deadline, now + std::max(allowed, decltype(allowed){}));
+    }
+    lowest().expires_at(deadline);
     asio::async_write(stream_, to_client_.buffers(),
-                      [self = self(), on_done = std::forward<Handler>(on_done)](
+                      [self = self(), on_done = std::forward<Handler>(on_done), since = now](
                           error_code ec, std::size_t n) mutable {
                           self->to_client_.sent();
+                          self->relay_wait_ += std::chrono::steady_clock::now() - since;
                           on_done(ec, n);
                       });
 }
@@ -1000,7 +1030,7 @@ template <class Stream>
 void http_session<Stream>::finish_exchange() {
     log_request();
     const bool reusable = res_parser_->is_done() && res_parser_->keep_alive();
-    state_->pool->release(std::move(origin_), reusable);
+    release_origin(reusable);
     if (!client_keep_alive_) {
         return do_close();
     }
@@ -1049,7 +1079,7 @@ template <class Stream>
 void http_session<Stream>::origin_failed(error_code ec, bool before_response) {
     fail(ec, "origin");
     const bool from_pool = origin_ && origin_->requests_served > 0;
-    state_->pool->release(std::move(origin_), false);
+    release_origin(false);
     // A pooled connection the origin had already closed fails before any response byte; an
     // idempotent request without a body is safe to send again, once, on a new connection.
     if (before_response && from_pool && !retried_ && !request_has_body_ &&
@@ -1074,6 +1104,58 @@ header_list http_session<Stream>::origin_error_headers() {
     header_list extra;
     state_->ctx->filter().on_origin_error(extra, filter_.context);
     return extra;
+}
+
+template <class Stream>
+void http_session<Stream>::release_origin(bool reusable) {
+    state_->pool->release(std::move(origin_), reusable);
+    give_slot();
+}
+
+template <class Stream>
+bool http_session<Stream>::take_slot() {
+    const std::size_t cap = config::client_connection_cap(cfg_->origin);
+    if (slot_held_ || cap == 0 || !info_.client_ip_bytes) {
+        return true;
+    }
+    // info_ names the client (the peer, or whom a trusted proxy speaks for) for this request.
+    slot_client_ = client_slots::client_of(*info_.client_ip_bytes);
+    slot_held_ = state_->slots.take(slot_client_, cap);
+    return slot_held_;
+}
+
+template <class Stream>
+void http_session<Stream>::give_slot() {
+    if (std::exchange(slot_held_, false)) {
+        state_->slots.give(slot_client_);
+    }
+}
+
+// A body buffer past one relay piece counts in the worker's limits.request_buffer_budget while
+// the exchange lasts; past the budget a body gets a relay piece only, and streams.
+template <class Stream>
+std::size_t http_session<Stream>::body_buffer_room(std::size_t want) {
+    if (want <= std::max(piece_capacity_, piece_size)) {
+        return want;  // no more than what is held already
+    }
+    const std::size_t extra = want - piece_size - budget_held_;
+    if (state_->buffered_bodies + extra > cfg_->limits.request_buffer_budget) {
+        return std::max(piece_capacity_, piece_size);
+    }
+    state_->buffered_bodies += extra;
+    budget_held_ += extra;
+    return want;
+}
+
+template <class Stream>
+void http_session<Stream>::free_body_buffer() {
+    if (budget_held_ == 0) {
+        return;
+    }
+    state_->buffered_bodies -= budget_held_;
+    budget_held_ = 0;
+    piece_.reset();
+    piece_capacity_ = 0;
 }
 
 // ---- responses from memory and closing ------------------------------------------------------

@@ -79,6 +79,16 @@ class http_session : public session_base,
     void next_request();
     void start_tunnel();
     void origin_failed(error_code ec, bool before_response);
+    // Gives the origin connection back (reusable or not) and the client's slot with it.
+    void release_origin(bool reusable);
+    // The client's slot for an origin connection (max_connections_per_client): false when it
+    // holds all it may.
+    bool take_slot();
+    void give_slot();
+    // Room for `want` body bytes in the piece buffer within limits.request_buffer_budget, else
+    // one relay piece's worth.
+    std::size_t body_buffer_room(std::size_t want);
+    void free_body_buffer();
     void send_response(unsigned status, const header_list& headers, std::string body,
                        std::shared_ptr<const std::string> shared_body, bool close);
     // `retry_after`: the value of a Retry-After field, "" for none; `extra`: more fields.
@@ -143,6 +153,7 @@ class http_session : public session_base,
     std::size_t body_room_ = 0;  // the size of the piece being filled with request body
     std::chrono::steady_clock::time_point stream_start_;  // the body's origin connection came
     std::uint64_t streamed_ = 0;  // body bytes read since then (body_min_rate)
+    std::chrono::steady_clock::duration relay_wait_{};  // the relay's waits on the client
     std::chrono::steady_clock::time_point linger_deadline_;  // of the lingering close
     bool client_keep_alive_ = false;
     std::shared_ptr<origin_connection> origin_;
@@ -154,6 +165,9 @@ class http_session : public session_base,
     std::shared_ptr<const std::string> memory_shared_;  // its body when a cache shares it
     std::unique_ptr<char[]> piece_;                     // body relay buffer, made on first use
     std::size_t piece_capacity_ = 0;
+    std::size_t budget_held_ = 0;  // of piece_capacity_, past a relay piece: in the worker's budget
+    bool slot_held_ = false;       // slot_client_ holds a slot in state_->slots
+    client_slots::address slot_client_{};
 };
 
 }  // namespace waitroom::gateway

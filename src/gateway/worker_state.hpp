@@ -12,6 +12,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "client_slots.hpp"
 #include "origin_pool.hpp"
 #include "waitroom/gateway/worker.hpp"
 
@@ -44,6 +45,9 @@ struct worker_state {
     std::shared_ptr<shared_context> ctx;
     unsigned index;
     std::shared_ptr<origin_pool> pool;
+    client_slots
+        slots;  // origin connections and waits held per client (max_connections_per_client)
+    std::size_t buffered_bodies = 0;  // request buffer bytes past one relay piece, all sessions
     std::atomic<std::size_t> open{0};
     bool draining = false;
     std::unordered_set<session_base*> sessions;

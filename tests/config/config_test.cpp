@@ -180,6 +180,10 @@ TEST_F(Config, FullExampleLoadsEveryKey) {
     EXPECT_EQ(c.limits.request_buffer, 128u * 1024);
     EXPECT_EQ(c.limits.body_min_rate, 8u * 1024);
     EXPECT_EQ(c.limits.tunnel_idle_timeout, 10min);
+    EXPECT_EQ(c.limits.body_deadline, 15min);
+    EXPECT_EQ(c.limits.response_min_rate, 2u * 1024);
+    EXPECT_EQ(c.limits.request_buffer_budget, 64u << 20);
+    EXPECT_EQ(c.origin.max_connections_per_client, 16u);
 
     ASSERT_EQ(c.rooms.size(), 2u);
     const room& shop = c.rooms[0];
@@ -395,6 +399,54 @@ limits:
     ASSERT_TRUE(ok.ok()) << format_problems(ok.problems);
     EXPECT_EQ(ok.cfg->origin.max_pool_waiters, 0u);
     EXPECT_EQ(ok.cfg->limits.body_min_rate, 0u);
+}
+
+TEST_F(Config, BodyDeadlineAndResponseRateAreChecked) {
+    auto r = load("limits:\n  body_deadline: 10\n  response_min_rate: -1\n");
+    EXPECT_EQ(messages(r),
+              (std::vector<std::string>{
+                  "config.yaml:2:18: limits.body_deadline: must be a duration like 90s or 5m; a "
+                  "bare number has no unit (did you mean 10s?)",
+                  "config.yaml:3:22: limits.response_min_rate: must be a size like 16KiB, 1MiB or "
+                  "a number of bytes",
+              }));
+    auto ok = load("limits: {body_deadline: 0s, response_min_rate: 0}\n");
+    ASSERT_TRUE(ok.ok()) << format_problems(ok.problems);
+    EXPECT_EQ(ok.cfg->limits.body_deadline, 0s);
+    EXPECT_EQ(ok.cfg->limits.response_min_rate, 0u);
+    auto defaults = load("threads: 1\n");
+    ASSERT_TRUE(defaults.ok()) << format_problems(defaults.problems);
+    EXPECT_EQ(defaults.cfg->limits.body_deadline, 10min);
+    EXPECT_EQ(defaults.cfg->limits.response_min_rate, 4u * 1024);
+    EXPECT_EQ(defaults.cfg->limits.request_buffer_budget, 32u << 20);
+}
+
+TEST_F(Config, PerClientCapAndBufferBudgetAreChecked) {
+    auto r = load(
+        "origin: {max_connections_per_client: many}\nlimits: {request_buffer_budget: "
+        "lots}\n");
+    EXPECT_EQ(messages(r),
+              (std::vector<std::string>{
+                  "config.yaml:1:38: origin.max_connections_per_client: must be an integer ≥ 0",
+                  "config.yaml:2:33: limits.request_buffer_budget: must be a size like 16KiB, "
+                  "1MiB or a number of bytes",
+              }));
+    auto ok = load("origin: {max_connections_per_client: 0}\nlimits: {request_buffer_budget: 0}\n");
+    ASSERT_TRUE(ok.ok()) << format_problems(ok.problems);
+    EXPECT_EQ(client_connection_cap(ok.cfg->origin), 0u);
+    EXPECT_EQ(ok.cfg->limits.request_buffer_budget, 0u);
+}
+
+TEST_F(Config, PerClientCapDefaultsToAQuarterOfThePool) {
+    auto by_default = load("threads: 1\n");
+    ASSERT_TRUE(by_default.ok()) << format_problems(by_default.problems);
+    EXPECT_EQ(client_connection_cap(by_default.cfg->origin), 64u);
+    auto small = load("origin: {max_connections: 3}\n");
+    ASSERT_TRUE(small.ok()) << format_problems(small.problems);
+    EXPECT_EQ(client_connection_cap(small.cfg->origin), 1u);
+    auto set = load("origin: {max_connections: 8, max_connections_per_client: 5}\n");
+    ASSERT_TRUE(set.ok()) << format_problems(set.problems);
+    EXPECT_EQ(client_connection_cap(set.cfg->origin), 5u);
 }
 
 TEST_F(Config, SizesAcceptUnits) {

@@ -5,6 +5,7 @@ waitroom_add_test(gateway_proxy_test
           ${CMAKE_CURRENT_LIST_DIR}/outgoing_message_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/edge_read_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/message_head_test.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/client_slots_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/worker_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/test_client.cpp
   LIBS waitroom_gateway waitroom_test_origin

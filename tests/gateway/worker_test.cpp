@@ -824,6 +824,7 @@ TEST_F(Proxy, EndsAWaitForAPooledConnectionWith503AndRetryAfter) {
     start([](config::config& c) {
         c.origin.max_connections = 1;
         c.origin.pool_wait_timeout = milliseconds(300);
+        c.origin.max_connections_per_client = 0;  // one client address waits in the queue
     });
     test_client slow{gw_->port()};
     slow.write_raw("GET /slow?ms=3000 HTTP/1.1\r\nHost: x\r\n\r\n");
@@ -842,6 +843,7 @@ TEST_F(Proxy, RefusesWaitersPastTheBoundAtOnce) {
     start([](config::config& c) {
         c.origin.max_connections = 1;
         c.origin.max_pool_waiters = 1;
+        c.origin.max_connections_per_client = 0;  // one client address waits in the queue
         c.origin.pool_wait_timeout = std::chrono::seconds(10);
     });
     test_client slow{gw_->port()};

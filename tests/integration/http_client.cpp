@@ -14,8 +14,20 @@ namespace beast = boost::beast;
 using tcp = asio::ip::tcp;
 
 client_connection::client_connection(std::uint16_t port, std::chrono::milliseconds timeout)
+    : client_connection(port, timeout, "") {}
+
+client_connection::client_connection(std::uint16_t port, std::chrono::milliseconds timeout,
+                                     std::string_view source, int receive_buffer)
     : stream_(ioc_), timeout_(timeout), port_(port) {
     boost::system::error_code result = asio::error::timed_out;
+    auto& s = stream_.socket();
+    s.open(tcp::v4());
+    if (receive_buffer > 0) {
+        s.set_option(asio::socket_base::receive_buffer_size(receive_buffer));
+    }
+    if (!source.empty()) {
+        s.bind(tcp::endpoint(asio::ip::make_address(std::string(source)), 0));
+    }
     stream_.expires_after(timeout_);
     stream_.async_connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_),
                           [&](boost::system::error_code ec) { result = ec; });
@@ -77,6 +89,14 @@ http_response client_connection::post(std::string_view target, std::string body)
     http::request<http::string_body> req{http::verb::post, target, 11};
     req.body() = std::move(body);
     return request(std::move(req));
+}
+
+std::size_t client_connection::available() {
+    if (buffer_.size() > 0) {
+        return buffer_.size();
+    }
+    boost::system::error_code ec;
+    return stream_.socket().available(ec);
 }
 
 bool client_connection::write_raw(std::string_view bytes) {

@@ -31,6 +31,11 @@ class client_connection {
   public:
     explicit client_connection(std::uint16_t port,
                                std::chrono::milliseconds timeout = std::chrono::seconds{30});
+    // From the loopback address `source` (any of 127.0.0.0/8: another client as the gateway
+    // sees it; "" = the system's choice), with a receive buffer of `receive_buffer` bytes when
+    // > 0 (a slow reader).
+    client_connection(std::uint16_t port, std::chrono::milliseconds timeout,
+                      std::string_view source, int receive_buffer = 0);
 
     bool connected() const { return connected_; }
     http_response request(http::request<http::string_body> req);
@@ -42,6 +47,8 @@ class client_connection {
 
     // Sends `bytes` as they are.
     bool write_raw(std::string_view bytes);
+    // Bytes (of a response) that can be read now without waiting.
+    std::size_t available();
     // Reads whatever arrives until the peer closes or `timeout` passes.
     std::string read_until_close(std::chrono::milliseconds timeout);
     // True when the peer has closed the connection (read returns EOF) within `timeout`.

@@ -54,12 +54,23 @@ struct origin {
     duration idle_timeout = std::chrono::seconds{60};  // idle pooled connection is closed after
     duration pool_wait_timeout = std::chrono::seconds{10};  // waiting for a pooled one → 503
     std::size_t max_pool_waiters = 1024;  // requests waiting for one per worker; more → 503 at once
+    // Origin connections (and waits for one) one client address may hold at once per worker;
+    // more → 503. Unset: a quarter of max_connections (at least 1). 0 = no cap.
+    std::optional<std::size_t> max_connections_per_client;
     bool verify_tls = true;                            // verify the origin's certificate
     std::string ca_file;     // extra CA bundle for https origins ("" = system store)
     std::string server_name; // SNI and verified name ("" = host)
     host_header_mode host_header = host_header_mode::client;  // Host sent to the origin
     unknown_hosts_policy unknown_hosts = unknown_hosts_policy::reject;  // Host no room names
 };
+
+// The cap max_connections_per_client stands for (0 = none).
+inline std::size_t client_connection_cap(const origin& o) {
+    if (o.max_connections_per_client) {
+        return *o.max_connections_per_client;
+    }
+    return o.max_connections / 4 > 0 ? o.max_connections / 4 : 1;
+}
 
 // Limits and timeouts of client connections.
 struct limits {
@@ -73,6 +84,9 @@ struct limits {
     std::size_t request_buffer = 64 * 1024;  // bodies up to this are read whole before the origin
     std::uint64_t body_min_rate = 4 * 1024;  // bytes/s a larger body streams at, at least (0 = off)
     duration tunnel_idle_timeout = std::chrono::minutes{5};  // a silent WebSocket tunnel closes
+    duration body_deadline = std::chrono::minutes{10};  // a whole request body → 408 (0 = none)
+    std::uint64_t response_min_rate = 4 * 1024;  // bytes/s a relayed response goes out at (0 = off)
+    std::size_t request_buffer_budget = 32 * 1024 * 1024;  // buffered bodies per worker; past → stream
 };
 
 struct node_info {
