@@ -449,7 +449,7 @@ void read_listener(loader& l, const YAML::Node& n, const std::string& path, list
         }
         return;
     }
-    fields f(l, n, path, {"address", "tls"});
+    fields f(l, n, path, {"address", "tls", "proxy_protocol"});
     if (!f.ok() || n.IsNull()) {
         if (n.IsNull()) {
             l.report(n, path, std::string(listen_hint));
@@ -477,6 +477,23 @@ void read_listener(loader& l, const YAML::Node& n, const std::string& path, list
             l.set_path(tf, "key", files.key);
             out.tls = files;
         }
+    }
+    l.set_bool(f, "proxy_protocol", out.proxy_protocol);
+}
+
+void read_trusted_proxies(loader& l, const YAML::Node& n, std::vector<cidr>& out) {
+    if (!l.list(n, "trusted_proxies")) {
+        return;
+    }
+    for (std::size_t i = 0; i < n.size(); ++i) {
+        const YAML::Node item = n[i];
+        auto c = item.IsScalar() ? parse_cidr(item.Scalar()) : std::nullopt;
+        if (!c) {
+            l.report(item, "trusted_proxies[" + std::to_string(i) + "]",
+                     "must be an IP address or CIDR like 10.0.0.0/8 or 2001:db8::/32");
+            continue;
+        }
+        out.push_back(*c);
     }
 }
 
@@ -919,18 +936,31 @@ void read_bypass(loader& l, const YAML::Node& n, const std::string& path, room& 
         }
         rule.type = bypass_rule::kind::header;
         rule.value = *s;
-        if (auto hv = f.get("value")) {
-            auto val = l.string(*hv, f.at("value"));
-            if (!val) {
-                return;
-            }
-            if (std::any_of(val->begin(), val->end(),
-                            [](char c) { return c == '\0' || c == '\r' || c == '\n'; })) {
-                l.report(*hv, f.at("value"), "must not hold NUL, CR or LF");
-                return;
-            }
-            rule.header_value = *val;
+        // Anyone can send a header: only a secret makes the rule more than an open door.
+        auto hv = f.get("value");
+        if (!hv) {
+            l.report(n, f.at("value"),
+                     "is required with header: a secret of at least " +
+                         std::to_string(min_bypass_secret) + " characters");
+            return;
         }
+        auto val = l.string(*hv, f.at("value"));
+        if (!val) {
+            return;
+        }
+        if (std::any_of(val->begin(), val->end(), [](char c) {
+                return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+            })) {
+            l.report(*hv, f.at("value"), "must not hold control characters");
+            return;
+        }
+        if (val->size() < min_bypass_secret || val->front() == ' ' || val->back() == ' ') {
+            l.report(*hv, f.at("value"),
+                     "must be a secret of at least " + std::to_string(min_bypass_secret) +
+                         " characters, without leading or trailing spaces");
+            return;
+        }
+        rule.header_value = *val;
     } else if (auto v = f.get("ip")) {
         auto c = v->IsScalar() ? parse_cidr(v->Scalar()) : std::nullopt;
         if (!c) {
@@ -1320,8 +1350,8 @@ void read_rooms(loader& l, const YAML::Node& n, std::vector<room>& rooms) {
 
 void read_root(loader& l, const YAML::Node& root, config& cfg) {
     fields f(l, root, "",
-             {"listen", "origin", "threads", "node", "cookie", "state", "admin", "logging",
-              "limits", "testing", "rooms"});
+             {"listen", "trusted_proxies", "forwarded_headers", "origin", "threads", "node",
+              "cookie", "state", "admin", "logging", "limits", "testing", "rooms"});
     if (!f.ok()) {
         return;
     }
@@ -1339,6 +1369,16 @@ void read_root(loader& l, const YAML::Node& root, config& cfg) {
             if (v->size() == 0) {
                 l.report(*v, "listen", "must list at least one address, like 0.0.0.0:8080");
             }
+        }
+    }
+    if (auto v = f.get("trusted_proxies")) {
+        read_trusted_proxies(l, *v, cfg.trusted_proxies);
+    }
+    if (auto v = f.get("forwarded_headers")) {
+        if (auto m = l.choice<forwarded_mode>(*v, "forwarded_headers",
+                                              {{"overwrite", forwarded_mode::overwrite},
+                                               {"append", forwarded_mode::append}})) {
+            cfg.forwarded_headers = *m;
         }
     }
     if (auto v = f.get("origin")) {

@@ -24,18 +24,8 @@ bool has_bad_char(std::string_view v) {
            std::memchr(v.data(), '\0', v.size()) != nullptr;
 }
 
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-        s.remove_prefix(1);
-    }
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
-        s.remove_suffix(1);
-    }
-    return s;
-}
-
 std::optional<std::uint64_t> parse_length(std::string_view v) {
-    v = trim(v);
+    v = trim_ows(v);
     std::uint64_t n = 0;
     auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
     if (v.empty() || ec != std::errc{} || p != v.data() + v.size()) {
@@ -130,6 +120,16 @@ class connection_names {
 
 }  // namespace
 
+std::string_view trim_ows(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
+        s.remove_prefix(1);
+    }
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
+        s.remove_suffix(1);
+    }
+    return s;
+}
+
 std::string_view request_problem(const request_head& req) {
     std::optional<std::uint64_t> length;
     bool has_te = false;
@@ -156,7 +156,7 @@ std::string_view request_problem(const request_head& req) {
             }
             length = n;
         } else if (f.name() == http::field::transfer_encoding) {
-            if (has_te || !beast::iequals(trim(f.value()), "chunked")) {
+            if (has_te || !beast::iequals(trim_ows(f.value()), "chunked")) {
                 return "transfer-coding other than chunked";
             }
             has_te = true;
@@ -179,7 +179,7 @@ bool is_websocket_upgrade(const request_head& req) {
         return false;
     }
     auto up = req.find(http::field::upgrade);
-    if (up == req.end() || !beast::iequals(trim(up->value()), "websocket")) {
+    if (up == req.end() || !beast::iequals(trim_ows(up->value()), "websocket")) {
         return false;
     }
     return named_by_connection(req, "upgrade");
@@ -189,6 +189,28 @@ namespace {
 
 bool is_forwarded_for(const field_list::value_type& f) {
     return f.name() == http::field::unknown && beast::iequals(f.name_string(), "x-forwarded-for");
+}
+
+bool is_dropped(const std::vector<std::string>* drop, std::string_view name) {
+    if (drop == nullptr) {
+        return false;
+    }
+    for (const auto& d : *drop) {
+        if (beast::iequals(d, name)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// `Forwarded: for=…;proto=…` (RFC 7239 §4: an IPv6 node is quoted and bracketed).
+void append_forwarded(std::string& out, std::string_view ip, bool tls) {
+    const bool v6 = ip.find(':') != std::string_view::npos;
+    out += "Forwarded: for=";
+    out += v6 ? "\"[" : "";
+    out += ip;
+    out += v6 ? "]\"" : "";
+    out += tls ? ";proto=https\r\n" : ";proto=http\r\n";
 }
 
 }  // namespace
@@ -211,6 +233,8 @@ void write_origin_request(const request_head& in, std::string& out, const forwar
     append_field(out, "Host", info.origin_host);
 
     bool forwarded_for = false;
+    bool real_ip = false;
+    bool forwarded = false;
     const connection_names names(in);
     for (const auto& f : in) {
         switch (f.name()) {
@@ -219,6 +243,12 @@ void write_origin_request(const request_head& in, std::string& out, const forwar
             case http::field::content_length:
             case http::field::expect:  // the gateway answers 100-continue itself
                 continue;
+            case http::field::forwarded:
+                if (!info.keep_forwarded) {
+                    forwarded = true;
+                    continue;
+                }
+                break;
             default:
                 break;
         }
@@ -235,15 +265,20 @@ void write_origin_request(const request_head& in, std::string& out, const forwar
                 beast::iequals(name, "x-forwarded-host")) {
                 continue;
             }
+            if (!info.keep_forwarded && beast::iequals(name, "x-real-ip")) {
+                real_ip = true;
+                continue;
+            }
         }
-        if (names.contains(f.name_string())) {
+        if (names.contains(f.name_string()) || is_dropped(info.drop_fields, f.name_string())) {
             continue;
         }
         append_field(out, f.name_string(), f.value());
     }
-    // The client's X-Forwarded-For values, in order, then the client's own address.
+    // Kept: the client's X-Forwarded-For values, in order, then the peer's own address.
+    // Overwritten: the peer alone, and the gateway's X-Real-IP and Forwarded for those sent.
     out += "X-Forwarded-For: ";
-    if (forwarded_for) {
+    if (forwarded_for && info.keep_forwarded) {
         for (const auto& f : in) {
             if (is_forwarded_for(f)) {
                 out += f.value();
@@ -251,8 +286,14 @@ void write_origin_request(const request_head& in, std::string& out, const forwar
             }
         }
     }
-    out += info.client_ip;
+    out += info.peer_ip.empty() ? info.client_ip : info.peer_ip;
     out += "\r\n";
+    if (real_ip) {
+        append_field(out, "X-Real-IP", info.client_ip);
+    }
+    if (forwarded) {
+        append_forwarded(out, info.client_ip, info.tls);
+    }
     append_field(out, "X-Forwarded-Proto", info.tls ? "https" : "http");
     if (!info.forwarded_host.empty()) {
         append_field(out, "X-Forwarded-Host", info.forwarded_host);
@@ -262,7 +303,7 @@ void write_origin_request(const request_head& in, std::string& out, const forwar
     if (in.count(http::field::transfer_encoding) > 0) {
         append_field(out, "Transfer-Encoding", "chunked");
     } else if (auto cl = in.find(http::field::content_length); cl != in.end()) {
-        append_field(out, "Content-Length", trim(cl->value()));
+        append_field(out, "Content-Length", trim_ows(cl->value()));
     }
     if (is_websocket_upgrade(in)) {
         append_field(out, "Upgrade", "websocket");
@@ -296,7 +337,7 @@ void write_client_response(const response_head& in, std::string& out, const clie
     switch (how.kind) {
         case client_framing::body::as_origin:
             if (!origin_length.empty()) {
-                append_field(out, "Content-Length", trim(origin_length));
+                append_field(out, "Content-Length", trim_ows(origin_length));
             }
             break;
         case client_framing::body::length:

@@ -6,10 +6,14 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "waitroom/gateway/request_filter.hpp"
 
 namespace waitroom::gateway {
+
+// `s` without the optional whitespace (SP, HTAB) around a field value or list element.
+std::string_view trim_ows(std::string_view s);
 
 // Why a request header must be refused with 400, or "" when its framing is unambiguous:
 // more than one Host, Content-Length with Transfer-Encoding, differing or malformed
@@ -22,8 +26,8 @@ std::string_view request_problem(const request_head& req);
 bool is_websocket_upgrade(const request_head& req);
 
 struct forward_info {
-    std::string_view client_ip;    // appended to X-Forwarded-For
-    bool tls = false;              // X-Forwarded-Proto: https / http
+    std::string_view client_ip;    // the visitor (see trusted_proxies): X-Real-IP, Forwarded
+    bool tls = false;              // X-Forwarded-Proto: https / http (as the visitor sees it)
     std::string_view origin_host;  // Host sent to the origin ("host" or "host:port")
     std::string_view base_path;    // origin URL path prefix, "" for none
     // The canonical target (util::canonicalize_request): path ("*" for OPTIONS *) and query
@@ -32,15 +36,22 @@ struct forward_info {
     std::string_view path;
     std::string_view query;
     std::string_view forwarded_host;  // X-Forwarded-Host: the canonical Host; "" = none
+    std::string_view peer_ip;  // the peer, appended to X-Forwarded-For; "" = client_ip
+    // Keep the client's X-Forwarded-For chain, X-Real-IP and Forwarded (a trusted peer, or
+    // `forwarded_headers: append`); else X-Forwarded-For is the peer alone and X-Real-IP and
+    // Forwarded, when sent, are replaced by the gateway's own.
+    bool keep_forwarded = false;
+    // Request fields never forwarded (compared without regard to case); null = none.
+    const std::vector<std::string>* drop_fields = nullptr;
 };
 
 // Writes the request head sent to the origin (request line, fields, blank line) into `out`,
 // from the client's: end-to-end fields copied, hop-by-hop ones dropped (Connection and what it
 // names, Keep-Alive, Proxy-*, TE, Trailer, Transfer-Encoding, Expect, Upgrade except
 // WebSocket), framing set from the client's body (chunked stays chunked, a length stays that
-// length), X-Forwarded-For appended, X-Forwarded-Proto/-Host set, Host set to
-// `info.origin_host`, the canonical target sent with the base path before it. HTTP/1.1 to the
-// origin, always.
+// length), X-Forwarded-For appended to or overwritten (see forward_info), X-Forwarded-Proto/-Host
+// set, `drop_fields` removed, Host set to `info.origin_host`, the canonical target sent with the
+// base path before it. HTTP/1.1 to the origin, always.
 void write_origin_request(const request_head& in, std::string& out,
                           const forward_info& info);
 

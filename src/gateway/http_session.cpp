@@ -7,9 +7,11 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/read.hpp>
 
+#include "client_ip.hpp"
 #include "forward_headers.hpp"
 #include "origin_connection.hpp"
 #include "origin_pool.hpp"
+#include "proxy_protocol.hpp"
 #include "tunnel.hpp"
 #include "waitroom/room/router.hpp"
 
@@ -192,7 +194,7 @@ metrics::origin_error origin_error_kind(const error_code& ec, bool connecting) {
 
 template <class Stream>
 http_session<Stream>::http_session(std::shared_ptr<worker_state> state, tcp_socket&& socket,
-                                   ssl::context* tls)
+                                   ssl::context* tls, bool proxy_protocol)
     : state_(std::move(state)),
       cfg_(state_->current_config()),
       stream_(make_stream<Stream>(std::move(socket), tls)),
@@ -206,7 +208,10 @@ http_session<Stream>::http_session(std::shared_ptr<worker_state> state, tcp_sock
         }
         info_.client_ip = addr.to_string();
         info_.client_ip_bytes = room::parse_ip(info_.client_ip);
+        peer_ip_ = info_.client_ip;
+        peer_bytes_ = info_.client_ip_bytes;
     }
+    proxy_protocol_ = proxy_protocol;
     if constexpr (!is_tls) {
         lowest().socket().non_blocking(true, ec);  // for write_now (inline writes)
     }
@@ -245,13 +250,106 @@ char* http_session<Stream>::piece(std::size_t room) {
 
 template <class Stream>
 void http_session<Stream>::run() {
-    if constexpr (is_tls) {
+    if (proxy_protocol_) {
+        // The PROXY header and the TLS handshake after it share one header_timeout.
         lowest().expires_after(cfg_->limits.header_timeout);
-        stream_.async_handshake(ssl::stream_base::server,
-                                beast::bind_front_handler(&http_session::on_handshake, self()));
+        return read_proxy_header();
+    }
+    start();
+}
+
+template <class Stream>
+void http_session<Stream>::start() {
+    if constexpr (is_tls) {
+        if (!proxy_protocol_) {
+            lowest().expires_after(cfg_->limits.header_timeout);
+        }
+        // Bytes read past a PROXY header are the start of the ClientHello.
+        stream_.async_handshake(ssl::stream_base::server, buffer_.data(),
+                                [self = self()](error_code ec, std::size_t) {
+                                    self->buffer_.consume(self->buffer_.size());
+                                    self->on_handshake(ec);
+                                });
     } else {
         do_read_header();
     }
+}
+
+template <class Stream>
+void http_session<Stream>::read_proxy_header() {
+    auto r = proxy_protocol::parse(
+        {static_cast<const char*>(buffer_.data().data()), buffer_.size()});
+    if (r.what == proxy_protocol::status::need_more) {
+        lowest().async_read_some(buffer_.prepare(proxy_protocol::max_v2_size),
+                                 beast::bind_front_handler(&http_session::on_proxy_bytes, self()));
+        return;
+    }
+    if (r.what == proxy_protocol::status::invalid) {
+        spdlog::debug("gateway: malformed PROXY header from {}", peer_ip_);
+        return close();
+    }
+    buffer_.consume(r.size);
+    if (r.has_source) {
+        peer_bytes_ = r.source;
+        format_ip(r.source, peer_ip_);
+        info_.client_ip = peer_ip_;
+        info_.client_ip_bytes = peer_bytes_;
+    }
+    start();
+}
+
+template <class Stream>
+void http_session<Stream>::on_proxy_bytes(error_code ec, std::size_t n) {
+    if (ec) {
+        fail(ec, "proxy header");
+        return close();
+    }
+    buffer_.commit(n);
+    read_proxy_header();
+}
+
+// Who the client is for this request: the peer, unless the peer is a trusted proxy; then the
+// X-Forwarded-For pick, and the scheme its X-Forwarded-Proto names.
+template <class Stream>
+void http_session<Stream>::resolve_client(const request_head& req) {
+    if (trust_cfg_ != cfg_.get()) {
+        trust_cfg_ = cfg_.get();
+        peer_trusted_ = peer_bytes_ && is_trusted(cfg_->trusted_proxies, *peer_bytes_);
+        info_.client_ip = peer_ip_;
+        info_.client_ip_bytes = peer_bytes_;
+        info_.tls = is_tls;
+    }
+    if (!peer_trusted_) {
+        return;
+    }
+    // The last fields count (a chain is read right to left); past 16, the first ones are cut.
+    std::array<std::string_view, 16> chain;
+    std::size_t n = 0;
+    std::string_view proto;
+    for (const auto& f : req) {
+        if (f.name() != http::field::unknown) {
+            continue;
+        }
+        if (beast::iequals(f.name_string(), "x-forwarded-for")) {
+            if (n == chain.size()) {
+                std::move(chain.begin() + 1, chain.end(), chain.begin());
+                --n;
+            }
+            chain[n++] = f.value();
+        } else if (proto.empty() && beast::iequals(f.name_string(), "x-forwarded-proto")) {
+            proto = f.value();
+        }
+    }
+    if (auto client = select_client({chain.data(), n}, cfg_->trusted_proxies)) {
+        info_.client_ip_bytes = client;
+        format_ip(*client, info_.client_ip);
+    } else {
+        info_.client_ip = peer_ip_;
+        info_.client_ip_bytes = peer_bytes_;
+    }
+    // The first proxy's word: "https, http" is what the visitor used, then a hop inside.
+    proto = trim_ows(proto.substr(0, proto.find(',')));
+    info_.tls = beast::iequals(proto, "https") || (!beast::iequals(proto, "http") && is_tls);
 }
 
 template <class Stream>
@@ -505,6 +603,7 @@ void http_session<Stream>::on_read_header(error_code ec, std::size_t) {
     client_keep_alive_ = parser_->keep_alive();
     retried_ = false;
     interim_seen_ = false;
+    resolve_client(req);
     state_->ctx->filter().on_request(
         req, info_, [self = self()](filter_result r) { self->on_filter(std::move(r)); });
 }
@@ -520,7 +619,7 @@ void http_session<Stream>::on_filter(filter_result r) {
     // Build the origin's request head once; a retry sends it again.
     forward_info fi;
     fi.client_ip = info_.client_ip;
-    fi.tls = is_tls;
+    fi.tls = info_.tls;
     // HTTP/1.0 without Host: the origin still needs one (HTTP/1.1 is sent).
     fi.origin_host =
         cfg_->origin.host_header == config::host_header_mode::client && canonical_.host.valid
@@ -531,6 +630,10 @@ void http_session<Stream>::on_filter(filter_result r) {
                                                                     : canonical_.target.path;
     fi.query = canonical_.target.query;
     fi.forwarded_host = canonical_.host.authority;
+    fi.peer_ip = peer_ip_;
+    fi.keep_forwarded =
+        peer_trusted_ || cfg_->forwarded_headers == config::forwarded_mode::append;
+    fi.drop_fields = filter_.drop_fields.get();
     const auto& req = parser_->get();
     write_origin_request(req, to_origin_.head(parser_->chunked()), fi);
     if (!request_has_body_) {

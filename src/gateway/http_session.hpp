@@ -8,6 +8,7 @@
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -33,7 +34,9 @@ class http_session : public session_base,
     static constexpr bool is_tls = !std::is_same_v<Stream, tcp_stream>;
 
     // `tls` is the listener's context when Stream is a TLS stream, else nullptr.
-    http_session(std::shared_ptr<worker_state> state, tcp_socket&& socket, ssl::context* tls);
+    // `proxy_protocol`: the connection starts with a PROXY header (before any TLS).
+    http_session(std::shared_ptr<worker_state> state, tcp_socket&& socket, ssl::context* tls,
+                 bool proxy_protocol = false);
     ~http_session() override;
 
     void run();
@@ -48,7 +51,12 @@ class http_session : public session_base,
     // The body relay buffer, with room for at least `room` bytes (kept for the connection).
     char* piece(std::size_t room = 16 * 1024);
 
+    void start();
     void on_handshake(error_code ec);
+    // PROXY protocol (client_ip.hpp, proxy_protocol.hpp): the header, then who the client is.
+    void read_proxy_header();
+    void on_proxy_bytes(error_code ec, std::size_t n);
+    void resolve_client(const request_head& req);
     void do_read_header();
     void read_client_head(bool try_first = false);
     void on_client_bytes(error_code ec, std::size_t n);
@@ -131,6 +139,13 @@ class http_session : public session_base,
     bool draining_ = false;
     bool closed_ = false;
     request_info info_;
+    // The peer: the socket's, or the address a PROXY header carried. Whether it is among
+    // trusted_proxies is computed once per config (trust_cfg_), not per request.
+    std::string peer_ip_;
+    std::optional<std::array<std::uint8_t, 16>> peer_bytes_;
+    bool peer_trusted_ = false;
+    const config::config* trust_cfg_ = nullptr;
+    bool proxy_protocol_ = false;  // a PROXY header is awaited before anything else
 
     // The heads of the exchange in flight, parsed in place: kept for the connection's life so
     // that their buffers keep their capacity.

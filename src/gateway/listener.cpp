@@ -68,6 +68,7 @@ listener::listener(std::shared_ptr<worker_state> state, const tcp::endpoint& ep,
     if (cfg.tls) {
         tls_ = make_server_tls(*cfg.tls);
     }
+    proxy_protocol_ = cfg.proxy_protocol;
     acceptor_.open(ep.protocol());
     acceptor_.set_option(asio::socket_base::reuse_address(true));
     int one = 1;
@@ -126,10 +127,11 @@ void listener::on_accept(error_code ec, tcp_socket socket) {
     socket.set_option(tcp::no_delay(true), ec);
     if (tls_) {
         std::make_shared<http_session<ssl::stream<tcp_stream>>>(state_, std::move(socket),
-                                                                       tls_.get())
+                                                                       tls_.get(), proxy_protocol_)
             ->run();
     } else {
-        std::make_shared<http_session<tcp_stream>>(state_, std::move(socket), nullptr)
+        std::make_shared<http_session<tcp_stream>>(state_, std::move(socket), nullptr,
+                                                   proxy_protocol_)
             ->run();
     }
     // The config is read here only, once per accepted connection.

@@ -37,6 +37,7 @@ class listener : public std::enable_shared_from_this<listener> {
     tcp_acceptor acceptor_;
     steady_timer retry_timer_;
     std::unique_ptr<ssl::context> tls_;
+    bool proxy_protocol_ = false;  // sessions read a PROXY header first
     bool paused_ = false;
     bool stopped_ = false;
 };

@@ -152,6 +152,15 @@ header_list plain_text_headers() {
     return {{"Content-Type", "text/plain; charset=utf-8"}, {"Cache-Control", "no-store"}};
 }
 
+// Names the room's secret fields for removal before forwarding. Shares rt's ownership: no
+// allocation, and nothing at all for a room without header rules.
+void drop_secret_fields(filter_result& r, const std::shared_ptr<const room_runtime>& rt,
+                        const room::compiled_room* room) {
+    if (room != nullptr && !room->secret_fields().empty()) {
+        r.drop_fields = std::shared_ptr<const std::vector<std::string>>(rt, &room->secret_fields());
+    }
+}
+
 }  // namespace
 
 room_runtime::build_result room_runtime::build(config::snapshot cfg,
@@ -293,6 +302,7 @@ void room_filter::on_request(const request_head& req, const request_info& info, 
     if (routed.what == room::action::pass || routed.room == nullptr) {
         auto r = filter_result::pass();
         r.decision = "pass";
+        drop_secret_fields(r, rt, routed.room);
         if (routed.room != nullptr && routed.reason == room::pass_reason::bypassed) {
             r.room = routed.room->id();
             r.decision = "bypass";
@@ -348,6 +358,7 @@ void room_filter::apply(per_worker& w, const std::shared_ptr<const room_runtime>
     if (d.what == room::action::pass || d.room == nullptr) {
         auto r = filter_result::pass();
         r.decision = "pass";
+        drop_secret_fields(r, rt, d.room);
         if (d.room != nullptr) {
             r.room = d.room->id();
         }
@@ -383,6 +394,7 @@ void room_filter::apply(per_worker& w, const std::shared_ptr<const room_runtime>
             ctx->worker = w.index;
             r.context = std::move(ctx);
         }
+        drop_secret_fields(r, rt, &room);
         r.room = room.id();
         r.decision = "admit";
         done(std::move(r));

@@ -66,7 +66,40 @@ std::optional<std::array<std::uint8_t, 16>> parse_ip(std::string_view text) {
     return std::nullopt;
 }
 
-bypass_matcher::bypass_matcher(const std::vector<config::bypass_rule>& rules) : rules_(rules) {}
+bool in_network(const std::array<std::uint8_t, 16>& ip, const std::array<std::uint8_t, 16>& net,
+                unsigned prefix_len) {
+    unsigned bits = std::min(prefix_len, 128u);
+    for (unsigned i = 0; i < 16 && bits > 0; ++i) {
+        unsigned take = std::min(bits, 8u);
+        auto mask = static_cast<std::uint8_t>(0xff00u >> take);
+        if ((ip[i] & mask) != (net[i] & mask)) {
+            return false;
+        }
+        bits -= take;
+    }
+    return true;
+}
+
+bool constant_time_equal(std::string_view secret, std::string_view given) {
+    // The time depends on the secret's length only: every byte of it is compared, whatever the
+    // guess, so a visitor timing answers learns nothing of where a guess went wrong.
+    volatile unsigned char diff = secret.size() == given.size() ? 0 : 1;
+    for (std::size_t i = 0; i < secret.size(); ++i) {
+        const char g = i < given.size() ? given[i] : '\0';
+        diff = static_cast<unsigned char>(diff | (secret[i] ^ g));
+    }
+    return diff == 0;
+}
+
+bypass_matcher::bypass_matcher(const std::vector<config::bypass_rule>& rules) : rules_(rules) {
+    for (const auto& r : rules_) {
+        if (r.type == config::bypass_rule::kind::header &&
+            std::none_of(secret_fields_.begin(), secret_fields_.end(),
+                         [&](const std::string& n) { return iequals(n, r.value); })) {
+            secret_fields_.push_back(r.value);
+        }
+    }
+}
 
 bool bypass_matcher::matches(const request_view& req, std::string_view path) const {
     using kind = config::bypass_rule::kind;
@@ -80,7 +113,7 @@ bool bypass_matcher::matches(const request_view& req, std::string_view path) con
             case kind::header:
                 if (req.headers != nullptr) {
                     auto v = req.headers->find(r.value);
-                    if (v && (!r.header_value || *v == *r.header_value)) {
+                    if (v && constant_time_equal(r.header_value, *v)) {
                         return true;
                     }
                 }
@@ -90,23 +123,11 @@ bool bypass_matcher::matches(const request_view& req, std::string_view path) con
                     return true;
                 }
                 break;
-            case kind::ip: {
-                if (!req.has_client_ip) {
-                    break;
-                }
-                unsigned bits = std::min(r.prefix_len, 128u);
-                bool match = true;
-                for (unsigned i = 0; i < 16 && bits > 0 && match; ++i) {
-                    unsigned take = std::min(bits, 8u);
-                    auto mask = static_cast<std::uint8_t>(0xff00u >> take);
-                    match = (req.client_ip[i] & mask) == (r.net[i] & mask);
-                    bits -= take;
-                }
-                if (match) {
+            case kind::ip:
+                if (req.has_client_ip && in_network(req.client_ip, r.net, r.prefix_len)) {
                     return true;
                 }
                 break;
-            }
         }
     }
     return false;

@@ -149,7 +149,13 @@ TEST_F(Config, FullExampleLoadsEveryKey) {
     const fs::path examples = fs::absolute(WAITROOM_SOURCE_DIR "/config/examples");
     auto in_dir = [&](const char* rel) { return (examples / rel).lexically_normal().string(); };
 
-    ASSERT_EQ(c.listen.size(), 2u);
+    ASSERT_EQ(c.listen.size(), 3u);
+    EXPECT_FALSE(c.listen[1].proxy_protocol);
+    EXPECT_TRUE(c.listen[2].proxy_protocol);
+    ASSERT_EQ(c.trusted_proxies.size(), 2u);
+    EXPECT_EQ(c.trusted_proxies[0].prefix_len, 96u + 8);
+    EXPECT_EQ(c.trusted_proxies[1].prefix_len, 48u);
+    EXPECT_EQ(c.forwarded_headers, forwarded_mode::overwrite);
     EXPECT_EQ(c.listen[1].host, "::");
     EXPECT_EQ(c.listen[1].port, 8443);
     ASSERT_TRUE(c.listen[1].tls);
@@ -199,8 +205,8 @@ TEST_F(Config, FullExampleLoadsEveryKey) {
     ASSERT_EQ(shop.bypass.size(), 6u);
     EXPECT_EQ(shop.bypass[0].type, bypass_rule::kind::path_prefix);
     EXPECT_EQ(shop.bypass[1].type, bypass_rule::kind::header);
-    EXPECT_FALSE(shop.bypass[1].header_value);
-    EXPECT_EQ(shop.bypass[2].header_value, "acme");
+    EXPECT_EQ(shop.bypass[1].header_value, "hc-3c0b6a9e51f24d7f");
+    EXPECT_EQ(shop.bypass[2].header_value, "partner-acme-7f2e91d4c8");
     EXPECT_EQ(shop.bypass[3].type, bypass_rule::kind::ip);
     EXPECT_EQ(shop.bypass[3].prefix_len, 104u);
     EXPECT_EQ(shop.bypass[4].prefix_len, 32u);
@@ -790,6 +796,58 @@ TEST_F(Config, BadBypassRulesAreErrors) {
                   "\"/\"",
                   "config.yaml:10:30: rooms[0].bypass[4].value: is allowed only with header",
               }));
+}
+
+TEST_F(Config, HeaderBypassNeedsASecretOfSixteenCharacters) {
+    auto r = load(R"yaml(rooms:
+  - name: a
+    total_active_users: 1
+    new_users_per_minute: 1
+    bypass:
+      - header: X-Health-Check
+      - {header: X-Partner, value: acme}
+      - {header: X-Partner, value: "123456789012345 "}
+      - {header: X-Partner, value: "12345678901234\t5"}
+      - {header: X-Partner, value: [a]}
+      - {header: X-Partner, value: "0123456789abcdef"}
+)yaml");
+    EXPECT_EQ(messages(r),
+              (std::vector<std::string>{
+                  "config.yaml:6:9: rooms[0].bypass[0].value: is required with header: a secret "
+                  "of at least 16 characters",
+                  "config.yaml:7:36: rooms[0].bypass[1].value: must be a secret of at least 16 "
+                  "characters, without leading or trailing spaces",
+                  "config.yaml:8:36: rooms[0].bypass[2].value: must be a secret of at least 16 "
+                  "characters, without leading or trailing spaces",
+                  "config.yaml:9:36: rooms[0].bypass[3].value: must not hold control characters",
+                  "config.yaml:10:36: rooms[0].bypass[4].value: must be a string",
+              }));
+}
+
+TEST_F(Config, TrustedProxiesForwardedHeadersAndProxyProtocolAreChecked) {
+    auto r = load(R"yaml(listen:
+  - {address: "127.0.0.1:0", proxy_protocol: yes please}
+trusted_proxies: [10.0.0.0/8, 10.0.0.0/33, ::1, nonsense]
+forwarded_headers: keep
+)yaml");
+    EXPECT_EQ(messages(r),
+              (std::vector<std::string>{
+                  "config.yaml:2:46: listen[0].proxy_protocol: must be true or false",
+                  "config.yaml:3:31: trusted_proxies[1]: must be an IP address or CIDR like "
+                  "10.0.0.0/8 or 2001:db8::/32",
+                  "config.yaml:3:49: trusted_proxies[3]: must be an IP address or CIDR like "
+                  "10.0.0.0/8 or 2001:db8::/32",
+                  "config.yaml:4:20: forwarded_headers: must be one of overwrite, append",
+              }));
+    auto ok = load("trusted_proxies: [10.0.0.0/8, \"::1\"]\nforwarded_headers: append\n");
+    ASSERT_TRUE(ok.ok()) << format_problems(ok.problems);
+    EXPECT_EQ(ok.cfg->trusted_proxies.size(), 2u);
+    EXPECT_EQ(ok.cfg->forwarded_headers, forwarded_mode::append);
+    auto none = load("listen: [\"127.0.0.1:0\"]\n");
+    ASSERT_TRUE(none.ok());
+    EXPECT_TRUE(none.cfg->trusted_proxies.empty());
+    EXPECT_EQ(none.cfg->forwarded_headers, forwarded_mode::overwrite);
+    EXPECT_FALSE(none.cfg->listen[0].proxy_protocol);
 }
 
 TEST_F(Config, BadEventTimesAndOverlapsAreErrors) {

@@ -111,6 +111,7 @@ TEST(ForwardHeaders, DropsHopByHopAndSetsForwardedHeaders) {
     std::string text;
     forward_info info = info_for("192.0.2.7", false, "127.0.0.1:3000", "/base/");
     info.forwarded_host = "shop.example.com";
+    info.keep_forwarded = true;
     write_origin_request(in, text, info);
     auto out = parse_head<true>(text);
     EXPECT_TRUE(text.starts_with("POST /base/cart?x=1 HTTP/1.1\r\n")) << text;
@@ -128,6 +129,64 @@ TEST(ForwardHeaders, DropsHopByHopAndSetsForwardedHeaders) {
                       "Upgrade", "Expect", "Transfer-Encoding"}) {
         EXPECT_EQ(out.count(name), 0u) << name;
     }
+}
+
+TEST(ForwardHeaders, OverwritesClientAddressFieldsOfAnUntrustedPeer) {
+    auto in = make_request();
+    in.insert("X-Forwarded-For", "198.51.100.7");
+    in.insert("X-Real-IP", "198.51.100.7");
+    in.insert("x-real-ip", "198.51.100.8");
+    in.insert(http::field::forwarded, "for=198.51.100.7");
+    std::string text;
+    write_origin_request(in, text, info_for("2001:db8::5", true, "o", ""));
+    auto out = parse_head<true>(text);
+    EXPECT_EQ(out["X-Forwarded-For"], "2001:db8::5");
+    EXPECT_EQ(out.count("X-Real-IP"), 1u);
+    EXPECT_EQ(out["X-Real-IP"], "2001:db8::5");
+    EXPECT_EQ(out.count(http::field::forwarded), 1u);
+    EXPECT_EQ(out[http::field::forwarded], "for=\"[2001:db8::5]\";proto=https");
+
+    // Never sent: never added.
+    auto plain = make_request();
+    text.clear();
+    write_origin_request(plain, text, info_for("192.0.2.7", false, "o", ""));
+    out = parse_head<true>(text);
+    EXPECT_EQ(out.count("X-Real-IP"), 0u);
+    EXPECT_EQ(out.count(http::field::forwarded), 0u);
+}
+
+TEST(ForwardHeaders, KeepsATrustedChainAndAppendsThePeer) {
+    auto in = make_request();
+    in.insert("X-Forwarded-For", "198.51.100.7, 10.0.0.9");
+    in.insert("X-Real-IP", "198.51.100.7");
+    in.insert(http::field::forwarded, "for=198.51.100.7");
+    std::string text;
+    auto info = info_for("198.51.100.7", false, "o", "");
+    info.peer_ip = "10.0.0.5";
+    info.keep_forwarded = true;
+    write_origin_request(in, text, info);
+    auto out = parse_head<true>(text);
+    EXPECT_EQ(out["X-Forwarded-For"], "198.51.100.7, 10.0.0.9, 10.0.0.5");
+    EXPECT_EQ(out["X-Real-IP"], "198.51.100.7");
+    EXPECT_EQ(out[http::field::forwarded], "for=198.51.100.7");
+}
+
+TEST(ForwardHeaders, DropsTheNamedFieldsWhateverTheirCase) {
+    auto in = make_request();
+    in.insert("X-Bypass", "secret-one");
+    in.insert("x-bypass", "secret-two");
+    in.insert("X-Other-Secret", "3");
+    in.insert("X-Kept", "1");
+    const std::vector<std::string> drop{"X-BYPASS", "x-other-secret"};
+    std::string text;
+    auto info = info_for("192.0.2.7", false, "o", "");
+    info.drop_fields = &drop;
+    write_origin_request(in, text, info);
+    auto out = parse_head<true>(text);
+    EXPECT_EQ(out.count("X-Bypass"), 0u);
+    EXPECT_EQ(out.count("X-Other-Secret"), 0u);
+    EXPECT_EQ(out["X-Kept"], "1");
+    EXPECT_EQ(text.find("secret"), std::string::npos) << text;
 }
 
 TEST(ForwardHeaders, SendsTheCanonicalTargetAndKeepsChunkedFraming) {

@@ -6,6 +6,7 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
@@ -21,9 +22,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <future>
+#include <optional>
 #include <string>
 #include <string_view>
-#include <optional>
 #include <thread>
 
 #include <netinet/in.h>
@@ -68,9 +69,10 @@ class gateway_fixture {
 
     void set_filter(std::shared_ptr<request_filter> f) { ctx_->set_request_filter(std::move(f)); }
 
-    void start(std::optional<config::tls_files> tls = std::nullopt) {
+    void start(std::optional<config::tls_files> tls = std::nullopt, bool proxy_protocol = false) {
         config::listener l;
         l.tls = std::move(tls);
+        l.proxy_protocol = proxy_protocol;
         worker_->start({tcp::endpoint{asio::ip::make_address("127.0.0.1"), 0}}, {l});
         port_ = worker_->local_endpoints().at(0).port();
         thread_ = std::thread([this] { ioc_.run(); });
@@ -453,7 +455,8 @@ TEST_F(Proxy, DropsHopByHopHeadersAndSetsForwardedOnes) {
     auto seen = origin_.last_request();
     // origin.host_header defaults to client: the origin sees the visitor's Host.
     EXPECT_EQ(seen.header("Host"), "shop.example.com");
-    EXPECT_EQ(seen.header("X-Forwarded-For"), "198.51.100.1, 127.0.0.1");
+    // The peer is not a trusted proxy: its X-Forwarded-For is replaced, not appended to.
+    EXPECT_EQ(seen.header("X-Forwarded-For"), "127.0.0.1");
     EXPECT_EQ(seen.header("X-Forwarded-Proto"), "http");
     EXPECT_EQ(seen.header("X-Forwarded-Host"), "shop.example.com");
     EXPECT_EQ(seen.header("X-Kept"), "yes");
@@ -563,8 +566,7 @@ TEST_F(Proxy, SkipsInterimResponsesBeforeTheAnswer) {
 // origin's command header.
 class sample_filter : public request_filter {
   public:
-    void on_request(const request_head& req, const request_info&,
-                    completion done) override {
+    void on_request(const request_head& req, const request_info&, completion done) override {
         if (req.target() == "/queue") {
             return done(filter_result::respond(
                 202, {{"Content-Type", "text/html"}, {"Cache-Control", "no-store"}},
@@ -691,6 +693,37 @@ TEST_F(TlsChain, TerminatesTlsAndVerifiesHttpsOrigins) {
     }
     EXPECT_EQ(origin_.last_request().header("X-Forwarded-Proto"), "https");
     EXPECT_EQ(origin_.connections(), 1u);
+}
+
+TEST_F(TlsChain, ReadsAProxyHeaderArrivingWithTheClientHello) {
+    files_ = make_self_signed(std::filesystem::temp_directory_path() /
+                              ("waitroom-gw-pp-" + std::to_string(::getpid())));
+    gw_ = std::make_unique<gateway_fixture>(origin_);
+    gw_->start(files_, true);
+    test_client c{gw_->port()};
+    // Corked, the header and the ClientHello leave in one segment (the cork lets go after
+    // 200 ms): the gateway reads past the header into the handshake's first bytes.
+    int one = 1;
+    ASSERT_EQ(::setsockopt(c.socket().native_handle(), IPPROTO_TCP, TCP_CORK, &one, sizeof one), 0);
+    c.write_raw("PROXY TCP4 198.51.100.7 127.0.0.1 40000 443\r\n");
+    asio::ssl::context ctx(asio::ssl::context::tls_client);
+    ctx.set_verify_mode(asio::ssl::verify_none);
+    asio::ssl::stream<tcp::socket&> tls(c.socket(), ctx);
+    boost::system::error_code ec;
+    tls.handshake(asio::ssl::stream_base::client, ec);
+    ASSERT_FALSE(ec) << ec.message();
+    http::request<http::empty_body> req{http::verb::get, "/hello", 11};
+    req.set(http::field::host, "localhost");
+    http::write(tls, req, ec);
+    ASSERT_FALSE(ec) << ec.message();
+    beast::flat_buffer buffer;
+    http::response<http::string_body> res;
+    http::read(tls, buffer, res, ec);
+    ASSERT_FALSE(ec) << ec.message();
+    EXPECT_EQ(res.result_int(), 200u);
+    EXPECT_EQ(res.body(), "hello, world\n");
+    EXPECT_EQ(origin_.last_request().header("X-Forwarded-For"), "198.51.100.7");
+    EXPECT_EQ(origin_.last_request().header("X-Forwarded-Proto"), "https");
 }
 
 TEST_F(TlsChain, RefusesAnOriginCertificateForAnotherName) {

@@ -181,10 +181,15 @@ std::vector<config::room> bypass_room() {
     using kind = config::bypass_rule::kind;
     auto r = make_room("shop", 1, 1);
     r.bypass.push_back(rule(kind::path_prefix, "/static/"));
-    r.bypass.push_back(rule(kind::header, "X-Health-Check"));
+    auto hc = rule(kind::header, "X-Health-Check");
+    hc.header_value = "hc-0123456789abcdef";
+    r.bypass.push_back(hc);
     auto eq = rule(kind::header, "X-Api-Key");
-    eq.header_value = "secret";
+    eq.header_value = "secret-secret-secret";
     r.bypass.push_back(eq);
+    auto again = rule(kind::header, "x-api-key");  // a second secret for the same field
+    again.header_value = "rotated-secret-0002";
+    r.bypass.push_back(again);
     auto cidr = rule(kind::ip, "10.0.0.0/8");
     cidr.net = *parse_ip("10.0.0.0");
     cidr.prefix_len = 96 + 8;
@@ -214,7 +219,7 @@ TEST(Bypass, PathPrefixMatchesWholeCanonicalSegments) {
     EXPECT_EQ(routed(h.engine(), "h", "/Static/x"), "shop");
 }
 
-TEST(Bypass, HeaderPresentOrEqualBypasses) {
+TEST(Bypass, HeaderBypassesOnlyWithItsExactSecret) {
     harness h(bypass_room());
     fake_headers hs;
     request_view req;
@@ -222,13 +227,35 @@ TEST(Bypass, HeaderPresentOrEqualBypasses) {
     req.path = "/";
     req.headers = &hs;
     EXPECT_EQ(h.engine().route(req).what, action::admit);
-    hs.values["x-health-check"] = "";
+    // Being present is not enough any more, nor is an empty, short, long or near value.
+    for (const char* guess :
+         {"", "1", "hc-0123456789abcde", "hc-0123456789abcdeF", "hc-0123456789abcdef0",
+          "HC-0123456789ABCDEF", "secret-secret-secret"}) {
+        hs.values["x-health-check"] = guess;
+        EXPECT_EQ(h.engine().route(req).what, action::admit) << guess;
+    }
+    hs.values["x-health-check"] = "hc-0123456789abcdef";
     EXPECT_EQ(h.engine().route(req).reason, pass_reason::bypassed);
     hs.values.clear();
-    hs.values["X-Api-Key"] = "wrong";
-    EXPECT_EQ(h.engine().route(req).what, action::admit);
-    hs.values["X-Api-Key"] = "secret";
+    hs.values["X-Api-Key"] = "rotated-secret-0002";
     EXPECT_EQ(h.engine().route(req).reason, pass_reason::bypassed);
+}
+
+TEST(Bypass, NamesEveryHeaderRuleFieldOnceForRemoval) {
+    bypass_matcher m(bypass_room()[0].bypass);
+    EXPECT_EQ(m.secret_fields(), (std::vector<std::string>{"X-Health-Check", "X-Api-Key"}));
+    EXPECT_TRUE(bypass_matcher({}).secret_fields().empty());
+}
+
+TEST(ConstantTimeEqual, IsEqualityOfBytes) {
+    EXPECT_TRUE(constant_time_equal("0123456789abcdef", "0123456789abcdef"));
+    EXPECT_FALSE(constant_time_equal("0123456789abcdef", "0123456789abcdeF"));
+    EXPECT_FALSE(constant_time_equal("0123456789abcdef", "0123456789abcde"));
+    EXPECT_FALSE(
+        constant_time_equal("0123456789abcdef", std::string_view("0123456789abcdef\0", 17)));
+    EXPECT_FALSE(constant_time_equal("0123456789abcdef", ""));
+    EXPECT_FALSE(constant_time_equal("abc", std::string_view("ab\0", 3)));
+    EXPECT_TRUE(constant_time_equal("", ""));
 }
 
 TEST(Bypass, ClientIpInsideTheCidrBypasses) {

@@ -27,6 +27,21 @@ struct listener {
     std::string host = "0.0.0.0";  // address to bind
     std::uint16_t port = 8080;     // port to bind; 0 = any free port (tests)
     std::optional<tls_files> tls;  // terminate TLS on this listener when set
+    bool proxy_protocol = false;   // every connection starts with a PROXY v1/v2 header
+};
+
+// An IP network: 16 bytes (IPv4 as v4-mapped IPv6, prefix + 96) and its prefix length; host
+// bits are clear.
+struct cidr {
+    std::array<std::uint8_t, 16> net{};
+    unsigned prefix_len = 0;
+};
+
+// What the gateway does with X-Forwarded-For, X-Real-IP and Forwarded from a peer that is not
+// in trusted_proxies.
+enum class forwarded_mode {
+    overwrite,  // X-Forwarded-For becomes the peer alone; X-Real-IP and Forwarded replaced
+    append,     // the peer is appended to the client's X-Forwarded-For; the others pass
 };
 
 // The Host sent to the origin (YAML origin.host_header).
@@ -145,12 +160,15 @@ struct route {
     std::string path = "/";  // path prefix
 };
 
+// Shortest secret a header bypass rule accepts.
+inline constexpr std::size_t min_bypass_secret = 16;
+
 // A bypass rule: the request goes straight to the origin, uncounted, when it matches.
 struct bypass_rule {
     enum class kind { path_prefix, header, ip, method };
     kind type = kind::path_prefix;
-    std::string value;                        // prefix, header name, CIDR or method
-    std::optional<std::string> header_value;  // header: equal to this (absent = present)
+    std::string value;         // prefix, header name, CIDR or method
+    std::string header_value;  // header: the secret the field must equal (>= 16 characters)
     // ip: the parsed CIDR (16 bytes, IPv4 as v4-mapped IPv6) and its prefix length.
     std::array<std::uint8_t, 16> net{};
     unsigned prefix_len = 0;
@@ -215,6 +233,9 @@ struct config {
     std::string source_path;  // file this was loaded from ("" for inline)
     std::string base_dir;     // absolute folder relative paths in the file were resolved against
     std::vector<listener> listen{listener{}};
+    // Peers whose X-Forwarded-For and X-Forwarded-Proto are believed (load balancers, CDNs).
+    std::vector<cidr> trusted_proxies;
+    forwarded_mode forwarded_headers = forwarded_mode::overwrite;  // for untrusted peers
     ::waitroom::config::origin origin;
     unsigned threads = 0;  // worker threads; 0 = auto (one per core)
     node_info node;

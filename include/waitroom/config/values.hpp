@@ -24,10 +24,6 @@ std::optional<time_point> parse_rfc3339(std::string_view text);
 
 // "10.0.0.0/8", "2001:db8::/32", or a single address. IPv4 becomes v4-mapped IPv6 (prefix + 96);
 // host bits are cleared.
-struct cidr {
-    std::array<std::uint8_t, 16> net{};
-    unsigned prefix_len = 0;
-};
 std::optional<cidr> parse_cidr(std::string_view text);
 
 // "host:port" or "[v6]:port"; the host is returned without brackets. Port 0 is allowed.

@@ -23,10 +23,13 @@ using header_list = std::vector<std::pair<std::string, std::string>>;
 
 // What the session knows about the request besides its header.
 struct request_info {
-    std::string client_ip;  // peer address, as text
+    // The visitor's address, as text: the peer's (the socket's, or a PROXY header's), or behind
+    // a trusted proxy the X-Forwarded-For address it vouches for.
+    std::string client_ip;
     // The same, parsed once per connection for IP bypass rules (IPv4 as v4-mapped IPv6).
     std::optional<std::array<std::uint8_t, 16>> client_ip_bytes;
-    bool tls = false;     // arrived on a TLS listener
+    // The visitor used https: a TLS listener, or a trusted proxy's X-Forwarded-Proto says so.
+    bool tls = false;
     unsigned worker = 0;  // index of the worker the connection lives on
     // Scratch the filter keeps between the requests of one connection (e.g. the admission
     // cookie it last opened, so a keep-alive client's unchanged cookie is not decrypted again).
@@ -50,6 +53,10 @@ struct filter_result {
     // respond only: a body shared with a cache (the rendered queue page), sent without a copy;
     // wins over `body` when set. Immutable while any response holds it.
     std::shared_ptr<const std::string> shared_body;
+    // pass only: request fields the origin must not see (a room's bypass secrets), matched
+    // without regard to case; null (the usual case) drops none. Shares the owner of the
+    // filter's config, so it stays valid while the session keeps this result.
+    std::shared_ptr<const std::vector<std::string>> drop_fields;
     // Handed back to on_response for this request (e.g. the room and visitor of the decision).
     std::shared_ptr<void> context;
     // For the access log: the room id ("" = none) and the decision (a string literal: admit,

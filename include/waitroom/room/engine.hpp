@@ -71,6 +71,8 @@ class compiled_room {
     event_phase phase_at(std::int64_t now_ms) const;
     settings settings_at(const event_phase& ph) const;
     room_limits limits_at(std::int64_t now_ms) const;
+    // Request fields removed before forwarding (the header bypass rules' names).
+    const std::vector<std::string>& secret_fields() const { return bypass_.secret_fields(); }
 
   private:
     friend class engine;

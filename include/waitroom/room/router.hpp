@@ -37,14 +37,25 @@ struct request_view {
 // "10.1.2.3" / "::1" → 16 bytes (IPv4 v4-mapped); nullopt when not an address.
 std::optional<std::array<std::uint8_t, 16>> parse_ip(std::string_view text);
 
-// One compiled bypass rule of a room.
+// True when `ip` lies in net/prefix_len (16-byte forms, IPv4 v4-mapped).
+bool in_network(const std::array<std::uint8_t, 16>& ip, const std::array<std::uint8_t, 16>& net,
+                unsigned prefix_len);
+
+// `given == secret`, in a time that depends on the secret's length only.
+bool constant_time_equal(std::string_view secret, std::string_view given);
+
+// The compiled bypass rules of a room.
 class bypass_matcher {
   public:
     explicit bypass_matcher(const std::vector<config::bypass_rule>& rules);
     bool matches(const request_view& req, std::string_view path) const;
+    // The field names of the header rules, each once: the origin never sees them (a guessed or
+    // leaked secret would otherwise reach it), whether a rule matched or not.
+    const std::vector<std::string>& secret_fields() const { return secret_fields_; }
 
   private:
     std::vector<config::bypass_rule> rules_;
+    std::vector<std::string> secret_fields_;
 };
 
 // Host + path prefix → room index. Most specific wins: the longest path, then an exact host
