@@ -948,9 +948,8 @@ void read_bypass(loader& l, const YAML::Node& n, const std::string& path, room& 
         if (!val) {
             return;
         }
-        if (std::any_of(val->begin(), val->end(), [](char c) {
-                return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
-            })) {
+        if (std::any_of(val->begin(), val->end(),
+                        [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; })) {
             l.report(*hv, f.at("value"), "must not hold control characters");
             return;
         }
@@ -1375,9 +1374,9 @@ void read_root(loader& l, const YAML::Node& root, config& cfg) {
         read_trusted_proxies(l, *v, cfg.trusted_proxies);
     }
     if (auto v = f.get("forwarded_headers")) {
-        if (auto m = l.choice<forwarded_mode>(*v, "forwarded_headers",
-                                              {{"overwrite", forwarded_mode::overwrite},
-                                               {"append", forwarded_mode::append}})) {
+        if (auto m = l.choice<forwarded_mode>(
+                *v, "forwarded_headers",
+                {{"overwrite", forwarded_mode::overwrite}, {"append", forwarded_mode::append}})) {
             cfg.forwarded_headers = *m;
         }
     }

@@ -24,30 +24,6 @@ bool all_digits(std::string_view s) {
     return true;
 }
 
-// inet_pton over a view, on a stack copy (the longest IPv6 text is 45 characters).
-std::optional<ip_bytes> pton(std::string_view text, bool allow_v4) {
-    char buf[INET6_ADDRSTRLEN + 1];
-    if (text.empty() || text.size() >= sizeof buf) {
-        return std::nullopt;
-    }
-    std::memcpy(buf, text.data(), text.size());
-    buf[text.size()] = '\0';
-    ip_bytes out{};
-    in_addr v4{};
-    if (allow_v4 && ::inet_pton(AF_INET, buf, &v4) == 1) {
-        out[10] = 0xff;
-        out[11] = 0xff;
-        std::memcpy(out.data() + 12, &v4, 4);
-        return out;
-    }
-    in6_addr v6{};
-    if (::inet_pton(AF_INET6, buf, &v6) == 1) {
-        std::memcpy(out.data(), &v6, 16);
-        return out;
-    }
-    return std::nullopt;
-}
-
 }  // namespace
 
 bool is_trusted(const std::vector<config::cidr>& networks, const ip_bytes& ip) {
@@ -73,7 +49,9 @@ std::optional<ip_bytes> parse_forwarded_address(std::string_view entry) {
         if (!rest.empty() && (rest.front() != ':' || !all_digits(rest.substr(1)))) {
             return std::nullopt;
         }
-        return pton(entry.substr(1, close - 1), false);
+        // Brackets hold IPv6 only ("[192.0.2.1]" is junk).
+        auto inside = entry.substr(1, close - 1);
+        return inside.find(':') == std::string_view::npos ? std::nullopt : room::parse_ip(inside);
     }
     // One colon: IPv4 with a port. More: IPv6 without brackets (no port possible).
     auto colon = entry.find(':');
@@ -82,9 +60,9 @@ std::optional<ip_bytes> parse_forwarded_address(std::string_view entry) {
             return std::nullopt;
         }
         auto v4 = entry.substr(0, colon);
-        return v4.find(':') == std::string_view::npos ? pton(v4, true) : std::nullopt;
+        return room::parse_ip(v4);
     }
-    return pton(entry, true);
+    return room::parse_ip(entry);
 }
 
 std::optional<ip_bytes> select_client(std::span<const std::string_view> forwarded_for,

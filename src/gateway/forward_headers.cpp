@@ -8,6 +8,7 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/rfc7230.hpp>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstring>
@@ -191,16 +192,23 @@ bool is_forwarded_for(const field_list::value_type& f) {
     return f.name() == http::field::unknown && beast::iequals(f.name_string(), "x-forwarded-for");
 }
 
+// Field names equal ignoring case and reading `_` as `-`: CGI-style origins (PHP, WSGI) see
+// X_Real_IP and X-Real-IP as one variable, HTTP_X_REAL_IP, so a field the gateway sets or removes
+// must not pass under its other spelling.
+bool same_cgi_name(std::string_view a, std::string_view b) {
+    auto fold = [](char c) {
+        return c == '_' ? '-' : (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    };
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(),
+                                              [&](char x, char y) { return fold(x) == fold(y); });
+}
+
 bool is_dropped(const std::vector<std::string>* drop, std::string_view name) {
     if (drop == nullptr) {
         return false;
     }
-    for (const auto& d : *drop) {
-        if (beast::iequals(d, name)) {
-            return true;
-        }
-    }
-    return false;
+    return std::any_of(drop->begin(), drop->end(),
+                       [&](const std::string& d) { return same_cgi_name(d, name); });
 }
 
 // `Forwarded: for=…;proto=…` (RFC 7239 §4: an IPv6 node is quoted and bracketed).
@@ -244,7 +252,7 @@ void write_origin_request(const request_head& in, std::string& out, const forwar
             case http::field::expect:  // the gateway answers 100-continue itself
                 continue;
             case http::field::forwarded:
-                if (!info.keep_forwarded) {
+                if (!info.pass_client_fields) {
                     forwarded = true;
                     continue;
                 }
@@ -261,11 +269,13 @@ void write_origin_request(const request_head& in, std::string& out, const forwar
                 forwarded_for = true;
                 continue;
             }
-            if (beast::iequals(name, "x-forwarded-proto") ||
-                beast::iequals(name, "x-forwarded-host")) {
+            // X_Forwarded_For is never part of a chain: only the gateway's spelling is read.
+            if (same_cgi_name(name, "x-forwarded-for") ||
+                same_cgi_name(name, "x-forwarded-proto") ||
+                same_cgi_name(name, "x-forwarded-host")) {
                 continue;
             }
-            if (!info.keep_forwarded && beast::iequals(name, "x-real-ip")) {
+            if (!info.pass_client_fields && same_cgi_name(name, "x-real-ip")) {
                 real_ip = true;
                 continue;
             }
@@ -276,7 +286,8 @@ void write_origin_request(const request_head& in, std::string& out, const forwar
         append_field(out, f.name_string(), f.value());
     }
     // Kept: the client's X-Forwarded-For values, in order, then the peer's own address.
-    // Overwritten: the peer alone, and the gateway's X-Real-IP and Forwarded for those sent.
+    // Overwritten: the peer alone. X-Real-IP and Forwarded, when sent and not passed, become the
+    // gateway's (the client IP).
     out += "X-Forwarded-For: ";
     if (forwarded_for && info.keep_forwarded) {
         for (const auto& f : in) {

@@ -36,11 +36,14 @@ struct forward_info {
     std::string_view path;
     std::string_view query;
     std::string_view forwarded_host;  // X-Forwarded-Host: the canonical Host; "" = none
-    std::string_view peer_ip;  // the peer, appended to X-Forwarded-For; "" = client_ip
-    // Keep the client's X-Forwarded-For chain, X-Real-IP and Forwarded (a trusted peer, or
-    // `forwarded_headers: append`); else X-Forwarded-For is the peer alone and X-Real-IP and
-    // Forwarded, when sent, are replaced by the gateway's own.
+    std::string_view peer_ip;         // the peer, appended to X-Forwarded-For; "" = client_ip
+    // Keep the client's X-Forwarded-For chain, the peer appended (a trusted peer, or
+    // `forwarded_headers: append`); else X-Forwarded-For is the peer alone.
     bool keep_forwarded = false;
+    // Pass the client's X-Real-IP and Forwarded as sent (`forwarded_headers: append`); else,
+    // when sent, they are replaced by the gateway's own naming `client_ip`: a balancer in
+    // trusted_proxies vouches for its X-Forwarded-For, not for fields a visitor set through it.
+    bool pass_client_fields = false;
     // Request fields never forwarded (compared without regard to case); null = none.
     const std::vector<std::string>* drop_fields = nullptr;
 };

@@ -277,8 +277,8 @@ void http_session<Stream>::start() {
 
 template <class Stream>
 void http_session<Stream>::read_proxy_header() {
-    auto r = proxy_protocol::parse(
-        {static_cast<const char*>(buffer_.data().data()), buffer_.size()});
+    auto r =
+        proxy_protocol::parse({static_cast<const char*>(buffer_.data().data()), buffer_.size()});
     if (r.what == proxy_protocol::status::need_more) {
         lowest().async_read_some(buffer_.prepare(proxy_protocol::max_v2_size),
                                  beast::bind_front_handler(&http_session::on_proxy_bytes, self()));
@@ -631,8 +631,8 @@ void http_session<Stream>::on_filter(filter_result r) {
     fi.query = canonical_.target.query;
     fi.forwarded_host = canonical_.host.authority;
     fi.peer_ip = peer_ip_;
-    fi.keep_forwarded =
-        peer_trusted_ || cfg_->forwarded_headers == config::forwarded_mode::append;
+    fi.pass_client_fields = cfg_->forwarded_headers == config::forwarded_mode::append;
+    fi.keep_forwarded = peer_trusted_ || fi.pass_client_fields;
     fi.drop_fields = filter_.drop_fields.get();
     const auto& req = parser_->get();
     write_origin_request(req, to_origin_.head(parser_->chunked()), fi);

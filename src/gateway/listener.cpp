@@ -127,7 +127,7 @@ void listener::on_accept(error_code ec, tcp_socket socket) {
     socket.set_option(tcp::no_delay(true), ec);
     if (tls_) {
         std::make_shared<http_session<ssl::stream<tcp_stream>>>(state_, std::move(socket),
-                                                                       tls_.get(), proxy_protocol_)
+                                                                tls_.get(), proxy_protocol_)
             ->run();
     } else {
         std::make_shared<http_session<tcp_stream>>(state_, std::move(socket), nullptr,

@@ -1,10 +1,10 @@
 #include "proxy_protocol.hpp"
 
-#include <arpa/inet.h>
-
 #include <algorithm>
 #include <cstring>
 #include <optional>
+
+#include "waitroom/room/router.hpp"
 
 namespace waitroom::gateway::proxy_protocol {
 
@@ -41,30 +41,16 @@ std::optional<std::uint16_t> v1_port(std::string_view s) {
     return static_cast<std::uint16_t>(v);
 }
 
+// The address of a TCP4 (no ':') or TCP6 (with ':') line.
 bool v1_address(std::string_view s, bool v6, std::array<std::uint8_t, 16>& out) {
-    char buf[64];
-    if (s.empty() || s.size() >= sizeof buf) {
+    if ((s.find(':') != std::string_view::npos) != v6) {
         return false;
     }
-    std::memcpy(buf, s.data(), s.size());
-    buf[s.size()] = '\0';
-    out = {};
-    if (v6) {
-        in6_addr a{};
-        if (::inet_pton(AF_INET6, buf, &a) != 1) {
-            return false;
-        }
-        std::memcpy(out.data(), &a, 16);
-        return true;
+    auto ip = room::parse_ip(s);
+    if (ip) {
+        out = *ip;
     }
-    in_addr a{};
-    if (::inet_pton(AF_INET, buf, &a) != 1) {
-        return false;
-    }
-    out[10] = 0xff;
-    out[11] = 0xff;
-    std::memcpy(out.data() + 12, &a, 4);
-    return true;
+    return ip.has_value();
 }
 
 // "PROXY TCP4 192.0.2.1 198.51.100.1 56324 443\r\n", "PROXY UNKNOWN[ anything]\r\n".
@@ -81,6 +67,11 @@ result parse_v1(std::string_view bytes) {
         return bytes.size() >= max_v1_size ? invalid() : result{status::need_more};
     }
     std::string_view line = bytes.substr(v1_prefix.size(), end - v1_prefix.size());
+    // A lone CR or LF before the CRLF was refused above when it arrived first; refused here too,
+    // so the verdict does not depend on how the bytes were cut into reads.
+    if (line.find_first_of("\r\n") != std::string_view::npos) {
+        return invalid();
+    }
     result r{status::done, end + 2};
     if (line == "UNKNOWN" || line.starts_with("UNKNOWN ")) {
         return r;

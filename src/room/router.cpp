@@ -49,17 +49,23 @@ bool segment_prefix(std::string_view prefix, std::string_view path, bool case_in
 }
 
 std::optional<std::array<std::uint8_t, 16>> parse_ip(std::string_view text) {
-    std::string s(text);
+    // A stack copy for inet_pton's C string: X-Forwarded-For entries are parsed per request.
+    char s[INET6_ADDRSTRLEN + 1];
+    if (text.empty() || text.size() >= sizeof s) {
+        return std::nullopt;
+    }
+    std::memcpy(s, text.data(), text.size());
+    s[text.size()] = '\0';
     std::array<std::uint8_t, 16> out{};
     in_addr v4{};
-    if (inet_pton(AF_INET, s.c_str(), &v4) == 1) {
+    if (inet_pton(AF_INET, s, &v4) == 1) {
         out[10] = 0xff;
         out[11] = 0xff;
         std::memcpy(out.data() + 12, &v4, 4);
         return out;
     }
     in6_addr v6{};
-    if (inet_pton(AF_INET6, s.c_str(), &v6) == 1) {
+    if (inet_pton(AF_INET6, s, &v6) == 1) {
         std::memcpy(out.data(), &v6, 16);
         return out;
     }

@@ -48,7 +48,9 @@ target config_load     "${config_src}"                     "-lyaml-cpp -lspdlog 
 target page_render     "${pages_src} ${config_src} ${room_src}" "-lyaml-cpp -lspdlog -lfmt -pthread"
 target request_target  "src/util/request_target.cpp src/room/router.cpp" ""
 target redis_reply     "${state_src}"                      "-lhiredis -lcrypto"
-names=(cookie_decode request_head chunked_body config_load page_render request_target redis_reply)
+target proxy_protocol  "src/gateway/proxy_protocol.cpp src/room/router.cpp" ""
+names=(cookie_decode request_head chunked_body config_load page_render request_target redis_reply
+  proxy_protocol)
 for n in "${!sources[@]}"; do
   [[ " ${names[*]} " == *" ${n} "* ]] || names+=("${n}")
 done

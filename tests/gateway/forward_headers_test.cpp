@@ -155,11 +155,33 @@ TEST(ForwardHeaders, OverwritesClientAddressFieldsOfAnUntrustedPeer) {
     EXPECT_EQ(out.count(http::field::forwarded), 0u);
 }
 
+TEST(ForwardHeaders, NeverPassesTheUnderscoreSpellingOfTheFieldsItSets) {
+    // A CGI-style origin reads X_Real_IP as HTTP_X_REAL_IP, the variable X-Real-IP becomes.
+    for (bool keep : {false, true}) {
+        auto in = make_request();
+        in.insert("X_Forwarded_For", "203.0.113.66");
+        in.insert("x_real_ip", "203.0.113.66");
+        in.insert("X_Forwarded_Proto", "https-forged");
+        in.insert("X_FORWARDED_HOST", "forged.example");
+        std::string text;
+        auto info = info_for("192.0.2.7", false, "o", "");
+        info.keep_forwarded = keep;
+        write_origin_request(in, text, info);
+        auto out = parse_head<true>(text);
+        EXPECT_EQ(text.find("203.0.113.66"), std::string::npos) << text;
+        EXPECT_EQ(text.find("forged"), std::string::npos) << text;
+        EXPECT_EQ(out["X-Forwarded-For"], "192.0.2.7");
+        EXPECT_EQ(out["X-Forwarded-Proto"], "http");
+        EXPECT_EQ(out["X-Real-IP"], "192.0.2.7");  // sent under a spelling: replaced
+    }
+}
+
 TEST(ForwardHeaders, KeepsATrustedChainAndAppendsThePeer) {
     auto in = make_request();
     in.insert("X-Forwarded-For", "198.51.100.7, 10.0.0.9");
-    in.insert("X-Real-IP", "198.51.100.7");
-    in.insert(http::field::forwarded, "for=198.51.100.7");
+    // Set by the visitor and passed on by the balancer: the balancer vouches for neither.
+    in.insert("X-Real-IP", "203.0.113.66");
+    in.insert(http::field::forwarded, "for=203.0.113.66");
     std::string text;
     auto info = info_for("198.51.100.7", false, "o", "");
     info.peer_ip = "10.0.0.5";
@@ -167,6 +189,23 @@ TEST(ForwardHeaders, KeepsATrustedChainAndAppendsThePeer) {
     write_origin_request(in, text, info);
     auto out = parse_head<true>(text);
     EXPECT_EQ(out["X-Forwarded-For"], "198.51.100.7, 10.0.0.9, 10.0.0.5");
+    EXPECT_EQ(out["X-Real-IP"], "198.51.100.7");
+    EXPECT_EQ(out[http::field::forwarded], "for=198.51.100.7;proto=http");
+    EXPECT_EQ(text.find("203.0.113.66"), std::string::npos) << text;
+}
+
+TEST(ForwardHeaders, PassesTheClientsAddressFieldsOnlyWhenAskedTo) {
+    auto in = make_request();
+    in.insert("X-Forwarded-For", "198.51.100.7");
+    in.insert("X-Real-IP", "198.51.100.7");
+    in.insert(http::field::forwarded, "for=198.51.100.7");
+    std::string text;
+    auto info = info_for("10.0.0.5", false, "o", "");
+    info.keep_forwarded = true;
+    info.pass_client_fields = true;  // forwarded_headers: append
+    write_origin_request(in, text, info);
+    auto out = parse_head<true>(text);
+    EXPECT_EQ(out["X-Forwarded-For"], "198.51.100.7, 10.0.0.5");
     EXPECT_EQ(out["X-Real-IP"], "198.51.100.7");
     EXPECT_EQ(out[http::field::forwarded], "for=198.51.100.7");
 }
@@ -176,6 +215,7 @@ TEST(ForwardHeaders, DropsTheNamedFieldsWhateverTheirCase) {
     in.insert("X-Bypass", "secret-one");
     in.insert("x-bypass", "secret-two");
     in.insert("X-Other-Secret", "3");
+    in.insert("X_Bypass", "secret-three");  // HTTP_X_BYPASS to a CGI-style origin
     in.insert("X-Kept", "1");
     const std::vector<std::string> drop{"X-BYPASS", "x-other-secret"};
     std::string text;
@@ -184,6 +224,7 @@ TEST(ForwardHeaders, DropsTheNamedFieldsWhateverTheirCase) {
     write_origin_request(in, text, info);
     auto out = parse_head<true>(text);
     EXPECT_EQ(out.count("X-Bypass"), 0u);
+    EXPECT_EQ(out.count("X_Bypass"), 0u);
     EXPECT_EQ(out.count("X-Other-Secret"), 0u);
     EXPECT_EQ(out["X-Kept"], "1");
     EXPECT_EQ(text.find("secret"), std::string::npos) << text;

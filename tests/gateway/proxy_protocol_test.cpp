@@ -85,7 +85,9 @@ TEST(ProxyProtocolV1, RefusesMalformedLines) {
              "PROXY UDP4 203.0.113.9 198.51.100.1 1 2\r\n",
              "PROXY TCP4 203.0.113.9 198.51.100.1 1 2\n",     // LF alone
              "PROXY TCP4 203.0.113.9\r198.51.100.1 1 2\r\n",  // CR alone
-             "proxy TCP4 203.0.113.9 198.51.100.1 1 2\r\n", "GET / HTTP/1.1\r\n",
+             "PROXY UNKNOWN x\ny\r\n",  // LF alone, even where anything may follow UNKNOWN
+             "PROXY UNKNOWN x\ry\r\n", "proxy TCP4 203.0.113.9 198.51.100.1 1 2\r\n",
+             "GET / HTTP/1.1\r\n",
              "\x16\x03\x01\x02\x00",  // a TLS ClientHello without the header
          }) {
         EXPECT_EQ(parse(bad).what, status::invalid) << bad;

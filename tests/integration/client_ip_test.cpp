@@ -133,12 +133,16 @@ TEST_F(ClientIp, ATrustedProxyNamesTheClientAndItsScheme) {
     // No X-Forwarded-For: the proxy itself is the client.
     EXPECT_FALSE(reached_origin(get("/shop/x")));
 
-    // Its X-Forwarded-Proto is believed: forwarded as such, and the cookie is Secure.
-    ASSERT_TRUE(reached_origin(
-        get("/hello", {{"X-Forwarded-Proto", "https"}, {"X-Real-IP", "198.51.100.7"}})));
+    // Its X-Forwarded-Proto is believed: forwarded as such, and the cookie is Secure. An
+    // X-Real-IP a visitor set through it names the client the proxy vouched for instead.
+    ASSERT_TRUE(reached_origin(get("/hello", {{"X-Forwarded-For", "198.51.100.7"},
+                                              {"X-Forwarded-Proto", "https"},
+                                              {"X-Real-IP", "203.0.113.66"},
+                                              {"Forwarded", "for=\"[2001:db8::66]\""}})));
     seen = origin_.last_request();
     EXPECT_EQ(seen.header("X-Forwarded-Proto"), "https");
     EXPECT_EQ(seen.header("X-Real-IP"), "198.51.100.7");
+    EXPECT_EQ(seen.header("Forwarded"), "for=198.51.100.7;proto=https");
     auto q = client_connection(port_).request(get("/shop/x", {{"X-Forwarded-Proto", "https"}}));
     ASSERT_TRUE(is_queue_page(q)) << describe(q);
     EXPECT_NE(std::string(q.headers[http::field::set_cookie]).find("; Secure"), std::string::npos)
@@ -162,14 +166,27 @@ TEST_F(ClientIp, AHeaderSecretBypassesAndNeverReachesTheOrigin) {
     // The first X-Bypass decides: a right one behind a wrong one does not bypass.
     EXPECT_FALSE(
         reached_origin(get("/shop/x", {{"X-Bypass", "wrong"}, {"X-Bypass", right.c_str()}})));
+    // Nor does the secret inside a list, under the underscore spelling, or in another case.
+    const std::string listed = "x, " + right;
+    const std::string upper = "0123456789ABCDEF-OK";
+    EXPECT_FALSE(reached_origin(get("/shop/x", {{"X-Bypass", listed.c_str()}})));
+    EXPECT_FALSE(reached_origin(get("/shop/x", {{"X_Bypass", right.c_str()}})));
+    EXPECT_FALSE(reached_origin(get("/shop/x", {{"X-Bypass", upper.c_str()}})));
+    // The field's name in any case, spaces around its value (not part of it): the secret.
+    const std::string spaced = "  " + right + "\t ";
+    ASSERT_TRUE(reached_origin(get("/shop/x", {{"X-BYPASS", spaced.c_str()}})));
+    EXPECT_EQ(origin_.last_request().count("X-Bypass"), 0u);
 
     // Admitted without the secret: every X-Open-Key is removed all the same.
     http_response r;
-    ASSERT_TRUE(reached_origin(
-        get("/open/x", {{"X-Open-Key", "a-guess"}, {"x-open-key", "another"}, {"X-Keep", "1"}}),
-        &r));
+    ASSERT_TRUE(reached_origin(get("/open/x", {{"X-Open-Key", "a-guess"},
+                                               {"x-open-key", "another"},
+                                               {"X_Open_Key", "a-third"},
+                                               {"X-Keep", "1"}}),
+                               &r));
     auto seen = origin_.last_request();
     EXPECT_EQ(seen.count("X-Open-Key"), 0u);
+    EXPECT_EQ(seen.count("X_Open_Key"), 0u);
     EXPECT_EQ(seen.header("X-Keep"), "1");
     EXPECT_NE(std::string(r.headers[http::field::set_cookie]), "");  // admitted, counted
     // Outside the rooms nothing is removed: the rule belongs to its room.

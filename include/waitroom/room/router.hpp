@@ -34,7 +34,8 @@ struct request_view {
     const header_lookup* headers = nullptr;  // null: no headers match
 };
 
-// "10.1.2.3" / "::1" → 16 bytes (IPv4 v4-mapped); nullopt when not an address.
+// "10.1.2.3" / "::1" → 16 bytes (IPv4 v4-mapped); nullopt when not an address. Does not
+// allocate. An IPv6 text always holds a ':', an IPv4 one never does.
 std::optional<std::array<std::uint8_t, 16>> parse_ip(std::string_view text);
 
 // True when `ip` lies in net/prefix_len (16-byte forms, IPv4 v4-mapped).
