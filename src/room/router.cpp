@@ -112,7 +112,12 @@ bool bypass_matcher::matches(const request_view& req, std::string_view path) con
     for (const auto& r : rules_) {
         switch (r.type) {
             case kind::path_prefix:
-                if (segment_prefix(r.value, path)) {
+                // Both readings of segment parameters must be under the prefix: stripped per
+                // segment (Tomcat, Spring: `path`) and the path ended at the first ';'. Else
+                // `/shop;/static` would pass a `/shop/static` rule to an origin serving `/shop`.
+                if (segment_prefix(r.value, path) &&
+                    (req.path_to_first_param.empty() ||
+                     segment_prefix(r.value, req.path_to_first_param))) {
                     return true;
                 }
                 break;

@@ -57,8 +57,10 @@ const rooms& fuzz_rooms() {
     return r;
 }
 
-// Room index and bypass answer for a host name and match path; -1 = no room.
-std::pair<int, bool> route(std::string_view host, std::string_view path) {
+// Room index and bypass answer for a host name and canonical target, as the gateway routes it;
+// -1 = no room.
+std::pair<int, bool> route(std::string_view host, const util::request_target& t) {
+    const std::string_view path = t.match_path;
     const rooms& r = fuzz_rooms();
     auto idx = r.router.match(host, path);
     if (!idx) {
@@ -67,6 +69,9 @@ std::pair<int, bool> route(std::string_view host, std::string_view path) {
     room::request_view v;
     v.host = host;
     v.path = path;
+    if (auto semi = t.path.find(';'); semi != std::string_view::npos) {
+        v.path_to_first_param = t.path.substr(0, semi);
+    }
     return {static_cast<int>(*idx), r.bypass[*idx].matches(v, path)};
 }
 
@@ -119,8 +124,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         check(again.host.name == c.host.name);
         check(again.host.authority == c.host.authority);
     }
-    check(route(c.host.name, c.target.match_path) ==
-          route(again.host.name, again.target.match_path));
+    check(route(c.host.name, c.target) == route(again.host.name, again.target));
 
     // With the origin's base path before it, the origin still sees a canonical path, which
     // is the base path and then what the room matched.

@@ -57,6 +57,9 @@ std::string routed(const engine& e, std::string_view host, std::string_view targ
     request_view req;
     req.host = c.host.name;
     req.path = c.target.match_path;
+    if (auto semi = c.target.path.find(';'); semi != std::string_view::npos) {
+        req.path_to_first_param = c.target.path.substr(0, semi);
+    }
     auto r = e.route(req);
     if (r.what == action::misdirected) {
         return "misdirected";
@@ -217,6 +220,22 @@ TEST(Bypass, PathPrefixMatchesWholeCanonicalSegments) {
     EXPECT_EQ(routed(h.engine(), "h", "/static/..;/shop/x"), "shop");
     EXPECT_EQ(routed(h.engine(), "h", "/static/%2e%2e/shop/x"), "shop");
     EXPECT_EQ(routed(h.engine(), "h", "/Static/x"), "shop");
+}
+
+TEST(Bypass, PathPrefixHoldsWhetherTheOriginStripsSegmentParametersOrEndsThePathAtTheFirst) {
+    using kind = config::bypass_rule::kind;
+    auto r = make_room("shop", 1, 1);
+    r.bypass.push_back(rule(kind::path_prefix, "/shop/static"));
+    harness h({r});
+    EXPECT_EQ(routed(h.engine(), "h", "/shop/static;v=2/app.js"), "bypassed:shop");
+    EXPECT_EQ(routed(h.engine(), "h", "/shop/static/app.js;jsessionid=1"), "bypassed:shop");
+    // Stripped per segment these are /shop/static/..., but ended at the first ';' they are
+    // /shop or /: an origin that reads them so would serve the room's own pages.
+    EXPECT_EQ(routed(h.engine(), "h", "/shop;/static"), "shop");
+    EXPECT_EQ(routed(h.engine(), "h", "/shop;x/static/app.js"), "shop");
+    // An empty segment with parameters is dropped from the canonical path: the origin is sent
+    // /shop/static/app.js, which is the bypass.
+    EXPECT_EQ(routed(h.engine(), "h", "/;a/shop/static/app.js"), "bypassed:shop");
 }
 
 TEST(Bypass, HeaderBypassesOnlyWithItsExactSecret) {

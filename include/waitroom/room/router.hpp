@@ -29,6 +29,9 @@ struct request_view {
     std::string_view method = "GET";
     std::string_view host;         // canonical host name (lower case, no port); "" = none
     std::string_view path = "/";   // canonical match path (no query, no segment parameters)
+    // The canonical path cut at its first ';': what an origin that ends the path there serves.
+    // Bypass path rules must match it too. "" = the same as `path` (no ';' in the path).
+    std::string_view path_to_first_param;
     std::array<std::uint8_t, 16> client_ip{};  // IPv6, IPv4 as v4-mapped (::ffff:a.b.c.d)
     bool has_client_ip = false;
     const header_lookup* headers = nullptr;  // null: no headers match
