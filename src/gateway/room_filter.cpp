@@ -284,9 +284,7 @@ void room_filter::on_request(const request_head& req, const request_info& info, 
     view.method = req.method_string();
     view.host = canonical->host.name;
     view.path = canonical->target.match_path;
-    if (auto semi = canonical->target.path.find(';'); semi != std::string_view::npos) {
-        view.path_to_first_param = canonical->target.path.substr(0, semi);
-    }
+    view.path_to_first_param = util::path_to_first_param(canonical->target.path);
     if (info.client_ip_bytes) {
         view.client_ip = *info.client_ip_bytes;
         view.has_client_ip = true;

@@ -69,9 +69,7 @@ std::pair<int, bool> route(std::string_view host, const util::request_target& t)
     room::request_view v;
     v.host = host;
     v.path = path;
-    if (auto semi = t.path.find(';'); semi != std::string_view::npos) {
-        v.path_to_first_param = t.path.substr(0, semi);
-    }
+    v.path_to_first_param = util::path_to_first_param(t.path);
     return {static_cast<int>(*idx), r.bypass[*idx].matches(v, path)};
 }
 

@@ -57,9 +57,7 @@ std::string routed(const engine& e, std::string_view host, std::string_view targ
     request_view req;
     req.host = c.host.name;
     req.path = c.target.match_path;
-    if (auto semi = c.target.path.find(';'); semi != std::string_view::npos) {
-        req.path_to_first_param = c.target.path.substr(0, semi);
-    }
+    req.path_to_first_param = util::path_to_first_param(c.target.path);
     auto r = e.route(req);
     if (r.what == action::misdirected) {
         return "misdirected";

@@ -85,4 +85,11 @@ canonical_request canonicalize_request(std::string_view method, std::string_view
 // paths, path_prefix values and the origin's base path must be in the config.
 bool is_canonical_path(std::string_view path);
 
+// `path` (a canonical path with its segment parameters) cut at its first ';': what an origin
+// that ends the path there serves. "" when `path` has no ';' (it is then its own match path).
+constexpr std::string_view path_to_first_param(std::string_view path) {
+    const auto semi = path.find(';');
+    return semi == std::string_view::npos ? std::string_view{} : path.substr(0, semi);
+}
+
 }  // namespace waitroom::util
