@@ -366,7 +366,6 @@ class loader {
         return std::to_string(ms) + "ms";
     }
 
-
   private:
     std::string file_;
     fs::path base_dir_;
@@ -500,8 +499,8 @@ void read_trusted_proxies(loader& l, const YAML::Node& n, std::vector<cidr>& out
 void read_origin(loader& l, const YAML::Node& n, origin& out) {
     fields f(l, n, "origin",
              {"url", "connect_timeout", "timeout", "max_connections", "idle_timeout",
-              "pool_wait_timeout", "max_pool_waiters", "max_connections_per_client", "verify_tls",
-              "ca_file", "server_name", "host_header", "unknown_hosts"});
+              "pool_wait_timeout", "max_pool_waiters", "max_connections_per_client", "max_tunnels",
+              "verify_tls", "ca_file", "server_name", "host_header", "unknown_hosts"});
     if (!f.ok()) {
         return;
     }
@@ -531,6 +530,8 @@ void read_origin(loader& l, const YAML::Node& n, origin& out) {
                                "must be an integer ≥ 0");
     l.set_integer<std::size_t>(f, "max_connections_per_client", out.max_connections_per_client, 0,
                                1'000'000, "must be an integer ≥ 0");
+    l.set_integer<std::size_t>(f, "max_tunnels", out.max_tunnels, 0, 1'000'000,
+                               "must be an integer ≥ 0");
     l.set_bool(f, "verify_tls", out.verify_tls);
     l.set_path(f, "ca_file", out.ca_file);
     l.set_string(f, "server_name", out.server_name);
@@ -736,11 +737,11 @@ void read_logging(loader& l, const YAML::Node& n, logging_settings& out) {
 }
 
 void read_limits(loader& l, const YAML::Node& n, limits& out) {
-    fields f(l, n, "limits",
-             {"max_header_bytes", "max_body_bytes", "header_timeout", "body_timeout",
-              "keepalive_timeout", "drain_timeout", "max_connections", "request_buffer",
-              "body_min_rate", "tunnel_idle_timeout", "body_deadline", "response_min_rate",
-              "request_buffer_budget"});
+    fields f(
+        l, n, "limits",
+        {"max_header_bytes", "max_body_bytes", "header_timeout", "body_timeout",
+         "keepalive_timeout", "drain_timeout", "max_connections", "request_buffer", "body_min_rate",
+         "tunnel_idle_timeout", "body_deadline", "response_min_rate", "request_buffer_budget"});
     if (!f.ok()) {
         return;
     }

@@ -33,7 +33,7 @@ client_slots::address client_slots::client_of(const address& ip) {
         return ip;
     }
     address prefix{};
-    std::memcpy(prefix.data(), ip.data(), 8);
+    std::memcpy(prefix.data(), ip.data(), 7);  // the /56
     return prefix;
 }
 

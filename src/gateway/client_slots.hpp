@@ -1,10 +1,11 @@
 #pragma once
 // How many origin connections (or waits for one) each client holds on one worker, for
-// origin.max_connections_per_client. A client is an address: IPv4 whole, IPv6 by its /64 (one
-// subscriber's prefix, in which it can pick any address). An open-addressing table with a
-// seeded hash (a crafted set of addresses cannot make its probes long), which holds only the
-// clients that hold something: its size follows the worker's forwards in flight, so it
-// allocates only when it grows past the most it ever held. One per worker, no lock.
+// origin.max_connections_per_client. A client is an address: IPv4 whole, IPv6 by its /56 (what
+// an ISP delegates to one subscriber, who can pick any address and any /64 in it). An
+// open-addressing table with a seeded hash (a crafted set of addresses cannot make its probes
+// long), which holds only the clients that hold something: its size follows the worker's forwards
+// in flight, so it allocates only when it grows past the most it ever held. One per worker, no
+// lock.
 
 #include <array>
 #include <cstddef>
@@ -19,7 +20,7 @@ class client_slots {
 
     client_slots();
 
-    // The key `ip` counts under: the address itself, or an IPv6 address's /64.
+    // The key `ip` counts under: the address itself, or an IPv6 address's /56.
     static address client_of(const address& ip);
 
     // Takes a slot for `client` (a client_of key) unless it holds `cap` already: false then.

@@ -205,6 +205,12 @@ http_session<Stream>::http_session(std::shared_ptr<worker_state> state, tcp_sock
         auto addr = remote.address();
         if (addr.is_v6() && addr.to_v6().is_v4_mapped()) {
             addr = asio::ip::make_address_v4(asio::ip::v4_mapped, addr.to_v6());
+        } else if (addr.is_v6() && addr.to_v6().scope_id() != 0) {
+            // A link-local peer's zone (fe80::1%eth0) names our interface, not the client: it
+            // is dropped, so that the address parses for the client caps and the IP rules.
+            auto v6 = addr.to_v6();
+            v6.scope_id(0);
+            addr = v6;
         }
         info_.client_ip = addr.to_string();
         info_.client_ip_bytes = room::parse_ip(info_.client_ip);
@@ -661,8 +667,15 @@ template <class Stream>
 void http_session<Stream>::do_forward(bool fresh) {
     // Idempotent and bodiless: a stale pooled connection is retried, so reuse needs no peek.
     const bool retryable = !request_has_body_ && is_idempotent(parser_->get().method());
+    if (!take_tunnel()) {
+        // A tunnel holds its origin connection for as long as it lasts: a few clients' tunnels
+        // must not take the pool that every other visitor's requests need.
+        return send_error(503, "too many WebSocket tunnels",
+                          request_has_body_ && !parser_->is_done(), "5", origin_error_headers());
+    }
     if (!take_slot()) {
         // Not a wait in the pool's queue: that queue would fill with this one client's requests.
+        give_slot();  // the tunnel's place, if one was taken
         return send_error(503, "too many origin connections for this client",
                           request_has_body_ && !parser_->is_done(), "1", origin_error_headers());
     }
@@ -808,7 +821,7 @@ void http_session<Stream>::fill_request_piece() {
         body_waiting_ = true;
         arm_timer(body_deadline_);
         client_read_.start<&http_session::on_client_body_bytes>(lowest().socket(), into,
-                                                                 edge_read::kind::more, self());
+                                                                edge_read::kind::more, self());
     }
 }
 
@@ -835,19 +848,22 @@ void http_session<Stream>::on_read_body(error_code ec, std::size_t) {
         if (origin_) {
             release_origin(false);
         }
+        // The room may have admitted (and counted) this visitor already: the answer carries
+        // the cookie, as an origin error's does, so the place is not held by nobody.
         if (ec == beast::error::timeout) {
-            return send_error(408, "request body too slow", true);
+            return send_error(408, "request body too slow", true, {}, origin_error_headers());
         }
         if (ec == http::error::body_limit) {
-            return send_error(413, "request body too large", true);
+            return send_error(413, "request body too large", true, {}, origin_error_headers());
         }
         if (ec == http::error::header_limit) {
-            return send_error(400, "request trailers too large", true);
+            return send_error(400, "request trailers too large", true, {}, origin_error_headers());
         }
         if (ec == http::error::bad_chunk_extension) {
-            return send_error(400, "chunk line too long or malformed", true);
+            return send_error(400, "chunk line too long or malformed", true, {},
+                              origin_error_headers());
         }
-        return send_error(400, "malformed request body", true);
+        return send_error(400, "malformed request body", true, {}, origin_error_headers());
     }
     if (ec) {
         fail(ec, "read body");
@@ -1232,6 +1248,23 @@ void http_session<Stream>::give_slot() {
     if (std::exchange(slot_held_, false)) {
         state_->slots.give(slot_client_);
     }
+    if (std::exchange(tunnel_held_, false)) {
+        --state_->tunnels;
+    }
+}
+
+template <class Stream>
+bool http_session<Stream>::take_tunnel() {
+    if (!websocket_ || tunnel_held_) {
+        return true;
+    }
+    const std::size_t cap = config::tunnel_cap(cfg_->origin);
+    if (cap != 0 && state_->tunnels >= cap) {
+        return false;
+    }
+    ++state_->tunnels;
+    tunnel_held_ = true;
+    return true;
 }
 
 // A body buffer past one relay piece counts in the worker's limits.request_buffer_budget while

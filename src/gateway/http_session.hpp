@@ -92,6 +92,9 @@ class http_session : public session_base,
     // The client's slot for an origin connection (max_connections_per_client): false when it
     // holds all it may.
     bool take_slot();
+    // A WebSocket upgrade's place in the worker's origin.max_tunnels: false when all are taken.
+    // give_slot() gives it back with the slot.
+    bool take_tunnel();
     void give_slot();
     // Room for `want` body bytes in the piece buffer within limits.request_buffer_budget, else
     // one relay piece's worth.
@@ -154,21 +157,21 @@ class http_session : public session_base,
 
     // The exchange in flight.
     std::optional<head_parser<true>> parser_;
-    util::canonical_request canonical_;  // its target and Host, read once (views: parser_)
+    util::canonical_request canonical_;    // its target and Host, read once (views: parser_)
     util::target_buffers target_buffers_;  // where canonical_ points when it rewrote something
     filter_result filter_;
     bool head_ = false;
     bool websocket_ = false;
     bool request_has_body_ = false;
     bool retried_ = false;
-    bool interim_seen_ = false;  // the origin sent a 1xx in this exchange
+    bool interim_seen_ = false;                      // the origin sent a 1xx in this exchange
     std::chrono::steady_clock::time_point started_;  // for the access log
     std::uint64_t bytes_sent_ = 0;                   // response body bytes, access log
-    std::size_t pending_ = 0;  // body bytes read from the client, not yet sent on
+    std::size_t pending_ = 0;    // body bytes read from the client, not yet sent on
     std::size_t body_room_ = 0;  // the size of the piece being filled with request body
     std::chrono::steady_clock::time_point stream_start_;  // the body's origin connection came
     std::uint64_t streamed_ = 0;  // body bytes read since then (body_min_rate)
-    std::chrono::steady_clock::duration relay_wait_{};  // the relay's waits on the client
+    std::chrono::steady_clock::duration relay_wait_{};       // the relay's waits on the client
     std::chrono::steady_clock::time_point linger_deadline_;  // of the lingering close
     bool client_keep_alive_ = false;
     std::shared_ptr<origin_connection> origin_;
@@ -182,6 +185,7 @@ class http_session : public session_base,
     std::size_t piece_capacity_ = 0;
     std::size_t budget_held_ = 0;  // of piece_capacity_, past a relay piece: in the worker's budget
     bool slot_held_ = false;       // slot_client_ holds a slot in state_->slots
+    bool tunnel_held_ = false;     // this upgrade counts in state_->tunnels
     client_slots::address slot_client_{};
 };
 

@@ -48,6 +48,7 @@ struct worker_state {
     client_slots
         slots;  // origin connections and waits held per client (max_connections_per_client)
     std::size_t buffered_bodies = 0;  // request buffer bytes past one relay piece, all sessions
+    std::size_t tunnels = 0;  // WebSocket upgrades forwarded or tunnelling (origin.max_tunnels)
     std::atomic<std::size_t> open{0};
     bool draining = false;
     std::unordered_set<session_base*> sessions;

@@ -20,7 +20,6 @@ std::int64_t ceil_div_ms(std::int64_t ms, std::int64_t unit) {
     return ms <= 0 ? 0 : (ms + unit - 1) / unit;
 }
 
-
 // Admissions per minute the queue can expect: the observed rate, or when nothing was admitted
 // lately the turnover of a full room (sessions ending), never above new_users_per_minute.
 double expected_rate(const settings& s, const room_state& st) {
@@ -154,6 +153,7 @@ room_limits make_limits(const settings& s, const event_phase& ph, const windowin
     l.window_ms = w.window_ms;
     l.rate_window_ms = w.rate_window_ms;
     l.rate_span_ms = w.rate_span_ms;
+    l.rejoin_ms = w.queue_rejoin_ms;
     l.needs_slots = !s.suspended && !s.queue_all && !ph.prequeueing &&
                     s.method != config::queueing_method::passthrough;
     return l;
@@ -333,8 +333,9 @@ decision engine::decide(const compiled_room& r, worker_state& ws,
         c = nullptr;
     }
 
-    // A session the origin revoked admits no more, on any node: its cookie is a new visitor's.
-    if (c != nullptr && revoked_session(ws, st, *c)) {
+    // A session the origin revoked admits no more, on any node, and a queue place is spent by
+    // its admission: a cookie with a refused ticket is a new visitor's.
+    if (c != nullptr && refused_ticket(ws, st, *c)) {
         c = nullptr;
     }
 
@@ -411,7 +412,9 @@ decision engine::decide(const compiled_room& r, worker_state& ws,
             std::int64_t waiting = st.waiting_total();
             if (waiting == 0 || at == attempt::after_top_up) {
                 eligible = true;
-            } else {
+            } else if (queued_cookie) {
+                // A new arrival while others wait joins the queue and draws at its first
+                // refresh, like them: a cookieless request is no free ticket in the lottery.
                 double p = std::min(1.0, static_cast<double>(free) / static_cast<double>(waiting));
                 eligible = std::uniform_real_distribution<double>(0.0, 1.0)(random) < p;
             }
@@ -444,6 +447,14 @@ decision engine::decide(const compiled_room& r, worker_state& ws,
     if (admit) {
         if (old_w >= 0) {
             deltas.waiting.add({bucket, old_w}, -1);
+        }
+        if (queued_cookie) {
+            // The admission spends the queue place: a copy of the queued cookie (kept back, or
+            // shared) is a new arrival, on this worker at once and on every node after the
+            // next sync. The session gets a ticket of its own, which the refusal leaves alone.
+            deltas.revoke({ticket, -1});
+            ws.remember_revoked(ticket);
+            ticket = random();
         }
         deltas.admitted.add(floor_to(now_ms, win_.rate_window_ms), 1);
         deltas.active.add(now_w, 1);
@@ -587,9 +598,8 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
         } else if (rate > 0) {
             double beyond = static_cast<double>(older - free - front_slack(s, st, win_));
             double turn_ms = beyond <= 0 ? 0.0 : beyond / (rate / 60'000.0);
-            refresh_ms =
-                std::clamp(static_cast<std::int64_t>(turn_ms),
-                           std::min(win_.min_refresh_ms, s.refresh_ms), s.refresh_ms);
+            refresh_ms = std::clamp(static_cast<std::int64_t>(turn_ms),
+                                    std::min(win_.min_refresh_ms, s.refresh_ms), s.refresh_ms);
         }
     }
     if (p.wait_time_known) {
@@ -676,21 +686,20 @@ room_status engine::status(const compiled_room& r, const room_state& st,
     return out;
 }
 
-bool engine::revoked_session(const worker_state& ws, const room_state& st,
-                             const cookie::payload& c) {
-    return c.accepted_at > 0 &&
-           (st.revoked(c.ticket) || (ws.revoked_count_ > 0 && ws.revoked_here(c.ticket)));
+bool engine::refused_ticket(const worker_state& ws, const room_state& st,
+                            const cookie::payload& c) {
+    return st.revoked(c.ticket) || (ws.revoked_count_ > 0 && ws.revoked_here(c.ticket));
 }
 
-cookie_standing engine::standing(const compiled_room& r, worker_state& ws,
-                                 const cookie::payload& c, std::int64_t now_ms) const {
+cookie_standing engine::standing(const compiled_room& r, worker_state& ws, const cookie::payload& c,
+                                 std::int64_t now_ms) const {
     const event_phase ph = r.phase_at(now_ms);
     const settings s = r.settings_at(ph);
     const room_limits lim = make_limits(s, ph, win_);
     if (!trusted(r, c, now_ms, win_.window_ms)) {
         return {};
     }
-    if (revoked_session(ws, *ws.view(*this, r).state, c)) {
+    if (refused_ticket(ws, *ws.view(*this, r).state, c)) {
         return {};  // decide() makes its holder a new arrival
     }
     if (c.accepted_at > 0) {

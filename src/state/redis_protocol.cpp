@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <cstdio>
 
 #include "waitroom/state/error.hpp"
 
@@ -26,6 +26,7 @@ void push_limits(command& c, const room::room_limits& l) {
     c.push_back(std::to_string(l.rate_window_ms));
     c.push_back(std::to_string(l.rate_span_ms));
     c.push_back(l.needs_slots ? "1" : "0");
+    c.push_back(std::to_string(l.rejoin_ms));
 }
 
 command script_call(std::string_view prefix, std::string_view room, const char* op,
@@ -224,8 +225,8 @@ void* new_array(const redisReadTask* task, int elements) {
     budget->left -= elements;
     redisReply** slots = nullptr;
     if (elements > 0) {
-        slots = static_cast<redisReply**>(std::calloc(static_cast<std::size_t>(elements),
-                                                      sizeof(redisReply*)));
+        slots = static_cast<redisReply**>(
+            std::calloc(static_cast<std::size_t>(elements), sizeof(redisReply*)));
         if (slots == nullptr) {
             return nullptr;
         }
@@ -248,12 +249,15 @@ void* new_integer(const redisReadTask* task, long long v) {
     return r;
 }
 
-void* new_nil(const redisReadTask* task) { return new_reply(task, REDIS_REPLY_NIL); }
+void* new_nil(const redisReadTask* task) {
+    return new_reply(task, REDIS_REPLY_NIL);
+}
 
-void free_reply(void* r) { freeReplyObject(r); }
+void free_reply(void* r) {
+    freeReplyObject(r);
+}
 
-redisReplyObjectFunctions bounded_builders{new_string, new_array, new_integer, new_nil,
-                                           free_reply};
+redisReplyObjectFunctions bounded_builders{new_string, new_array, new_integer, new_nil, free_reply};
 
 }  // namespace
 

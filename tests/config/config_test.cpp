@@ -455,6 +455,21 @@ TEST_F(Config, PerClientCapDefaultsToAQuarterOfThePool) {
     EXPECT_EQ(client_connection_cap(set.cfg->origin), 5u);
 }
 
+TEST_F(Config, TunnelCapDefaultsToHalfThePoolAndIsChecked) {
+    auto by_default = load("threads: 1\n");
+    ASSERT_TRUE(by_default.ok()) << format_problems(by_default.problems);
+    EXPECT_EQ(tunnel_cap(by_default.cfg->origin), 128u);
+    auto one = load("origin: {max_connections: 1}\n");
+    ASSERT_TRUE(one.ok()) << format_problems(one.problems);
+    EXPECT_EQ(tunnel_cap(one.cfg->origin), 1u);
+    auto set = load("origin: {max_connections: 8, max_tunnels: 0}\n");
+    ASSERT_TRUE(set.ok()) << format_problems(set.problems);
+    EXPECT_EQ(tunnel_cap(set.cfg->origin), 0u);
+    auto bad = load("origin: {max_tunnels: -3}\n");
+    EXPECT_EQ(messages(bad), (std::vector<std::string>{
+                                 "config.yaml:1:23: origin.max_tunnels: must be an integer ≥ 0"}));
+}
+
 TEST_F(Config, SizesAcceptUnits) {
     auto r = load(R"yaml(limits: {max_header_bytes: 8KiB, max_body_bytes: 1MiB}
 testing: {time_scale: 60}

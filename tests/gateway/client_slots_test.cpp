@@ -48,14 +48,16 @@ TEST(ClientSlots, ForgetsAClientThatGaveEverythingBack) {
     EXPECT_EQ(s.held(a), 0u);
 }
 
-TEST(ClientSlots, CountsAnIPv6ClientByItsSlash64) {
+TEST(ClientSlots, CountsAnIPv6ClientByItsSlash56) {
     client_slots s;
-    const auto one = client_slots::client_of(v6(1, 1));
-    EXPECT_EQ(one, client_slots::client_of(v6(1, 2)));
-    EXPECT_NE(one, client_slots::client_of(v6(2, 1)));
-    EXPECT_TRUE(s.take(client_slots::client_of(v6(1, 1)), 1));
-    EXPECT_FALSE(s.take(client_slots::client_of(v6(1, 9)), 1));  // another address, same /64
-    EXPECT_TRUE(s.take(client_slots::client_of(v6(2, 1)), 1));
+    const auto one = client_slots::client_of(v6(0x100, 1));
+    EXPECT_EQ(one, client_slots::client_of(v6(0x100, 2)));
+    EXPECT_EQ(one, client_slots::client_of(v6(0x1ff, 2)));  // another /64 of the same /56
+    EXPECT_NE(one, client_slots::client_of(v6(0x200, 1)));
+    EXPECT_TRUE(s.take(client_slots::client_of(v6(0x100, 1)), 1));
+    EXPECT_FALSE(s.take(client_slots::client_of(v6(0x100, 9)), 1));  // another address
+    EXPECT_FALSE(s.take(client_slots::client_of(v6(0x1a0, 9)), 1));  // another of its /64s
+    EXPECT_TRUE(s.take(client_slots::client_of(v6(0x200, 1)), 1));
 }
 
 TEST(ClientSlots, KeepsIPv4AddressesApart) {

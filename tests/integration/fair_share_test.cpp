@@ -156,6 +156,40 @@ TEST_F(FairShare, OneClientsTunnelsCannotBlockASecondClientAndAClosedOneIsGivenB
     }));
 }
 
+TEST_F(FairShare, TunnelsFromManyClientsLeaveHalfThePoolToEveryoneElse) {
+    // Four origin connections, one per client: without a bound on tunnels, four addresses
+    // would hold them all.
+    start(tiny_pool_config(origin_.url(), 4, "", ", max_connections_per_client: 1"));
+    std::vector<std::unique_ptr<client_connection>> tunnels;
+    for (int i = 0; i < 4; ++i) {
+        tunnels.push_back(std::make_unique<client_connection>(
+            port_, 10s, "127.0.0." + std::to_string(10 + i)));
+        ASSERT_TRUE(tunnels.back()->write_raw(websocket_upgrade));
+        auto r = tunnels.back()->read_response();
+        if (i < 2) {
+            EXPECT_EQ(r.status, 101u) << i << ": " << describe(r);
+        } else {
+            EXPECT_EQ(r.status, 503u) << i << ": " << describe(r);
+            EXPECT_EQ(r.headers[http::field::retry_after], "5");
+            EXPECT_NE(r.body.find("WebSocket"), std::string::npos) << r.body;
+        }
+    }
+    // Plain requests from two more clients at once still find connections, without waiting.
+    client_connection a(port_, 10s, "127.0.0.20"), b(port_, 10s, "127.0.0.21");
+    ASSERT_TRUE(a.write_raw("GET /slow?ms=500 HTTP/1.1\r\nHost: shop.test\r\n\r\n"));
+    const auto t0 = clock::now();
+    auto rb = b.get("/hello");
+    EXPECT_TRUE(from_origin(rb)) << describe(rb);
+    EXPECT_LT(clock::now() - t0, 2s);
+    EXPECT_EQ(a.read_response().status, 200u);
+    // A tunnel that closes gives its place back.
+    tunnels[0].reset();
+    EXPECT_TRUE(poll_until(5s, [&] {
+        client_connection again(port_, 5s, "127.0.0.30");
+        return again.write_raw(websocket_upgrade) && again.read_response().status == 101;
+    }));
+}
+
 TEST_F(FairShare, OneClientsSlowReadsCannotBlockASecondClient) {
     // No response_min_rate: the cap alone keeps the second origin connection free.
     start(two_and_one(origin_.url(), ", response_min_rate: 0"));

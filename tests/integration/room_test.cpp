@@ -474,6 +474,42 @@ TEST_F(Room, NewVisitorsCookieComesWithTheGatewayTimeoutAndThenAdmits) {
     EXPECT_TRUE(from_origin(a.get("/hello"))) << "the cookie of the 504 does not admit";
 }
 
+// A new visitor admitted for a request whose body then fails (too large, malformed, too slow):
+// the gateway's 413/400/408 carries the admission cookie, as its 502 does.
+TEST_F(Room, NewVisitorsCookieComesWithTheAnswerToABadRequestBody) {
+    std::string cfg = room_config(
+        origin_.url(), "total_active_users: 3, new_users_per_minute: 1000, session_duration: 5m");
+    const std::string limits = "drain_timeout: 10s}";
+    ASSERT_NE(cfg.find(limits), std::string::npos);
+    cfg.replace(cfg.find(limits), limits.size(), "drain_timeout: 10s, body_timeout: 2s}");
+    start(cfg);
+    const std::vector<std::pair<std::string, unsigned>> bodies = {
+        {"zz\r\n", 400u},                              // not a chunk size
+        {std::string(70'000, '0') + "1\r\n", 400u},    // a chunk line past its bound
+        {"10000\r\n" + std::string(40'000, 'x'), 0u},  // stalls mid-body: 408
+    };
+    for (const auto& [body, status] : bodies) {
+        client_connection c(port_, 20s);
+        ASSERT_TRUE(c.connected());
+        ASSERT_TRUE(
+            c.write_raw("POST /echo HTTP/1.1\r\nHost: shop.test\r\n"
+                        "Transfer-Encoding: chunked\r\n\r\n"));
+        std::this_thread::sleep_for(300ms);  // the room decides on the head alone
+        c.write_raw(body);
+        auto r = c.read_response();
+        ASSERT_EQ(r.error, "") << body.substr(0, 20);
+        if (status != 0) {
+            EXPECT_EQ(r.status, status) << describe(r);
+        } else {
+            EXPECT_EQ(r.status, 408u) << describe(r);
+        }
+        EXPECT_EQ(set_cookie_count(r), 1u) << describe(r);
+        EXPECT_NE(header(r, "Set-Cookie").find(std::string(cookie_name) + "="), std::string::npos);
+    }
+    visitor d{port_};
+    EXPECT_TRUE(is_queue_page(d.get("/hello"), 200)) << "three places were counted";
+}
+
 // Reproduces a product bug (reported, not fixed here: it is in src/state/sync_task.cpp). The
 // sync task's lease TTL (2 × sync_interval) is in configured milliseconds but is compared with
 // the scaled clock, so under time_scale 20 the lease lapses 5 ms after each sync; a top-up then

@@ -1,6 +1,7 @@
 // Replays of one cookie against the counting rules: copies of an admitted cookie checking in
 // from an older window, a revoke answered to the same cookie many times, what the old admitted
-// cookie and the revoke's cookie can do afterwards, and early refreshes (one draw per interval).
+// cookie and the revoke's cookie can do afterwards, copies of a queued cookie whose place was
+// spent, and early refreshes (one draw per interval, none for a cookieless request).
 
 #include <gtest/gtest.h>
 
@@ -122,7 +123,8 @@ TEST(Replay, RevokedSessionsOldCookieAdmitsNoMoreOnThisWorkerOrAfterTheSync) {
     EXPECT_EQ(active(h), 1);
 }
 
-TEST(Replay, RevokedTicketsAreForgottenOnceNoCookieOfTheSessionCanLive) {
+// Remembered for the longer of the session and the rejoin time (10 min), plus two windows.
+TEST(Replay, RevokedTicketsAreForgottenOnceNoCookieCanComeBackWithThem) {
     auto r = revoking_room(10);
     r.session_duration = 1min;
     harness h({r});
@@ -131,7 +133,7 @@ TEST(Replay, RevokedTicketsAreForgottenOnceNoCookieOfTheSessionCanLive) {
     h.revoke(v);
     h.sync();
     ASSERT_EQ(h.state("shop").counts().revoked.size(), 1u);
-    h.advance(1min + 15s);
+    h.advance(10min + 15s);
     h.sync();
     EXPECT_EQ(h.state("shop").counts().revoked.size(), 1u);
     h.advance(10s);
@@ -231,6 +233,118 @@ void expect_early_refresh_is_free(harness& h, visitor& v, const char* what) {
     h.worker().flush();
     auto deltas = h.node().take_deltas();
     EXPECT_TRUE(deltas["shop"].empty()) << what << ": counters moved";
+}
+
+// A full room of one, `in` admitted and `q` queued behind it; then `in`'s place is freed.
+struct spent_place {
+    spent_place() : h({revoking_room(1)}) {
+        EXPECT_EQ(h.visit(in).what, action::admit);
+        EXPECT_EQ(h.visit(q).what, action::queue);
+        h.revoke(in);  // the origin ends `in`'s session: one place is free
+        h.advance(5s);
+        h.sync();
+    }
+    harness h;
+    visitor in, q;
+};
+
+TEST(Replay, AQueuedCookieKeptBackAfterItsAdmissionIsANewArrival) {
+    spent_place p;
+    const visitor saved = p.q;  // the queued cookie, kept back before its turn came
+    ASSERT_EQ(p.h.visit(p.q).what, action::admit);
+    EXPECT_NE(p.q.cookie->ticket, saved.cookie->ticket) << "the session has a ticket of its own";
+    p.h.advance(10s);  // a later arrival bucket
+    // On this worker at once, and from the store's list after the sync: the kept-back copy has
+    // no place. Its holder joins at the back, with a new ticket, and is counted once.
+    for (int i = 0; i < 3; ++i) {
+        visitor copy = saved;
+        auto d = p.h.visit(copy);
+        EXPECT_EQ(d.what, action::queue) << i;
+        EXPECT_NE(d.cookie.ticket, saved.cookie->ticket) << i;
+        EXPECT_EQ(d.cookie.bucket, floor_to(p.h.now(), 10'000)) << i;
+        EXPECT_GT(d.cookie.bucket, saved.cookie->bucket) << i;
+        p.h.advance(3s);
+        p.h.sync();
+    }
+    EXPECT_EQ(p.h.visit(p.q).what, action::admit) << "the admitted session is not refused";
+    EXPECT_EQ(active(p.h), 1);
+}
+
+TEST(Replay, CopiesOfOneQueuedCookieAtTheFrontAreAdmittedOnce) {
+    auto r = revoking_room(5);
+    harness h({r});
+    std::vector<visitor> in(5);
+    for (auto& v : in) {
+        ASSERT_EQ(h.visit(v).what, action::admit);
+    }
+    visitor q;
+    ASSERT_EQ(h.visit(q).what, action::queue);
+    h.advance(10s);
+    std::vector<visitor> later(3);
+    for (auto& v : later) {
+        ASSERT_EQ(h.visit(v).what, action::queue);
+    }
+    for (int i = 0; i < 4; ++i) {
+        h.revoke(in[static_cast<std::size_t>(i)]);  // four places free
+    }
+    h.advance(13s);  // every Refresh given so far is due
+    h.sync();
+    // Ten copies of `q` come back first: one is admitted; the others join at the back.
+    int admitted = 0;
+    for (int i = 0; i < 10; ++i) {
+        visitor copy = q;
+        admitted += h.visit(copy).what == action::admit ? 1 : 0;
+    }
+    EXPECT_EQ(admitted, 1);
+    // The three who queued after `q` take the other places.
+    for (auto& v : later) {
+        EXPECT_EQ(h.visit(v).what, action::admit);
+    }
+}
+
+TEST(Replay, ASpentQueuePlaceStaysRefusedForTheWholeRejoinTime) {
+    spent_place p;
+    const visitor saved = p.q;
+    ASSERT_EQ(p.h.visit(p.q).what, action::admit);
+    // A session shorter than the rejoin time (5 min against 10): the refusal outlives it.
+    for (int i = 0; i < 29; ++i) {
+        p.h.advance(20s);
+        p.h.sync();
+        p.h.visit(p.q);
+    }
+    EXPECT_FALSE(p.h.state("shop").counts().revoked.empty());
+    visitor copy = saved;  // 9 min 45 s after its last check-in: within the rejoin time
+    auto d = p.h.visit(copy);
+    EXPECT_EQ(d.what, action::queue);
+    EXPECT_GT(d.cookie.bucket, saved.cookie->bucket);
+}
+
+TEST(Replay, ARandomRoomGivesACookielessRequestNoDrawWhileOthersWait) {
+    auto r = revoking_room(5);
+    r.method = config::queueing_method::random;
+    harness h({r}, 3);
+    std::vector<visitor> in(5);
+    for (auto& v : in) {
+        ASSERT_EQ(h.visit(v).what, action::admit);
+    }
+    std::vector<visitor> waiting(10);
+    for (auto& v : waiting) {
+        ASSERT_EQ(h.visit(v).what, action::queue);
+    }
+    h.revoke(in[0]);
+    h.revoke(in[1]);
+    h.advance(5s);
+    h.sync();
+    ASSERT_EQ(h.state("shop").free_capacity(), 2);
+    ASSERT_EQ(h.state("shop").waiting_total(), 10);
+    // A bot without a cookie, a thousand times: queued each time, never drawn (each draw
+    // would win with a chance of 2 in 10).
+    for (int i = 0; i < 1000; ++i) {
+        visitor bot;
+        auto d = h.visit(bot);
+        ASSERT_EQ(d.what, action::queue) << i;
+        EXPECT_GT(d.refresh_seconds, 0);
+    }
 }
 
 TEST(EarlyRefresh, RandomRoomGivesOneDrawPerRefreshInterval) {

@@ -62,7 +62,7 @@ TEST(RedisProtocol, SyncCommandCarriesLimitsAndEveryDelta) {
     r.slots_returned = 1;
     r.deltas.revoke({18'446'744'073'709'551'615ull, -10'000});
     auto c = sync_command("wr", n, r);
-    ASSERT_GE(c.size(), 10u + 17u);
+    ASSERT_GE(c.size(), 10u + 18u);
     EXPECT_EQ(c[0], "EVALSHA");
     EXPECT_EQ(c[1], room_script_sha());
     EXPECT_EQ(c[2], "7");
@@ -74,15 +74,16 @@ TEST(RedisProtocol, SyncCommandCarriesLimitsAndEveryDelta) {
     EXPECT_EQ(c[12], "fra");
     EXPECT_EQ(c[13], "1000");
     EXPECT_EQ(c[14], "200");
-    EXPECT_EQ(c[21], "0");  // needs_slots
-    EXPECT_EQ(c[22], "3000");
-    EXPECT_EQ(c[23], "2");   // slots_used
-    EXPECT_EQ(c[24], "1");   // returned
-    EXPECT_EQ(c[25], "7");   // demand
-    EXPECT_EQ(c[26], "0");   // batch
-    EXPECT_EQ(c[27], "");    // no epoch known yet
-    EXPECT_EQ(c[28], "-1");  // the windows are deltas
-    std::vector<std::string> tail(c.begin() + 29, c.end());
+    EXPECT_EQ(c[21], "0");       // needs_slots
+    EXPECT_EQ(c[22], "600000");  // rejoin_ms
+    EXPECT_EQ(c[23], "3000");
+    EXPECT_EQ(c[24], "2");   // slots_used
+    EXPECT_EQ(c[25], "1");   // returned
+    EXPECT_EQ(c[26], "7");   // demand
+    EXPECT_EQ(c[27], "0");   // batch
+    EXPECT_EQ(c[28], "");    // no epoch known yet
+    EXPECT_EQ(c[29], "-1");  // the windows are deltas
+    std::vector<std::string> tail(c.begin() + 30, c.end());
     EXPECT_EQ(tail,
               (std::vector<std::string>{"1", "0", "2", "2", "0", "2", "-10000", "-1", "1", "0", "0",
                                         "4", "1", "18446744073709551615", "-10000"}));
@@ -100,14 +101,14 @@ TEST(RedisProtocol, FullSyncCommandCarriesTheLiveWindowsAndTheHeldSlotsInsteadOf
     r.live.admitted.add(0, 6);
     r.held = 3;
     auto c = sync_command("wr", n, r);
-    ASSERT_GE(c.size(), 29u);
-    EXPECT_EQ(c[27], "500/edge-2");
-    EXPECT_EQ(c[28], "-1");
+    ASSERT_GE(c.size(), 30u);
+    EXPECT_EQ(c[28], "500/edge-2");
+    EXPECT_EQ(c[29], "-1");
     r.full = true;
     c = sync_command("wr", n, r);
-    EXPECT_EQ(c[27], "500/edge-2");
-    EXPECT_EQ(c[28], "3");
-    std::vector<std::string> tail(c.begin() + 29, c.end());
+    EXPECT_EQ(c[28], "500/edge-2");
+    EXPECT_EQ(c[29], "3");
+    std::vector<std::string> tail(c.begin() + 30, c.end());
     EXPECT_EQ(tail, (std::vector<std::string>{"1", "0", "6", "1", "0", "5", "0", "0"}));
 }
 
@@ -205,9 +206,9 @@ TEST(RedisProtocol, MalformedAnswersAreProtocolErrors) {
     const auto protocol = make_error_code(errc::protocol);
     EXPECT_EQ(parse_grant(integer(1), "shop", 0, g), protocol);
     EXPECT_EQ(parse_grant(array({integer(1)}), "shop", 0, g), protocol);
-    auto odd = array({integer(3), integer(0), integer(5), integer(6), integer(9),
-                      array({integer(100)}), array({}), array({integer(-1), integer(-1)}),
-                      text("e"), array({})});
+    auto odd =
+        array({integer(3), integer(0), integer(5), integer(6), integer(9), array({integer(100)}),
+               array({}), array({integer(-1), integer(-1)}), text("e"), array({})});
     EXPECT_EQ(parse_grant(odd, "shop", 0, g), protocol);
     auto bad_dc = array({integer(3), integer(0), integer(5), integer(6), integer(9), array({}),
                          array({integer(1), integer(1)}), array({integer(-1), integer(-1)}),
@@ -235,7 +236,6 @@ TEST(RedisProtocol, RecognisesNoscript) {
     EXPECT_FALSE(is_noscript(text("NOSCRIPT", value::kind::string)));
 }
 
-
 // Reads `bytes` with a reader that has the client's bounded reply builders; the replies it got
 // go to `out`, and the result is false when the reader refused the bytes.
 bool read_bounded(std::string_view bytes, std::vector<value>& out) {
@@ -254,7 +254,8 @@ bool read_bounded(std::string_view bytes, std::vector<value>& out) {
 
 TEST(RedisProtocol, BoundedReaderBuildsTheSameRepliesAsHiredis) {
     std::vector<value> got;
-    ASSERT_TRUE(read_bounded("*3\r\n:7\r\n$3\r\nabc\r\n*2\r\n+OK\r\n$-1\r\n-ERR no\r\n*0\r\n", got));
+    ASSERT_TRUE(
+        read_bounded("*3\r\n:7\r\n$3\r\nabc\r\n*2\r\n+OK\r\n$-1\r\n-ERR no\r\n*0\r\n", got));
     ASSERT_EQ(got.size(), 3u);
     ASSERT_EQ(got[0].type, value::kind::array);
     ASSERT_EQ(got[0].elements.size(), 3u);

@@ -58,7 +58,7 @@ enum class unknown_hosts_policy {
 
 // The origin every admitted request is forwarded to.
 struct origin {
-    std::string url = "http://127.0.0.1:3000";          // as written
+    std::string url = "http://127.0.0.1:3000";           // as written
     bool tls = false;                                    // https:// origin
     std::string host = "127.0.0.1";                      // host part of url
     std::uint16_t port = 3000;                           // port of url (80/443 by default)
@@ -72,10 +72,14 @@ struct origin {
     // Origin connections (and waits for one) one client address may hold at once per worker;
     // more → 503. Unset: a quarter of max_connections (at least 1). 0 = no cap.
     std::optional<std::size_t> max_connections_per_client;
-    bool verify_tls = true;                            // verify the origin's certificate
-    std::string ca_file;     // extra CA bundle for https origins ("" = system store)
-    std::string server_name; // SNI and verified name ("" = host)
-    host_header_mode host_header = host_header_mode::client;  // Host sent to the origin
+    // WebSocket tunnels open at once per worker (each holds an origin connection for as long as
+    // it lasts); one more upgrade → 503. Unset: half of max_connections (at least 1). 0 = no
+    // cap.
+    std::optional<std::size_t> max_tunnels;
+    bool verify_tls = true;   // verify the origin's certificate
+    std::string ca_file;      // extra CA bundle for https origins ("" = system store)
+    std::string server_name;  // SNI and verified name ("" = host)
+    host_header_mode host_header = host_header_mode::client;            // Host sent to the origin
     unknown_hosts_policy unknown_hosts = unknown_hosts_policy::reject;  // Host no room names
 };
 
@@ -87,26 +91,35 @@ inline std::size_t client_connection_cap(const origin& o) {
     return o.max_connections / 4 > 0 ? o.max_connections / 4 : 1;
 }
 
+// The cap max_tunnels stands for (0 = none).
+inline std::size_t tunnel_cap(const origin& o) {
+    if (o.max_tunnels) {
+        return *o.max_tunnels;
+    }
+    return o.max_connections / 2 > 0 ? o.max_connections / 2 : 1;
+}
+
 // Limits and timeouts of client connections.
 struct limits {
-    std::size_t max_header_bytes = 16 * 1024;          // request line + headers → 431 when over
-    std::uint64_t max_body_bytes = 1ull << 30;         // request body → 413 when over (0 = none)
+    std::size_t max_header_bytes = 16 * 1024;   // request line + headers → 431 when over
+    std::uint64_t max_body_bytes = 1ull << 30;  // request body → 413 when over (0 = none)
     duration header_timeout = std::chrono::seconds{10};  // whole header must arrive → 408
     duration body_timeout = std::chrono::seconds{60};    // no body progress for this long → close
     duration keepalive_timeout = std::chrono::seconds{75};  // idle client connection closed after
     duration drain_timeout = std::chrono::seconds{30};  // SIGTERM: in-flight requests get this long
-    std::size_t max_connections = 10000;  // client connections per worker; accept pauses above
+    std::size_t max_connections = 10000;     // client connections per worker; accept pauses above
     std::size_t request_buffer = 64 * 1024;  // bodies up to this are read whole before the origin
     std::uint64_t body_min_rate = 4 * 1024;  // bytes/s a larger body streams at, at least (0 = off)
     duration tunnel_idle_timeout = std::chrono::minutes{5};  // a silent WebSocket tunnel closes
     duration body_deadline = std::chrono::minutes{10};  // a whole request body → 408 (0 = none)
     std::uint64_t response_min_rate = 4 * 1024;  // bytes/s a relayed response goes out at (0 = off)
-    std::size_t request_buffer_budget = 32 * 1024 * 1024;  // buffered bodies per worker; past → stream
+    std::size_t request_buffer_budget =
+        32 * 1024 * 1024;  // buffered bodies per worker; past → stream
 };
 
 struct node_info {
-    std::string id;                      // default: the host name
-    std::string datacenter = "local";    // groups nodes in the room state
+    std::string id;                    // default: the host name
+    std::string datacenter = "local";  // groups nodes in the room state
 };
 
 // One cookie key: exactly one of secret_file / secret_env; 32 bytes, base64.
@@ -125,9 +138,9 @@ enum class state_backend { local, redis };
 
 struct state_settings {
     state_backend backend = state_backend::local;
-    std::string url = "redis://127.0.0.1:6379/0";          // redis only; its password shown as ***
-    duration sync_interval = std::chrono::seconds{1};      // push deltas / pull state / lease
-    duration timeout = std::chrono::milliseconds{500};     // per store call
+    std::string url = "redis://127.0.0.1:6379/0";       // redis only; its password shown as ***
+    duration sync_interval = std::chrono::seconds{1};   // push deltas / pull state / lease
+    duration timeout = std::chrono::milliseconds{500};  // per store call
     // Parts of `url`, filled by the loader.
     std::string redis_host = "127.0.0.1";
     std::uint16_t redis_port = 6379;
@@ -156,7 +169,7 @@ struct testing_settings {
 };
 
 struct route {
-    std::string host;  // "" = any host ("*" is stored as "")
+    std::string host;        // "" = any host ("*" is stored as "")
     std::string path = "/";  // path prefix
 };
 
@@ -203,28 +216,28 @@ struct event {
 };
 
 struct room {
-    std::string id;                 // default: slug of name
+    std::string id;  // default: slug of name
     std::string name;
     std::string description;
-    std::string host;               // "" = any host
-    std::string path = "/";         // path prefix; the most specific room wins
+    std::string host;        // "" = any host
+    std::string path = "/";  // path prefix; the most specific room wins
     std::vector<route> additional_routes;
-    bool case_insensitive_paths = false;      // path and routes match ignoring ASCII case
-    std::uint32_t total_active_users = 0;     // required, > 0
-    std::uint32_t new_users_per_minute = 0;   // required, > 0
+    bool case_insensitive_paths = false;     // path and routes match ignoring ASCII case
+    std::uint32_t total_active_users = 0;    // required, > 0
+    std::uint32_t new_users_per_minute = 0;  // required, > 0
     duration session_duration = std::chrono::minutes{5};
     bool disable_session_renewal = false;
     queueing_method method = queueing_method::fifo;  // YAML key: queueing_method
     bool queue_all = false;
     bool suspended = false;
-    std::uint16_t queueing_status_code = 200;        // 200 | 202 | 429
+    std::uint16_t queueing_status_code = 200;  // 200 | 202 | 429
     bool json_response_enabled = false;
     duration refresh_interval = std::chrono::seconds{20};
-    std::string custom_page_html;                    // template file; "" = default template
+    std::string custom_page_html;  // template file; "" = default template
     std::string default_template_language = "en-US";
-    std::string cookie_suffix;                       // cookie becomes _cfwaitingroom_<suffix>
-    cookie_attributes cookie_attrs;                  // YAML key: cookie_attributes
-    bool revoke_enabled = false;                     // YAML: enabled_origin_commands: [revoke]
+    std::string cookie_suffix;       // cookie becomes _cfwaitingroom_<suffix>
+    cookie_attributes cookie_attrs;  // YAML key: cookie_attributes
+    bool revoke_enabled = false;     // YAML: enabled_origin_commands: [revoke]
     std::vector<bypass_rule> bypass;
     std::vector<event> events;
 };

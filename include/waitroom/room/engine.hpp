@@ -161,13 +161,14 @@ class worker_state {
     };
     room_view& view(const engine& e, const compiled_room& r);
 
-    // Sessions this worker revoked lately, refused at once: the store's list, which every node
-    // gets at its next sync, is the record; this bounded ring only covers the time until then.
+    // Tickets this worker refused lately (revoked sessions, spent queue places), refused at
+    // once: the store's list, which every node gets at its next sync, is the record; this
+    // bounded ring only covers the time until then.
     bool revoked_here(std::uint64_t ticket) const;
     void remember_revoked(std::uint64_t ticket);
 
     node_state& node_;
-    std::array<std::uint64_t, 32> revoked_here_{};
+    std::array<std::uint64_t, 64> revoked_here_{};
     std::size_t revoked_count_ = 0;  // entries written so far (the ring wraps)
     std::shared_ptr<const state_snapshot> snap_;
     std::uint64_t snap_version_ = ~0ull;
@@ -220,10 +221,10 @@ class engine {
                              const cookie::payload& valid_cookie, std::int64_t now_ms) const;
 
   private:
-    // `c` is the cookie of a session the origin revoked (on any node, or on this worker since
-    // its last snapshot): it admits no more.
-    static bool revoked_session(const worker_state& ws, const room_state& st,
-                                const cookie::payload& c);
+    // `c` carries a refused ticket (on any node, or on this worker since its last snapshot): a
+    // session the origin revoked, or a queue place an admission spent. It holds no place.
+    static bool refused_ticket(const worker_state& ws, const room_state& st,
+                               const cookie::payload& c);
     // A new visitor's arrival bucket at `now`: now's window, or in a shuffled prequeue a window
     // of the prequeue span drawn by the ticket.
     std::int64_t arrival_bucket(const event_phase& ph, std::int64_t now_ms,

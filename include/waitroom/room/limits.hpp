@@ -3,6 +3,7 @@
 // state store (which sums them): window sizes, the limits in force, and when a window stops
 // counting. Keeping them in one place means a node and the store always agree on a window.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -34,6 +35,8 @@ struct room_limits {
     std::int64_t window_ms = 10'000;
     std::int64_t rate_window_ms = 250;
     std::int64_t rate_span_ms = 60'000;
+    std::int64_t rejoin_ms = 600'000;  // windowing::queue_rejoin_ms: how long a queued cookie
+                                       // that stopped refreshing keeps its place
     bool needs_slots = true;  // false while suspended, passthrough, queue_all or prequeueing
 };
 
@@ -58,17 +61,21 @@ inline bool waiting_window_live(std::int64_t start, const room_limits& l, std::i
     return start + l.window_ms + l.abandon_after_ms > now;
 }
 
-// A revoked session (remembered from the window of the store's first word of it) stays refused
-// while any cookie of it may still hold a session: its last check-in is at most that window plus
-// the revocation's way to every node (a sync or two, well under a window).
+// A refused ticket (remembered from the window of the store's first word of it) stays refused
+// while any cookie that carries it may still come back with a place: an admitted session's
+// cookie while its session may live, a queued cookie (a copy of one whose place was spent by its
+// admission) while it may rejoin. Its last check-in is at most that window plus the
+// revocation's way to every node (a sync or two, well under a window).
 inline bool revocation_live(std::int64_t start, const room_limits& l, std::int64_t now) {
-    return active_window_live(start + l.window_ms, l, now);
+    return start + 2 * l.window_ms + std::max(l.session_ms, l.rejoin_ms) > now;
 }
 
-// The most revoked sessions a store remembers per room. The memory is bounded by admissions
-// anyway (each entry is a session the room admitted within about one session_duration); past
-// this a revoke still ends the visitor's cookie but neither frees the place early nor refuses
-// copies of the old cookie. The Redis script holds the same number.
+// The most refused tickets (revoked sessions, and queue places spent by an admission) a store
+// remembers per room. The memory is bounded by admissions anyway (each entry is a visitor the
+// room admitted within about max(session_duration, rejoin time)); past this a revoke still ends
+// the visitor's cookie but neither frees the place early nor refuses copies of the old cookie,
+// and a copy of a spent queued cookie may be admitted once more (taking a place within the
+// limits like anyone). The Redis script holds the same number.
 inline constexpr std::size_t max_revoked_sessions = 4096;
 
 // An `admitted` sub-window counts towards the sliding minute while it overlaps (now − span, now].

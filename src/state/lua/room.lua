@@ -21,24 +21,24 @@
 --   overrides: 2 queue_all  3 suspended (each "keep" | "unset" | "0" | "1")  4 keep_ms
 --   sync, top_up: 2 node id   3 datacenter   4 now (ms, the node's clock)
 --   5 total_active_users  6 new_users_per_minute  7 session_ms  8 abandon_after_ms
---   9 window_ms  10 rate_window_ms  11 rate_span_ms  12 needs_slots (1 | 0)
---   sync:   13 node_ttl_ms  14 slots_used  15 slots_returned  16 demand
---           17 batch (node_report::batch, "0" = none)
---           18 epoch the node last had answered ("" = none)
---           19 held: "-1" = the windows below are deltas; a count = they are the node's live
+--   9 window_ms  10 rate_window_ms  11 rate_span_ms  12 needs_slots (1 | 0)  13 rejoin_ms
+--   sync:   14 node_ttl_ms  15 slots_used  16 slots_returned  17 demand
+--           18 batch (node_report::batch, "0" = none)
+--           19 epoch the node last had answered ("" = none)
+--           20 held: "-1" = the windows below are deltas; a count = they are the node's live
 --              totals (a re-report to a store whose epoch was not the node's) and it holds
 --              that many leased slots (slots_used and slots_returned are then ignored)
---           20 n, then n pairs (sub-window, delta) for admitted
+--           21 n, then n pairs (sub-window, delta) for admitted
 --           then m, then m pairs (window, delta) for active
 --           then k, then k triples (bucket, window, delta) for waiting
 --           then r, then r pairs (ticket, window) of revocations (window -1 = none live)
---   top_up: 13 want  14 epoch the node last had answered ("" = none)
+--   top_up: 14 want  15 epoch the node last had answered ("" = none)
 -- Returns, sync:   {granted, release, active, admitted_last_minute, held,
 --                   {bucket, queued, ...}, {datacenter, nodes, ...}, {queue_all, suspended},
 --                   epoch, {revoked ticket, ...}}
---                  or "stale" when ARGV[18] is another epoch and ARGV[19] is "-1": nothing
+--                  or "stale" when ARGV[19] is another epoch and ARGV[20] is "-1": nothing
 --                  was applied (no node touched), the node sends its live totals instead
---          top_up: granted (0 while ARGV[14] is set and is not the room's epoch, and
+--          top_up: granted (0 while ARGV[15] is set and is not the room's epoch, and
 --                  before refill_until)
 --          overrides: {queue_all, suspended}
 -- (a switch is -1 when unset, else 0 or 1)
@@ -83,13 +83,16 @@ local L = {
     rate_window = tonumber(ARGV[10]),
     rate_span = tonumber(ARGV[11]),
     needs_slots = ARGV[12] == '1',
+    rejoin = tonumber(ARGV[13]),
 }
 
 -- The liveness rules of include/waitroom/room/limits.hpp.
 local function active_live(start) return start + L.window + L.session > now end
 local function waiting_live(start) return start + L.window + L.abandon > now end
 local function rate_live(start) return start + L.rate_window > now - L.rate_span end
-local function revocation_live(start) return active_live(start + L.window) end
+local function revocation_live(start)
+    return start + 2 * L.window + math.max(L.session, L.rejoin) > now
+end
 -- The window of a `revoked` hash value ("since:freed"); 0 (long dead) for anything else.
 local function revoked_since(v) return tonumber(string.match(v or '', '^(%-?%d+):')) or 0 end
 local function floor_to(t, step) return math.floor(t / step) * step end
@@ -182,11 +185,11 @@ end
 
 if op == 'top_up' then
     local node_ttl = tonumber(redis.call('HGET', KEYS[5], 'node_ttl')) or 3000
-    local want = tonumber(ARGV[13])
+    local want = tonumber(ARGV[14])
     local nodes, ids, me = load_nodes(node_ttl)
     local granted = 0
     local m = redis.call('HMGET', KEYS[5], 'epoch', 'refill_until')
-    local epoch_ok = ARGV[14] == '' or ARGV[14] == m[1]
+    local epoch_ok = ARGV[15] == '' or ARGV[15] == m[1]
     local refilling = now < (tonumber(m[2]) or 0)
     if L.needs_slots and want > 0 and epoch_ok and not refilling then
         local cap = capacity(live_sum(KEYS[2], active_live, false),
@@ -205,8 +208,8 @@ if op == 'top_up' then
 end
 
 -- sync
-local node_ttl = tonumber(ARGV[13])
-redis.call('HSET', KEYS[5], 'node_ttl', ARGV[13])
+local node_ttl = tonumber(ARGV[14])
+redis.call('HSET', KEYS[5], 'node_ttl', ARGV[14])
 local m = redis.call('HMGET', KEYS[5], 'epoch', 'epoch_at', 'refill_until')
 local epoch, epoch_at, refill_until = m[1], tonumber(m[2]) or now, tonumber(m[3]) or 0
 if not epoch then
@@ -217,11 +220,11 @@ local nodes, ids, me = load_nodes(node_ttl)
 
 -- A resend of the batch this node last had applied (its answer was lost) changes no count:
 -- counting it again would count its visitors twice.
-local applied_before = ARGV[17] ~= '0' and ARGV[17] == me.batch
+local applied_before = ARGV[18] ~= '0' and ARGV[18] == me.batch
 -- Deltas from a node that knew another epoch add to counts this store never had: it must
 -- re-report all of its live windows instead (nothing saved, not even its heartbeat).
-local full = ARGV[19] ~= '-1'
-if not applied_before and not full and ARGV[18] ~= '' and ARGV[18] ~= epoch then
+local full = ARGV[20] ~= '-1'
+if not applied_before and not full and ARGV[19] ~= '' and ARGV[19] ~= epoch then
     -- The store lost its memory: until every live node has re-reported (one node TTL after
     -- the epoch began) its counts are short, and it grants nothing.
     if refill_until == 0 then
@@ -229,7 +232,7 @@ if not applied_before and not full and ARGV[18] ~= '' and ARGV[18] ~= epoch then
     end
     return 'stale'
 end
-me.batch = ARGV[17]
+me.batch = ARGV[18]
 
 -- Deltas for windows that stopped counting change nothing: skip them rather than resurrect.
 -- merge_windows(i, live, key): the count at ARGV[i], then that many (window, delta) pairs
@@ -244,7 +247,7 @@ local function merge_windows(i, live, key)
 end
 
 if not applied_before then
-    local i = merge_windows(20, rate_live, KEYS[1])
+    local i = merge_windows(21, rate_live, KEYS[1])
     i = merge_windows(i, active_live, KEYS[2])
     local n = tonumber(ARGV[i])
     for j = 1, n do
@@ -310,12 +313,12 @@ table.sort(buckets)
 
 if not applied_before then
     if full then
-        me.held = math.max(0, tonumber(ARGV[19]))
+        me.held = math.max(0, tonumber(ARGV[20]))
     else
-        me.held = math.max(0, me.held - tonumber(ARGV[14]) - tonumber(ARGV[15]))
+        me.held = math.max(0, me.held - tonumber(ARGV[15]) - tonumber(ARGV[16]))
     end
     -- Demand decays by half each sync: the share follows the last couple of intervals.
-    me.demand = me.demand / 2 + tonumber(ARGV[16])
+    me.demand = me.demand / 2 + tonumber(ARGV[17])
 end
 
 local granted, release = 0, 0
