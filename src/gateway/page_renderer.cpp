@@ -408,7 +408,23 @@ struct page_renderer::impl {
     std::vector<compiled> own;  // this thread's copies: kainjow's render is not const
     std::vector<slot> slots;    // 2-way set-associative, size a power of two
     std::uint64_t tick = 0;
+    std::uint64_t newest = 0;  // the newest state version asked for
     cache_stats stats;
+
+    // A page of a state version before the last two can never be asked for again (the key
+    // carries the version, and versions only grow): its slot is emptied when a new version
+    // appears, so the cache holds the pages of the live state, not up to its size in dead ones.
+    void forget_before(std::uint64_t version) {
+        if (version <= newest) {
+            return;
+        }
+        newest = version;
+        for (auto& s : slots) {
+            if (s.used && s.key.state_version + 1 < newest) {
+                s = slot{};
+            }
+        }
+    }
 
     void adopt(std::shared_ptr<const page_templates> t) {
         templates = std::move(t);
@@ -435,6 +451,7 @@ struct page_renderer::impl {
         h = mix(h, static_cast<std::uint64_t>(kind));
         const std::size_t base = static_cast<std::size_t>(h) & (slots.size() - 1) & ~std::size_t{1};
         ++tick;
+        forget_before(key.state_version);
         for (std::size_t way = 0; way < 2; ++way) {
             auto& s = slots[base + way];
             if (s.used && s.kind == kind && s.key.state_version == key.state_version &&
@@ -518,7 +535,10 @@ page_body page_renderer::json(std::string_view room_id, const page_key& key,
 }
 
 page_renderer::cache_stats page_renderer::stats() const {
-    return impl_->stats;
+    cache_stats out = impl_->stats;
+    out.entries = static_cast<std::size_t>(std::count_if(
+        impl_->slots.begin(), impl_->slots.end(), [](const slot& s) { return s.used; }));
+    return out;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -411,6 +411,29 @@ TEST(PageRendererCache, StaysBoundedAndKeepsServingCorrectPages) {
     EXPECT_EQ(renderer.stats().hits, 1u);  // the most recent entry is still cached
 }
 
+TEST(PageRendererCache, HoldsOnlyThePagesOfTheLastTwoStateVersions) {
+    config cfg;
+    cfg.rooms.push_back(make_room("shop"));
+    page_renderer renderer(load_ok(cfg), 1024);
+    auto m = queued_model();
+    // A sync a second for an hour, ten queued bands each: the cache never fills with pages
+    // whose version is gone.
+    for (std::uint64_t version = 1; version <= 3600; ++version) {
+        for (std::uint64_t band = 0; band < 10; ++band) {
+            m.queue_position = static_cast<std::int64_t>(band);
+            renderer.queue_page("shop", "", page_key{version, band}, m);
+        }
+        ASSERT_LE(renderer.stats().entries, 20u) << version;
+    }
+    EXPECT_GE(renderer.stats().entries, 10u);
+    // The previous version's pages still hit.
+    m.queue_position = 4;
+    renderer.queue_page("shop", "", page_key{3601, 4}, m);
+    const auto hits = renderer.stats().hits;
+    renderer.queue_page("shop", "", page_key{3600, 4}, m);
+    EXPECT_EQ(renderer.stats().hits, hits + 1);
+}
+
 TEST(PageRendererCache, NewTemplatesEmptyTheCache) {
     config cfg;
     cfg.rooms.push_back(make_room("shop", "en-US", write_template("v1.html", "v1")));

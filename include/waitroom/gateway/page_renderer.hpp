@@ -97,6 +97,7 @@ class page_renderer {
     struct cache_stats {
         std::uint64_t hits = 0;
         std::uint64_t misses = 0;
+        std::size_t entries = 0;  // pages held now
     };
     cache_stats stats() const;
 
