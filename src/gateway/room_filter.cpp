@@ -154,10 +154,9 @@ header_list plain_text_headers() {
 
 // Names the room's secret fields for removal before forwarding. Shares rt's ownership: no
 // allocation, and nothing at all for a room without header rules.
-void drop_secret_fields(filter_result& r, const std::shared_ptr<const room_runtime>& rt,
-                        const room::compiled_room* room) {
-    if (room != nullptr && !room->secret_fields().empty()) {
-        r.drop_fields = std::shared_ptr<const std::vector<std::string>>(rt, &room->secret_fields());
+void drop_secret_fields(filter_result& r, const std::shared_ptr<const room_runtime>& rt) {
+    if (!rt->secret_fields.empty()) {
+        r.drop_fields = std::shared_ptr<const std::vector<std::string>>(rt, &rt->secret_fields);
     }
 }
 
@@ -178,6 +177,15 @@ room_runtime::build_result room_runtime::build(config::snapshot cfg,
     rt->templates = std::move(pages.templates);
     for (const auto& r : cfg->rooms) {
         rt->cookie_names.push_back(cookie::cookie_name(r.cookie_suffix));
+    }
+    for (const auto& room : rt->engine->rooms()) {
+        for (const auto& name : room.secret_fields()) {
+            if (std::none_of(
+                    rt->secret_fields.begin(), rt->secret_fields.end(),
+                    [&](const std::string& n) { return boost::beast::iequals(n, name); })) {
+                rt->secret_fields.push_back(name);
+            }
+        }
     }
     rt->cfg = std::move(cfg);
     out.runtime = std::move(rt);
@@ -303,7 +311,7 @@ void room_filter::on_request(const request_head& req, const request_info& info, 
     if (routed.what == room::action::pass || routed.room == nullptr) {
         auto r = filter_result::pass();
         r.decision = "pass";
-        drop_secret_fields(r, rt, routed.room);
+        drop_secret_fields(r, rt);
         if (routed.room != nullptr && routed.reason == room::pass_reason::bypassed) {
             r.room = routed.room->id();
             r.decision = "bypass";
@@ -337,8 +345,8 @@ void room_filter::on_request(const request_head& req, const request_info& info, 
         kept = *visitor;
     }
     sync_.top_up(room.id(), now_ms,
-                 [this, rt, &room, visitor = std::move(kept), visitor_tls, wants_json, index = w.index,
-                  ex = w.executor, done = std::move(done)](bool) mutable {
+                 [this, rt, &room, visitor = std::move(kept), visitor_tls, wants_json,
+                  index = w.index, ex = w.executor, done = std::move(done)](bool) mutable {
                      boost::asio::post(
                          ex, [this, rt = std::move(rt), &room, visitor = std::move(visitor),
                               visitor_tls, wants_json, index, done = std::move(done)]() mutable {
@@ -359,7 +367,7 @@ void room_filter::apply(per_worker& w, const std::shared_ptr<const room_runtime>
     if (d.what == room::action::pass || d.room == nullptr) {
         auto r = filter_result::pass();
         r.decision = "pass";
-        drop_secret_fields(r, rt, d.room);
+        drop_secret_fields(r, rt);
         if (d.room != nullptr) {
             r.room = d.room->id();
         }
@@ -395,7 +403,7 @@ void room_filter::apply(per_worker& w, const std::shared_ptr<const room_runtime>
             ctx->worker = w.index;
             r.context = std::move(ctx);
         }
-        drop_secret_fields(r, rt, &room);
+        drop_secret_fields(r, rt);
         r.room = room.id();
         r.decision = "admit";
         done(std::move(r));

@@ -112,7 +112,7 @@ TEST_F(Routing, NoVariantFormOfAFullRoomsPathReachesTheOrigin) {
         {"/shop/static/../x", 200},
         {"/shop/static;v=1/../x", 200},
         {"/shop/./static/../x", 200},
-        {"/shop;/static", 200},          // the bypass's prefix only with ';' stripped per segment
+        {"/shop;/static", 200},  // the bypass's prefix only with ';' stripped per segment
         {"/shop;a/static/app.css", 200},
         {"http://a.test//shop/x", 200},
         {"HTTP://a.test/%73hop", 200},
@@ -152,6 +152,23 @@ TEST_F(Routing, PlainFormOfEveryBypassRuleStillBypasses) {
     passes(get("/static/logo.png"), "/static/logo.png");
     // Not the bypass: its prefix matches whole segments.
     held(get("/shop/staticx"), 200);
+}
+
+TEST_F(Routing, ABypassSecretReachesTheOriginOnNoRouteAtAll) {
+    start(routing_config(origin_.url(), "", path_rooms));
+    // The secret is Shop's; requests that go to Site (or bypass it) carry it too.
+    for (const char* target : {"/shop/x", "/elsewhere", "/static/a.css"}) {
+        for (const char* field : {"X-Health-Check", "x-health-check", "X_Health_Check"}) {
+            auto r = raw(port_, "GET " + std::string(target) + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
+                                    field + ": health-secret-0123456789\r\n");
+            ASSERT_NE(r.status, 0u) << target << " " << describe(r);
+            ASSERT_EQ(origin_.last_request().target, target);
+            EXPECT_EQ(origin_.last_request().count("X-Health-Check"), 0u)
+                << target << " " << field;
+            EXPECT_EQ(origin_.last_request().count("X_Health_Check"), 0u)
+                << target << " " << field;
+        }
+    }
 }
 
 TEST_F(Routing, OriginReceivesTheCanonicalFormTheRoomSaw) {

@@ -32,6 +32,9 @@ struct room_runtime {
     std::shared_ptr<const cookie::key_ring> keys;
     std::shared_ptr<const page_templates> templates;
     std::vector<std::string> cookie_names;  // by room index: _cfwaitingroom[_suffix]
+    // The header bypass secrets' field names of every room (each once, any case): stripped
+    // from every forwarded request, whichever room (or none) it went to.
+    std::vector<std::string> secret_fields;
 
     struct build_result {
         std::shared_ptr<const room_runtime> runtime;  // null on problems
@@ -44,7 +47,7 @@ struct room_runtime {
 };
 
 class room_filter final : public request_filter {
-public:
+  public:
     // `executors[i]` is worker i's executor: decisions that wait on a store top-up resume there.
     // `metrics` (optional, outlives the filter): per-room counters, bumped in worker i's slot.
     room_filter(std::shared_ptr<const room_runtime> runtime, room::node_state& node,
@@ -60,13 +63,11 @@ public:
     // Worker i's counters, for its flush timer. Only on worker i's thread.
     room::worker_state& worker_state(unsigned worker);
 
-    void on_request(const request_head& req, const request_info& info,
-                    completion done) override;
-    void on_response(response_head& res,
-                     const std::shared_ptr<void>& context) override;
+    void on_request(const request_head& req, const request_info& info, completion done) override;
+    void on_response(response_head& res, const std::shared_ptr<void>& context) override;
     void on_origin_error(header_list& headers, const std::shared_ptr<void>& context) override;
 
-private:
+  private:
     struct per_worker;
     struct admitted_context;
     per_worker& worker(unsigned index);
