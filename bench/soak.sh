@@ -14,8 +14,8 @@
 # OUT/soak.tsv and plots them into OUT/soak.png (gnuplot). It then prints three verdicts:
 #   - RSS growth after warm-up under 5 %: the median of the last minute (or last 10 % of a
 #     shorter run) against the median of the first minute after warm-up. The warm-up is half
-#     the run: each worker's queue-page cache (page_renderer, 1024 pages) fills over the first
-#     five minutes or so of this mix, and a bounded cache filling is not a leak;
+#     the run: the allocator's arenas and the pools settle over the first minutes (the queue-page
+#     cache holds only the pages of the last two state versions, so it fills in seconds);
 #   - flat fds: the same two medians differ by at most SOAK_FD_SLACK (default 8: the origin
 #     pool and the clients' connections move a little with the load);
 #   - 0 unexpected errors: wrk's non-2xx and socket errors plus soak_client's wrong answers,

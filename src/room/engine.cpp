@@ -335,7 +335,8 @@ decision engine::decide(const compiled_room& r, worker_state& ws,
 
     // A session the origin revoked admits no more, on any node, and a queue place is spent by
     // its admission: a cookie with a refused ticket is a new visitor's.
-    if (c != nullptr && refused_ticket(ws, st, *c)) {
+    const bool refused = c != nullptr && refused_ticket(ws, st, *c);
+    if (refused) {
         c = nullptr;
     }
 
@@ -410,11 +411,14 @@ decision engine::decide(const compiled_room& r, worker_state& ws,
         const std::int64_t free = st.free_capacity();
         if (s.method == queueing_method::random) {
             std::int64_t waiting = st.waiting_total();
-            if (waiting == 0 || at == attempt::after_top_up) {
+            // After a top-up the first attempt's draw stands, unless its place was spent
+            // meanwhile (a copy's answer went out): then it is a new arrival like any other.
+            if (waiting == 0 || (at == attempt::after_top_up && !refused)) {
                 eligible = true;
-            } else if (queued_cookie) {
+            } else if (queued_cookie || free >= waiting) {
                 // A new arrival while others wait joins the queue and draws at its first
                 // refresh, like them: a cookieless request is no free ticket in the lottery.
+                // With room for everyone waiting there is nothing to draw for.
                 double p = std::min(1.0, static_cast<double>(free) / static_cast<double>(waiting));
                 eligible = std::uniform_real_distribution<double>(0.0, 1.0)(random) < p;
             }
@@ -449,11 +453,9 @@ decision engine::decide(const compiled_room& r, worker_state& ws,
             deltas.waiting.add({bucket, old_w}, -1);
         }
         if (queued_cookie) {
-            // The admission spends the queue place: a copy of the queued cookie (kept back, or
-            // shared) is a new arrival, on this worker at once and on every node after the
-            // next sync. The session gets a ticket of its own, which the refusal leaves alone.
-            deltas.revoke({ticket, -1});
-            ws.remember_revoked(ticket);
+            // The answer spends the queue place (spend()); the session gets a ticket of its
+            // own, which the refusal of the queued one leaves alone.
+            d.spends_ticket = ticket;
             ticket = random();
         }
         deltas.admitted.add(floor_to(now_ms, win_.rate_window_ms), 1);
@@ -656,6 +658,14 @@ cookie::payload engine::revoke(const compiled_room& r, worker_state& ws,
     p.event_id = ph.event_id;
     p.flags = visitor_flags::uncounted;
     return p;
+}
+
+void engine::spend(const compiled_room& r, worker_state& ws, std::uint64_t ticket) const {
+    if (ticket == 0 || ws.revoked_here(ticket)) {
+        return;
+    }
+    ws.view(*this, r).deltas->revoke({ticket, -1});
+    ws.remember_revoked(ticket);
 }
 
 room_status engine::status(const compiled_room& r, const room_state& st,

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "refused_tickets.hpp"
+
 namespace waitroom::state {
 
 using room::room_limits;
@@ -58,11 +60,17 @@ void room_ledger::apply_revocations(const room::room_deltas& deltas, const room_
     // (-1: a node that only knows of the ticket from the store's list) records the ticket; the
     // one of the node that revoked it may still free the place, in whichever order they come.
     // Remembered tickets come back in every answer, so every node refuses the session's cookies.
+    std::size_t fresh = 0;  // deltas.revoked holds each ticket once (room_deltas::revoke)
+    for (const auto& rev : deltas.revoked) {
+        fresh += revoked_.contains(rev.ticket) ? 0 : 1;
+    }
+    const std::size_t cap = room::max_revoked_sessions;
+    forget_oldest(revoked_, fresh < cap ? cap - fresh : 0);
     for (const auto& rev : deltas.revoked) {
         auto it = revoked_.find(rev.ticket);
         if (it == revoked_.end()) {
-            if (revoked_.size() >= room::max_revoked_sessions) {
-                continue;
+            if (revoked_.size() >= cap) {
+                continue;  // one report alone brought more than the bound
             }
             it = revoked_.emplace(rev.ticket, revoked_session{room::floor_to(now_ms, l.window_ms)})
                      .first;

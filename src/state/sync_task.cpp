@@ -4,6 +4,7 @@
 #include <cmath>
 #include <random>
 
+#include "refused_tickets.hpp"
 #include "waitroom/state/error.hpp"
 
 namespace waitroom::state {
@@ -333,9 +334,7 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
             auto add = [&](std::uint64_t ticket, std::int64_t window) {
                 auto it = known.find(ticket);
                 if (it == known.end()) {
-                    if (known.size() < room::max_revoked_sessions) {
-                        known.emplace(ticket, known_revocation{window, since});
-                    }
+                    known.emplace(ticket, known_revocation{window, since});
                 } else if (it->second.window < 0) {
                     it->second.window = window;
                 }
@@ -347,6 +346,7 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
             for (std::uint64_t ticket : list) {
                 add(ticket, -1);
             }
+            forget_oldest(known, room::max_revoked_sessions);
             list.clear();
             list.reserve(known.size());
             for (const auto& e : known) {

@@ -70,21 +70,21 @@ class harness {
         sync_.run_once(now());
     }
 
-    // One request of `v` to room `room_id`, with the gateway's top-up dance.
+    // One request of `v` to room `room_id`, with the gateway's top-up dance; `v` keeps the
+    // cookie the answer sets, and the answer spends the queue place it admits from.
     room::decision visit(visitor& v, const std::string& room_id = "") {
-        const room::compiled_room* r =
-            room_id.empty() ? &engine_->rooms().front() : engine_->find(room_id);
-        const cookie::payload* c = v.cookie ? &*v.cookie : nullptr;
-        room::decision d = engine_->decide(*r, ws_, c, now(), rng_);
-        if (d.what == room::action::wait_for_slots) {
-            ++top_ups_;
-            sync_.top_up(r->id(), now(), [](bool) {});
-            d = engine_->decide(*r, ws_, c, now(), rng_, room::attempt::after_top_up);
-        }
+        room::decision d = decide(v, room_id);
         if (d.cookie_changed) {
             v.cookie = d.cookie;
         }
+        engine_->spend(*d.room, ws_, d.spends_ticket);
         return d;
+    }
+
+    // As visit(), for an answer the visitor never got (it left, or reloaded while the origin
+    // was slow): nothing is spent and the visitor keeps the cookie it had.
+    room::decision visit_lost(const visitor& v, const std::string& room_id = "") {
+        return decide(v, room_id);
     }
 
     // The origin answers `revoke` to a request of `v` (admitted): `v` keeps the cookie the
@@ -111,6 +111,19 @@ class harness {
     int top_ups() const { return top_ups_; }
 
   private:
+    room::decision decide(const visitor& v, const std::string& room_id) {
+        const room::compiled_room* r =
+            room_id.empty() ? &engine_->rooms().front() : engine_->find(room_id);
+        const cookie::payload* c = v.cookie ? &*v.cookie : nullptr;
+        room::decision d = engine_->decide(*r, ws_, c, now(), rng_);
+        if (d.what == room::action::wait_for_slots) {
+            ++top_ups_;
+            sync_.top_up(r->id(), now(), [](bool) {});
+            d = engine_->decide(*r, ws_, c, now(), rng_, room::attempt::after_top_up);
+        }
+        return d;
+    }
+
     util::manual_clock clock_;
     std::int64_t start_ = util::unix_ms(clock_.now());
     std::shared_ptr<config::config> cfg_;

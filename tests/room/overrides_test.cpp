@@ -5,9 +5,9 @@
 
 #include <memory>
 
+#include "support/room_config.hpp"
 #include "waitroom/room/engine.hpp"
 #include "waitroom/room/overrides.hpp"
-#include "support/room_config.hpp"
 
 namespace waitroom::room {
 namespace {

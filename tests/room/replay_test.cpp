@@ -270,6 +270,31 @@ TEST(Replay, AQueuedCookieKeptBackAfterItsAdmissionIsANewArrival) {
     EXPECT_EQ(active(p.h), 1);
 }
 
+TEST(Replay, AnAdmissionWhoseAnswerWasLostLeavesThePlaceToItsRetry) {
+    harness h({revoking_room(2)});
+    visitor in1, in2, q, later;
+    ASSERT_EQ(h.visit(in1).what, action::admit);
+    ASSERT_EQ(h.visit(in2).what, action::admit);
+    ASSERT_EQ(h.visit(q).what, action::queue);
+    h.advance(10s);
+    ASSERT_EQ(h.visit(later).what, action::queue);
+    h.revoke(in1);
+    h.revoke(in2);
+    h.advance(5s);
+    h.sync();
+    // Admitted, but the answer never reached the browser (a reload while the origin was slow):
+    // the retry, with the queued cookie it still has, keeps its place at the front (the lost
+    // admission holds a place of its own until its session ends).
+    ASSERT_EQ(h.visit_lost(q).what, action::admit);
+    const visitor saved = q;
+    EXPECT_EQ(h.visit(q).what, action::admit);
+    // This answer arrived: the place is spent, and a copy is a new arrival.
+    visitor copy = saved;
+    auto d = h.visit(copy);
+    EXPECT_EQ(d.what, action::queue);
+    EXPECT_GT(d.cookie.bucket, saved.cookie->bucket);
+}
+
 TEST(Replay, CopiesOfOneQueuedCookieAtTheFrontAreAdmittedOnce) {
     auto r = revoking_room(5);
     harness h({r});
@@ -345,6 +370,28 @@ TEST(Replay, ARandomRoomGivesACookielessRequestNoDrawWhileOthersWait) {
         ASSERT_EQ(d.what, action::queue) << i;
         EXPECT_GT(d.refresh_seconds, 0);
     }
+}
+
+TEST(Replay, ARandomRoomWithRoomForEveryoneWaitingAdmitsANewArrival) {
+    auto r = revoking_room(5);
+    r.method = config::queueing_method::random;
+    harness h({r}, 3);
+    std::vector<visitor> in(5);
+    for (auto& v : in) {
+        ASSERT_EQ(h.visit(v).what, action::admit);
+    }
+    visitor waiting;
+    ASSERT_EQ(h.visit(waiting).what, action::queue);
+    for (int i = 0; i < 3; ++i) {
+        h.revoke(in[static_cast<std::size_t>(i)]);
+    }
+    h.advance(5s);
+    h.sync();
+    ASSERT_EQ(h.state("shop").free_capacity(), 3);
+    ASSERT_EQ(h.state("shop").waiting_total(), 1);
+    // Three free places for one waiting visitor: a new arrival has nothing to wait for.
+    visitor newcomer;
+    EXPECT_EQ(h.visit(newcomer).what, action::admit);
 }
 
 TEST(EarlyRefresh, RandomRoomGivesOneDrawPerRefreshInterval) {

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 
@@ -381,7 +383,9 @@ TEST(RedisStore, EveryKeyCarriesTheRoomHashTagAndExpires) {
         EXPECT_TRUE(k.starts_with("wr:{shop}:")) << k;
         long ttl = std::stol(srv.cli("PTTL " + k));
         EXPECT_GT(ttl, 0) << k;  // -1 would be a key that never expires
-        EXPECT_LE(ttl, 400'000) << k;
+        // The longest-lived entry (a refused ticket: two windows and the 10-minute rejoin
+        // time) and a minute.
+        EXPECT_LE(ttl, 680'000) << k;
     }
     EXPECT_EQ(redis_store::key("wr", "shop", "active"), "wr:{shop}:active");
 }
@@ -683,7 +687,7 @@ TEST(RedisStore, SwitchesKeyCarriesTheHashTagAndATtlThatSyncsRenew) {
     ASSERT_FALSE(call_sync(ioc, st, node("a", "dc", t0, {report(limits(10, 100))})).ec);
     ttl = std::stol(srv.cli("PTTL " + key));
     EXPECT_GT(ttl, 0);
-    EXPECT_LE(ttl, 400'000);
+    EXPECT_LE(ttl, 680'000);
     EXPECT_NEAR(static_cast<double>(ttl), std::stod(srv.cli("PTTL wr:{shop}:meta")), 5'000.0);
 
     // Both switches cleared: nothing is left behind.
@@ -839,6 +843,36 @@ TEST(RedisStore, ReplaysOfOneCookieMoveTheCountsAsTheLocalStoreDoes) {
         EXPECT_EQ(g.counts.revoked, std::vector<std::uint64_t>{ticket});
     }
     EXPECT_EQ(active, (std::vector<std::int64_t>{5, 20, 19, 19, 19, 19}));
+}
+
+// A full list of refused tickets forgets its oldest first, in the script as in the ledger: the
+// same tickets, the same count, tickets past 2^63 and of every length ordered as numbers.
+TEST(RedisStore, AFullListOfRefusedTicketsForgetsTheOldestAsTheLocalStoreDoes) {
+    redis_server srv;
+    twin_stores twins(srv);
+    auto l = limits(10'000, 10'000);
+    auto in = report(l, "shop", 0);
+    in.deltas.active.add(t0, 6000);
+    twins.sync("a", t0 + 100, in);
+    const std::uint64_t n = room::max_revoked_sessions;
+    auto older = report(l, "shop", 0);
+    for (std::uint64_t t = 0; t < n / 2; ++t) {
+        older.deltas.revoke({t * 7'919 + (t % 3 == 0 ? 18'446'744'073'709'000'000ull : 0), -1});
+    }
+    twins.sync("a", t0 + 200, older);
+    auto newer = report(l, "shop", 0);
+    for (std::uint64_t t = 0; t < n / 2 + 3; ++t) {
+        newer.deltas.revoke({9'000'000'000 + t, -1});
+    }
+    auto g = twins.sync("b", t0 + 10'200, newer);
+    EXPECT_EQ(g.counts.revoked.size(), n);
+    auto last = report(l, "shop", 0);
+    last.deltas.revoke({5, t0});
+    last.deltas.revoke({9'000'000'000, -1});  // known already: no room needed
+    g = twins.sync("a", t0 + 20'200, last);
+    EXPECT_EQ(g.counts.revoked.size(), n);
+    EXPECT_TRUE(std::binary_search(g.counts.revoked.begin(), g.counts.revoked.end(), 5u));
+    EXPECT_EQ(g.counts.active, 5999);
 }
 
 // Revocations re-reported to a store that lost its memory: the node that only knew the ticket

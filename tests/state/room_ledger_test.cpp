@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <random>
 
 #include "waitroom/state/room_ledger.hpp"
@@ -425,6 +427,41 @@ TEST(Ledger, RemembersAtMostTheBoundOfRevokedSessions) {
     EXPECT_EQ(g.counts.revoked.size(), room::max_revoked_sessions);
     // Past the bound a revoke frees nothing early: it could not be told from its replays.
     EXPECT_EQ(g.counts.active, 6000 - static_cast<std::int64_t>(room::max_revoked_sessions));
+}
+
+TEST(Ledger, ForgetsTheOldestRefusedTicketsFirstWhenFull) {
+    room_ledger ledger;
+    auto l = limits(10'000, 10'000);
+    auto in = report(l);
+    in.deltas.active.add(t0, 6000);
+    ledger.sync("a", "dc", in, t0 + 100, 60'000);
+    // Full with tickets 1..max, one window apart in two halves.
+    const std::uint64_t half = room::max_revoked_sessions / 2;
+    auto first = report(l);
+    for (std::uint64_t t = 1; t <= half; ++t) {
+        first.deltas.revoke({t, -1});
+    }
+    ledger.sync("a", "dc", first, t0 + 200, 60'000);
+    auto second = report(l);
+    for (std::uint64_t t = half + 1; t <= room::max_revoked_sessions; ++t) {
+        second.deltas.revoke({t, -1});
+    }
+    ledger.sync("a", "dc", second, t0 + 10'200, 60'000);
+    // Ten more (a queue place spent, a session revoked): remembered, in place of the ten
+    // oldest.
+    auto more = report(l);
+    for (std::uint64_t t = 1'000'001; t <= 1'000'010; ++t) {
+        more.deltas.revoke({t, t0});
+    }
+    auto g = ledger.sync("a", "dc", more, t0 + 20'200, 60'000);
+    const auto& list = g.counts.revoked;
+    ASSERT_EQ(list.size(), room::max_revoked_sessions);
+    EXPECT_TRUE(std::binary_search(list.begin(), list.end(), 1'000'010u));
+    EXPECT_TRUE(std::binary_search(list.begin(), list.end(), 1'000'001u));
+    EXPECT_FALSE(std::binary_search(list.begin(), list.end(), 10u));
+    EXPECT_TRUE(std::binary_search(list.begin(), list.end(), 11u));
+    EXPECT_TRUE(std::binary_search(list.begin(), list.end(), half + 1));
+    EXPECT_EQ(g.counts.active, 6000 - 10);  // the new revocations freed their places
 }
 
 }  // namespace

@@ -67,15 +67,16 @@ inline bool waiting_window_live(std::int64_t start, const room_limits& l, std::i
 // admission) while it may rejoin. Its last check-in is at most that window plus the
 // revocation's way to every node (a sync or two, well under a window).
 inline bool revocation_live(std::int64_t start, const room_limits& l, std::int64_t now) {
-    return start + 2 * l.window_ms + std::max(l.session_ms, l.rejoin_ms) > now;
+    return start + 2 * l.window_ms + std::max({l.session_ms, l.rejoin_ms, l.abandon_after_ms}) >
+           now;
 }
 
 // The most refused tickets (revoked sessions, and queue places spent by an admission) a store
-// remembers per room. The memory is bounded by admissions anyway (each entry is a visitor the
-// room admitted within about max(session_duration, rejoin time)); past this a revoke still ends
-// the visitor's cookie but neither frees the place early nor refuses copies of the old cookie,
-// and a copy of a spent queued cookie may be admitted once more (taking a place within the
-// limits like anyone). The Redis script holds the same number.
+// remembers per room: about 400 admissions from the queue per minute over the rejoin time. Past
+// it the oldest are forgotten first, so that the newest are always refused; a forgotten ticket's
+// copies hold their places again (each taking a place within the limits, like anyone), and a
+// replayed revoke of a forgotten session may free its window once more (windows count for at
+// least zero). The Redis script holds the same number.
 inline constexpr std::size_t max_revoked_sessions = 4096;
 
 // An `admitted` sub-window counts towards the sliding minute while it overlaps (now − span, now].

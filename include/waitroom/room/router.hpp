@@ -27,8 +27,8 @@ class header_lookup {
 // host and path from util::canonicalize_request, so they are the forms the origin receives.
 struct request_view {
     std::string_view method = "GET";
-    std::string_view host;         // canonical host name (lower case, no port); "" = none
-    std::string_view path = "/";   // canonical match path (no query, no segment parameters)
+    std::string_view host;        // canonical host name (lower case, no port); "" = none
+    std::string_view path = "/";  // canonical match path (no query, no segment parameters)
     // The canonical path cut at its first ';': what an origin that ends the path there serves.
     // Bypass path rules must match it too. "" = the same as `path` (no ';' in the path).
     std::string_view path_to_first_param;

@@ -67,7 +67,7 @@ class room_ledger {
         std::int64_t since = 0;  // window of the store's first word of it
         bool freed = false;      // its place was freed (a revocation named a live window)
     };
-    std::map<std::uint64_t, revoked_session> revoked_;  // by ticket
+    std::map<std::uint64_t, revoked_session> revoked_;  // by ticket, at most max_revoked_sessions
     std::map<std::string, node_entry> nodes_;
     std::int64_t node_ttl_ms_ = 3'000;
     room_switch_values overrides_;

@@ -91,7 +91,7 @@ local function active_live(start) return start + L.window + L.session > now end
 local function waiting_live(start) return start + L.window + L.abandon > now end
 local function rate_live(start) return start + L.rate_window > now - L.rate_span end
 local function revocation_live(start)
-    return start + 2 * L.window + math.max(L.session, L.rejoin) > now
+    return start + 2 * L.window + math.max(L.session, L.rejoin, L.abandon) > now
 end
 -- The window of a `revoked` hash value ("since:freed"); 0 (long dead) for anything else.
 local function revoked_since(v) return tonumber(string.match(v or '', '^(%-?%d+):')) or 0 end
@@ -179,7 +179,8 @@ end
 -- Nothing accumulates: every key outlives its longest-lived entry by a minute, then goes.
 local function set_ttls(node_ttl)
     local ttl = math.max(L.session + L.window, L.window + L.abandon,
-                         L.rate_span + L.rate_window, node_ttl) + 60000
+                         L.rate_span + L.rate_window, node_ttl,
+                         2 * L.window + math.max(L.session, L.rejoin, L.abandon)) + 60000
     for i = 1, 7 do redis.call('PEXPIRE', KEYS[i], ttl) end
 end
 
@@ -258,20 +259,42 @@ if not applied_before then
     -- Revocations (room_ledger::apply_revocations): a ticket's place is freed once, by its
     -- first revocation that names a live window; every later one (a replayed command, a
     -- re-report) changes nothing, and one without a window (-1) only records the ticket.
-    local known, size = {}, 0
+    local known, size, ages = {}, 0, {}
     local rev = redis.call('HGETALL', KEYS[7])
     for k = 1, #rev, 2 do
-        if revocation_live(revoked_since(rev[k + 1])) then
+        local since = revoked_since(rev[k + 1])
+        if revocation_live(since) then
             known[rev[k]] = string.sub(rev[k + 1], -1) == '1'
             size = size + 1
+            ages[size] = {since, rev[k]}
         else
             redis.call('HDEL', KEYS[7], rev[k])
         end
     end
     n = tonumber(ARGV[i])
+    -- Full: the oldest tickets are forgotten first (src/state/refused_tickets.hpp), in the
+    -- order (since, ticket) with tickets compared as numbers.
+    local fresh = 0
+    for j = 1, n do
+        if known[ARGV[i + 2 * j - 1]] == nil then fresh = fresh + 1 end
+    end
+    if size + fresh > MAX_REVOKED then
+        table.sort(ages, function(a, b)
+            if a[1] ~= b[1] then return a[1] < b[1] end
+            if #a[2] ~= #b[2] then return #a[2] < #b[2] end
+            return byte_less(a[2], b[2])
+        end)
+        local drop = math.min(size, size + fresh - MAX_REVOKED)
+        for j = 1, drop do
+            redis.call('HDEL', KEYS[7], ages[j][2])
+            known[ages[j][2]] = nil
+        end
+        size = size - drop
+    end
     for j = 1, n do
         local ticket, w = ARGV[i + 2 * j - 1], ARGV[i + 2 * j]
         local since = nil
+        -- (past the bound only when one report alone brought more than it)
         if known[ticket] == nil and size < MAX_REVOKED then
             known[ticket] = false
             size = size + 1
