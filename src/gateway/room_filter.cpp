@@ -219,8 +219,7 @@ struct room_filter::admitted_context {
     std::shared_ptr<const room_runtime> runtime;
     const room::compiled_room* room = nullptr;
     cookie::payload cookie;
-    std::string set_cookie;           // Set-Cookie value to add, "" when the cookie did not change
-    std::uint64_t spends_ticket = 0;  // the queue place the answer spends (decision::spends_ticket)
+    std::string set_cookie;  // Set-Cookie value to add, "" when the cookie did not change
     bool visitor_tls = false;
     unsigned worker = 0;
 };
@@ -401,7 +400,6 @@ void room_filter::apply(per_worker& w, const std::shared_ptr<const room_runtime>
             ctx->room = &room;
             ctx->cookie = d.cookie;
             ctx->set_cookie = std::move(set_cookie);
-            ctx->spends_ticket = d.spends_ticket;
             ctx->visitor_tls = visitor_tls;
             ctx->worker = w.index;
             r.context = std::move(ctx);
@@ -495,7 +493,6 @@ void room_filter::on_response(response_head& res, const std::shared_ptr<void>& c
         return;
     }
     auto& c = *static_cast<admitted_context*>(context.get());
-    spend(c);
     if (revoke && c.room->config().revoke_enabled) {
         per_worker& w = worker(c.worker);
         auto now_ms = util::unix_ms(clock_.now());
@@ -526,16 +523,9 @@ void room_filter::on_origin_error(header_list& headers, const std::shared_ptr<vo
     if (!context) {
         return;
     }
-    auto& c = *static_cast<admitted_context*>(context.get());
+    const auto& c = *static_cast<const admitted_context*>(context.get());
     if (!c.set_cookie.empty()) {
         headers.emplace_back("Set-Cookie", c.set_cookie);
-    }
-    spend(c);
-}
-
-void room_filter::spend(admitted_context& c) {
-    if (const std::uint64_t ticket = std::exchange(c.spends_ticket, 0)) {
-        c.runtime->engine->spend(*c.room, worker(c.worker).ws, ticket);
     }
 }
 

@@ -453,9 +453,14 @@ decision engine::decide(const compiled_room& r, worker_state& ws,
             deltas.waiting.add({bucket, old_w}, -1);
         }
         if (queued_cookie) {
-            // The answer spends the queue place (spend()); the session gets a ticket of its
-            // own, which the refusal of the queued one leaves alone.
-            d.spends_ticket = ticket;
+            // The admission spends the queue place, at once: a copy of the queued cookie (kept
+            // back, shared, or sent again before this answer arrived) is a new arrival, on this
+            // worker at once and on every node after the next sync. Spent at the decision, not
+            // when the answer goes out: an answer that never goes out (the client closed first)
+            // would leave the place to be admitted again and again, each time counted. The
+            // session gets a ticket of its own, which the refusal leaves alone.
+            deltas.revoke({ticket, -1});
+            ws.remember_revoked(ticket);
             ticket = random();
         }
         deltas.admitted.add(floor_to(now_ms, win_.rate_window_ms), 1);
@@ -658,14 +663,6 @@ cookie::payload engine::revoke(const compiled_room& r, worker_state& ws,
     p.event_id = ph.event_id;
     p.flags = visitor_flags::uncounted;
     return p;
-}
-
-void engine::spend(const compiled_room& r, worker_state& ws, std::uint64_t ticket) const {
-    if (ticket == 0 || ws.revoked_here(ticket)) {
-        return;
-    }
-    ws.view(*this, r).deltas->revoke({ticket, -1});
-    ws.remember_revoked(ticket);
 }
 
 room_status engine::status(const compiled_room& r, const room_state& st,

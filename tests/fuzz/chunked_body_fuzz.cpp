@@ -82,7 +82,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     static request_head h;
     static auto* piece = new char[piece_size];
     const outcome whole = decode(body, 0, h, piece);
-    const outcome split = decode(body, 1 + size % 7, h, piece);
+    // Reads of 1 to 7 bytes cut every chunk line of a small input; a large one is cut in reads
+    // of up to 97 bytes (still inside its chunk lines, at a fraction of the cost per input).
+    const std::size_t step = size <= 1024 ? 1 + size % 7 : 1 + size % 97;
+    const outcome split = decode(body, step, h, piece);
     // Beast may see a malformed chunk line sooner in one read than in several, so an unfinished
     // body agrees with anything; a finished one is the same however the bytes were cut, and
     // never an error the other way.

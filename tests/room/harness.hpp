@@ -71,20 +71,13 @@ class harness {
     }
 
     // One request of `v` to room `room_id`, with the gateway's top-up dance; `v` keeps the
-    // cookie the answer sets, and the answer spends the queue place it admits from.
+    // cookie the answer sets.
     room::decision visit(visitor& v, const std::string& room_id = "") {
         room::decision d = decide(v, room_id);
         if (d.cookie_changed) {
             v.cookie = d.cookie;
         }
-        engine_->spend(*d.room, ws_, d.spends_ticket);
         return d;
-    }
-
-    // As visit(), for an answer the visitor never got (it left, or reloaded while the origin
-    // was slow): nothing is spent and the visitor keeps the cookie it had.
-    room::decision visit_lost(const visitor& v, const std::string& room_id = "") {
-        return decide(v, room_id);
     }
 
     // The origin answers `revoke` to a request of `v` (admitted): `v` keeps the cookie the

@@ -71,8 +71,6 @@ class room_filter final : public request_filter {
     struct per_worker;
     struct admitted_context;
     per_worker& worker(unsigned index);
-    // The answer of `c` goes out with the cookie: it spends the queue place it was admitted from.
-    void spend(admitted_context& c);
     void apply(per_worker& w, const std::shared_ptr<const room_runtime>& rt,
                const room::decision& d, const cookie::payload* visitor, bool visitor_tls,
                bool wants_json, std::int64_t now_ms, completion& done);

@@ -110,9 +110,6 @@ struct decision {
                                               // session (admit) or the rejoin time (queue)
     std::int64_t refresh_seconds = 0;         // queue: the Refresh header (adaptive)
     page_model page;                          // queue and reject: the page values
-    // admit from a place in the queue: the queued cookie's ticket, which the answer that
-    // carries the new cookie spends (engine::spend); 0 for none.
-    std::uint64_t spends_ticket = 0;
 };
 
 struct route_result {
@@ -214,13 +211,6 @@ class engine {
     // ticket, back of the queue when queueing, counted at its first request). Set it.
     cookie::payload revoke(const compiled_room& room, worker_state& ws,
                            const cookie::payload& current, std::int64_t now_ms, rng& random) const;
-
-    // The answer of an admission from the queue goes out with the session's cookie: the queue
-    // place (decision::spends_ticket) is spent, and a copy of the queued cookie (kept back, or
-    // shared) is a new arrival from then on (on this worker at once, on every node after the
-    // next sync). Called when the answer is sent, not at the decision: a visitor whose answer
-    // never arrived (a reload while the origin was slow) still holds the place it retries with.
-    void spend(const compiled_room& room, worker_state& ws, std::uint64_t ticket) const;
 
     room_status status(const compiled_room& room, const room_state& state,
                        std::int64_t now_ms) const;

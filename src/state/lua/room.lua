@@ -110,6 +110,13 @@ local function byte_less(a, b)
     return #a < #b
 end
 
+-- Tickets are decimal strings without leading zeros (std::to_string): shorter is smaller, then
+-- bytes decide. Numeric order, also past 2^53 where Lua's numbers would round.
+local function ticket_less(a, b)
+    if #a ~= #b then return #a < #b end
+    return byte_less(a, b)
+end
+
 -- Nodes: expire the silent ones (their lease goes with them), touch this one.
 local function load_nodes(node_ttl)
     local nodes, ids = {}, {}
@@ -279,17 +286,32 @@ if not applied_before then
         if known[ARGV[i + 2 * j - 1]] == nil then fresh = fresh + 1 end
     end
     if size + fresh > MAX_REVOKED then
-        table.sort(ages, function(a, b)
-            if a[1] ~= b[1] then return a[1] < b[1] end
-            if #a[2] ~= #b[2] then return #a[2] < #b[2] end
-            return byte_less(a[2], b[2])
-        end)
+        -- Whole windows of `since` first (few, window-aligned), and only the last window
+        -- touched sorted by ticket: no sort of the whole list on every sync of a full room.
         local drop = math.min(size, size + fresh - MAX_REVOKED)
-        for j = 1, drop do
-            redis.call('HDEL', KEYS[7], ages[j][2])
-            known[ages[j][2]] = nil
+        local windows, by_window = {}, {}
+        for _, e in ipairs(ages) do
+            local g = by_window[e[1]]
+            if g == nil then
+                g = {}
+                by_window[e[1]] = g
+                windows[#windows + 1] = e[1]
+            end
+            g[#g + 1] = e[2]
         end
-        size = size - drop
+        table.sort(windows)
+        for _, since in ipairs(windows) do
+            if drop == 0 then break end
+            local g = by_window[since]
+            if #g > drop then table.sort(g, ticket_less) end
+            local take = math.min(drop, #g)
+            for j = 1, take do
+                redis.call('HDEL', KEYS[7], g[j])
+                known[g[j]] = nil
+            end
+            size = size - take
+            drop = drop - take
+        end
     end
     for j = 1, n do
         local ticket, w = ARGV[i + 2 * j - 1], ARGV[i + 2 * j]
