@@ -1,6 +1,8 @@
-// The Prometheus text exposition format (version 0.0.4) is written by hand here: Debian ships no
-// C++ Prometheus client, and the format is a few lines of `name{labels} value` text, smaller than
-// any glue to a library would be.
+// The Prometheus text exposition format (version 0.0.4) is written by hand here. Debian's
+// prometheus-cpp-dev keeps one shared atomic per metric, which every worker would write on the
+// request path (a cache line bounced between cores per request), and it brings its own HTTP
+// server (civetweb) and curl, while the admin listener already serves /metrics; per-worker slots
+// summed at scrape time, and a few lines of `name{labels} value` text, cost less than that glue.
 #include "waitroom/gateway/metrics.hpp"
 
 #include <algorithm>

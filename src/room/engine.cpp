@@ -427,7 +427,7 @@ decision engine::decide(const compiled_room& r, worker_state& ws,
             // the free capacity plus what the room admits in one short refresh covers everyone
             // ahead of it. The snapshot lags the truth by a flush and a sync, and the last of
             // the front come back only every few seconds: waiting for the front to show empty
-            // left the slots freed meanwhile idle at every bucket change (issue 6).
+            // left the slots freed meanwhile idle at every bucket change.
             std::int64_t older = st.waiting_before(bucket);
             eligible = older == 0 || older < free + front_slack(s, st, win_);
         }

@@ -34,12 +34,12 @@ std::string_view room_script();
 const std::string& room_script_sha();
 
 std::string key(std::string_view prefix, std::string_view room, std::string_view what);
-// The six keys of a room, in the order the script takes them.
+// The seven keys of a room, in the order the script takes them.
 std::vector<std::string> room_keys(std::string_view prefix, std::string_view room);
 
-// EVALSHA <sha> 5 <keys> sync ... for one room of a node's report.
+// EVALSHA <sha> 7 <keys> sync ... for one room of a node's report.
 command sync_command(std::string_view prefix, const node_report& node, const room_report& r);
-// EVALSHA <sha> 5 <keys> top_up ...
+// EVALSHA <sha> 7 <keys> top_up ...
 command top_up_command(std::string_view prefix, const top_up_request& req);
 // EVALSHA <sha> 7 <keys> overrides ... (admin PATCH; a reload clearing a key).
 command overrides_command(std::string_view prefix, const override_write& w);

@@ -232,7 +232,7 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
         // With other nodes live, a lease takes half of the node's share: the other half stays
         // unheld for top-ups, which go to whichever node runs dry first. Leasing whole shares
         // stranded the last slots of a spike in the pool of the node that synced last while a
-        // small node queued (issue 6: onset 88.5%).
+        // small node queued (queueing began at 88.5% of the limit in the simulator).
         // Alone (share 1), a node may lease all of the capacity. With others live, the half
         // share is rounded down: rounding up gave every idle node a slot, so a room of 2 with
         // three nodes had both slots parked in two idle pools and queued the third node's first

@@ -57,7 +57,7 @@ sync_options make_sync_options(const config::config& cfg) {
     // earliest (or at the next sync): asking the local store per request (it answers in
     // microseconds) tied its load to the request rate, ~1500 calls/min in a spike, and admitted
     // no more. A quarter interval bounds it at 4 per second and room, and uses capacity freed
-    // between syncs sooner than waiting a whole interval (issue 6: idle 3.3% → 3.0%).
+    // between syncs sooner than waiting a whole interval (idle 3.3% → 3.0% in the simulator).
     o.top_up_retry_ms = std::max<std::int64_t>(1, o.interval_ms / 4);
     return o;
 }

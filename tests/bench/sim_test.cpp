@@ -1,4 +1,4 @@
-// Smoke test of the accuracy simulator (issue 6): two short scenarios through the real room/
+// Smoke test of the accuracy simulator: two short scenarios through the real room/
 // and state/ code, metrics computed from the simulator's own record of visitors, and the shape
 // of the JSON report. The full run is bench/README.md's business, not CI's.
 

@@ -1,4 +1,4 @@
-// The admin backend's PATCH against the state store (issue 7): the store takes the change first
+// The admin backend's PATCH against the state store: the store takes the change first
 // and the node applies it at once; a store that cannot take it fails the PATCH and nothing
 // changes; without a store the node's own switches change, as before.
 

@@ -1,4 +1,4 @@
-// Several nodes, one room (issue 5) as whole processes: a real redis-server on a free loopback
+// Several nodes, one room as whole processes: a real redis-server on a free loopback
 // port, three waitroomd nodes sharing it and one cookie key, in front of one in-process origin.
 // Visitors keep their own cookie jar and send each request to the next node in turn, as a
 // spreading load balancer would. Time-bound behaviour runs under `testing.time_scale`; every

@@ -510,11 +510,9 @@ TEST_F(Room, NewVisitorsCookieComesWithTheAnswerToABadRequestBody) {
     EXPECT_TRUE(is_queue_page(d.get("/hello"), 200)) << "three places were counted";
 }
 
-// Reproduces a product bug (reported, not fixed here: it is in src/state/sync_task.cpp). The
-// sync task's lease TTL (2 × sync_interval) is in configured milliseconds but is compared with
-// the scaled clock, so under time_scale 20 the lease lapses 5 ms after each sync; a top-up then
-// renews it by a whole sync that hands the lapsed lease back before the other worker's counts
-// arrive, and a second visitor is admitted into a room of one. Enable once fixed.
+// Two workers under a time scale: the sync task's lease times follow the scaled clock, so a
+// lease does not lapse between syncs and a top-up cannot hand a lapsed lease back before the
+// other worker's counts arrive (which once admitted a second visitor into a room of one).
 TEST_F(Room, NeverAdmitsOverTheLimitAcrossWorkersUnderTimeScale) {
     std::string yaml = room_config(origin_.url(),
                                    "total_active_users: 1, new_users_per_minute: 1000, "

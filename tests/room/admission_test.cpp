@@ -12,9 +12,9 @@ namespace waitroom::room {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::harness;
-using testing::make_room;
-using testing::visitor;
+using room_testing::harness;
+using room_testing::make_room;
+using room_testing::visitor;
 
 TEST(Admission, AdmitsUpToTheLimitThenQueuesTheNextVisitor) {
     harness h({make_room("shop", 3, 100)});

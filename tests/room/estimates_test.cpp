@@ -8,9 +8,9 @@ namespace waitroom::room {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::harness;
-using testing::make_room;
-using testing::visitor;
+using room_testing::harness;
+using room_testing::make_room;
+using room_testing::visitor;
 
 TEST(Estimates, QueuePositionCountsOlderBucketsAndHalfOfItsOwn) {
     harness h({make_room("shop", 1, 100)});

@@ -10,9 +10,9 @@ namespace waitroom::room {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::harness;
-using testing::make_room;
-using testing::visitor;
+using room_testing::harness;
+using room_testing::make_room;
+using room_testing::visitor;
 
 // Prequeue from +10 min, start at +20 min, end at +60 min; the event allows 3 active users.
 config::room event_room(std::int64_t start_ms, bool shuffle) {

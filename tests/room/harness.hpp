@@ -15,7 +15,7 @@
 #include "waitroom/state/sync_task.hpp"
 #include "waitroom/util/clock.hpp"
 
-namespace waitroom::testing {
+namespace waitroom::room_testing {
 
 using namespace std::chrono_literals;
 
@@ -130,4 +130,4 @@ class harness {
     int top_ups_ = 0;
 };
 
-}  // namespace waitroom::testing
+}  // namespace waitroom::room_testing

@@ -13,9 +13,9 @@ namespace waitroom::room {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::harness;
-using testing::make_room;
-using testing::visitor;
+using room_testing::harness;
+using room_testing::make_room;
+using room_testing::visitor;
 
 // A room whose origin may revoke sessions.
 config::room revoking_room(std::uint32_t total_active_users) {

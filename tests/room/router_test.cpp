@@ -11,9 +11,9 @@
 namespace waitroom::room {
 namespace {
 
-using testing::harness;
-using testing::make_room;
-using testing::visitor;
+using room_testing::harness;
+using room_testing::make_room;
+using room_testing::visitor;
 
 class fake_headers final : public header_lookup {
   public:

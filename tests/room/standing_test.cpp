@@ -8,9 +8,9 @@
 namespace waitroom::room {
 namespace {
 
-using testing::harness;
-using testing::make_room;
-using testing::visitor;
+using room_testing::harness;
+using room_testing::make_room;
+using room_testing::visitor;
 using namespace std::chrono_literals;
 
 constexpr std::int64_t window_ms = 10'000;

@@ -1,4 +1,4 @@
-// Run-time room switches across nodes (issue 7): a write to the store reaches every node sharing
+// Run-time room switches across nodes: a write to the store reaches every node sharing
 // it at that node's next sync, a clear does too, a restarted node gets them back, an answer older
 // than a local change does not undo it, and a reload that changes a key clears it everywhere.
 

@@ -213,7 +213,7 @@ TEST(RedisStore, TopUpGrantsOnlyCapacityNobodyHolds) {
     ASSERT_FALSE(call_sync(ioc, st, node("a", "dc", t0 + 200, {back})).ec);
     auto t = call_top_up(ioc, st, top_up("b", "dc", l, 5, t0 + 300));
     ASSERT_FALSE(t.ec);
-    EXPECT_EQ(t.granted, 1);  // half of the 2 nobody holds while node a is live (issue 6)
+    EXPECT_EQ(t.granted, 1);  // half of the 2 nobody holds while node a is live
     EXPECT_EQ(call_top_up(ioc, st, top_up("b", "dc", l, 5, t0 + 400)).granted, 1);
     EXPECT_EQ(call_top_up(ioc, st, top_up("b", "dc", l, 5, t0 + 450)).granted, 0);
     auto c = call_sync(ioc, st, node("b", "dc", t0 + 500, {report(l)}));

@@ -1,4 +1,4 @@
-// Idempotent syncs (issue 7): every report carries its node's batch id; a store answers a repeat
+// Idempotent syncs: every report carries its node's batch id; a store answers a repeat
 // of the batch it last applied for that node without counting it again, and a node whose sync
 // timed out sends that batch again under its id instead of merging it into the next one.
 

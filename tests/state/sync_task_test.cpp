@@ -264,7 +264,7 @@ TEST(SyncTask, OptionsScaleWithTheSyncInterval) {
     EXPECT_LT(o.lease_ttl_ms, o.node_ttl_ms);
     EXPECT_GT(o.lease_ttl_ms, o.interval_ms);
     EXPECT_EQ(o.top_up_retry_ms, 500);  // a quarter interval
-    // The local store too: asked per request it tied its load to the request rate (issue 6).
+    // The local store too: asked per request it tied its load to the request rate.
     cfg.state.backend = config::state_backend::local;
     EXPECT_EQ(make_sync_options(cfg).top_up_retry_ms, 500);
 }

@@ -1,7 +1,7 @@
 #pragma once
 // What the admin listener asks of the rest of the daemon: room status, run-time room changes,
-// readiness and the metrics text. server/ implements it against the room engine and the store;
-// the admin unit only speaks HTTP and JSON, so it is tested with a fake.
+// readiness and the metrics text. gateway::room_admin_backend implements it against the room
+// engine and the store; the admin unit only speaks HTTP and JSON, so it is tested with a fake.
 
 #include <cstdint>
 #include <functional>

@@ -62,7 +62,7 @@ class room_state {
     const std::string& last_updated_iso() const { return last_updated_; }
     // Share of the queue behind the admission front that gives up per minute, followed across
     // snapshots (0 = nobody leaves). The wait estimate discounts the visitors ahead who will
-    // leave before their turn: counting them all told the queue 25% too long (issue 6).
+    // leave before their turn: counting them all told the queue 25% too long.
     double abandon_per_minute() const { return abandon_per_minute_; }
     // Carries the estimate over from the room's previous snapshot and moves it towards what the
     // queue behind the front lost in between (sync task, before publishing).
