@@ -247,7 +247,7 @@ std::shared_ptr<const room_runtime> room_filter::runtime() const {
     return runtime_.load(std::memory_order_acquire);
 }
 
-room::worker_state& room_filter::worker_state(unsigned w) {
+room::worker_state& room_filter::room_counters(unsigned w) {
     return worker(w).ws;
 }
 
@@ -301,7 +301,7 @@ void room_filter::on_request(const request_head& req, const request_info& info, 
     view.headers = &headers;
 
     auto routed = eng.route(view);
-    if (routed.what == room::action::misdirected) {
+    if (routed.what == room::route_action::misdirected) {
         auto r = filter_result::respond(
             421, plain_text_headers(),
             "421 Misdirected Request\nThis server has no site for that host name.\n");
@@ -309,7 +309,7 @@ void room_filter::on_request(const request_head& req, const request_info& info, 
         done(std::move(r));
         return;
     }
-    if (routed.what == room::action::pass || routed.room == nullptr) {
+    if (routed.what == room::route_action::pass || routed.room == nullptr) {
         auto r = filter_result::pass();
         r.decision = "pass";
         drop_secret_fields(r, rt);

@@ -280,7 +280,7 @@ route_result engine::route(const request_view& req) const {
         // Only a request that no room takes is looked at: a routed one costs nothing more.
         if (cfg_->origin.unknown_hosts == config::unknown_hosts_policy::reject &&
             router_.names_hosts() && !router_.knows_host(req.host)) {
-            out.what = action::misdirected;
+            out.what = route_action::misdirected;
         }
         return out;
     }
@@ -290,7 +290,7 @@ route_result engine::route(const request_view& req) const {
         out.reason = pass_reason::bypassed;
         return out;
     }
-    out.what = action::admit;
+    out.what = route_action::decide;
     out.reason = pass_reason::none;
     return out;
 }
@@ -299,9 +299,9 @@ decision engine::decide(const request_view& req, worker_state& ws,
                         const cookie::payload* valid_cookie, std::int64_t now_ms, rng& random,
                         attempt at) const {
     route_result rr = route(req);
-    if (rr.what != action::admit) {
+    if (rr.what != route_action::decide) {
         decision d;
-        d.what = rr.what;
+        d.what = rr.what == route_action::misdirected ? action::misdirected : action::pass;
         d.reason = rr.reason;
         d.room = rr.room;
         return d;

@@ -322,7 +322,7 @@ bool server::impl::start_rooms(const config::snapshot& cfg) {
     sync_timer_->start();
     for (unsigned i = 0; i < iocs_.size(); ++i) {
         flush_timers_.push_back(std::make_unique<state::flush_timer>(
-            iocs_[i]->get_executor(), filter_->worker_state(i), cfg->state.sync_interval));
+            iocs_[i]->get_executor(), filter_->room_counters(i), cfg->state.sync_interval));
         flush_timers_.back()->start();
     }
     return true;

@@ -59,10 +59,10 @@ std::string routed(const engine& e, std::string_view host, std::string_view targ
     req.path = c.target.match_path;
     req.path_to_first_param = util::path_to_first_param(c.target.path);
     auto r = e.route(req);
-    if (r.what == action::misdirected) {
+    if (r.what == route_action::misdirected) {
         return "misdirected";
     }
-    if (r.what == action::pass) {
+    if (r.what == route_action::pass) {
         return r.reason == pass_reason::bypassed ? "bypassed:" + r.room->id() : "unmatched";
     }
     return r.room->id();
@@ -243,13 +243,13 @@ TEST(Bypass, HeaderBypassesOnlyWithItsExactSecret) {
     req.host = "h";
     req.path = "/";
     req.headers = &hs;
-    EXPECT_EQ(h.engine().route(req).what, action::admit);
+    EXPECT_EQ(h.engine().route(req).what, route_action::decide);
     // Being present is not enough any more, nor is an empty, short, long or near value.
     for (const char* guess :
          {"", "1", "hc-0123456789abcde", "hc-0123456789abcdeF", "hc-0123456789abcdef0",
           "HC-0123456789ABCDEF", "secret-secret-secret"}) {
         hs.values["x-health-check"] = guess;
-        EXPECT_EQ(h.engine().route(req).what, action::admit) << guess;
+        EXPECT_EQ(h.engine().route(req).what, route_action::decide) << guess;
     }
     hs.values["x-health-check"] = "hc-0123456789abcdef";
     EXPECT_EQ(h.engine().route(req).reason, pass_reason::bypassed);
@@ -284,9 +284,9 @@ TEST(Bypass, ClientIpInsideTheCidrBypasses) {
     req.client_ip = *parse_ip("10.20.30.40");
     EXPECT_EQ(h.engine().route(req).reason, pass_reason::bypassed);
     req.client_ip = *parse_ip("11.0.0.1");
-    EXPECT_EQ(h.engine().route(req).what, action::admit);
+    EXPECT_EQ(h.engine().route(req).what, route_action::decide);
     req.client_ip = *parse_ip("2001:db8::1");
-    EXPECT_EQ(h.engine().route(req).what, action::admit);
+    EXPECT_EQ(h.engine().route(req).what, route_action::decide);
 }
 
 TEST(Bypass, MethodBypasses) {
@@ -297,7 +297,7 @@ TEST(Bypass, MethodBypasses) {
     req.method = "options";
     EXPECT_EQ(h.engine().route(req).reason, pass_reason::bypassed);
     req.method = "GET";
-    EXPECT_EQ(h.engine().route(req).what, action::admit);
+    EXPECT_EQ(h.engine().route(req).what, route_action::decide);
 }
 
 TEST(Bypass, BypassedTrafficIsNotCounted) {

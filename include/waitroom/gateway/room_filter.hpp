@@ -61,7 +61,7 @@ class room_filter final : public request_filter {
     std::shared_ptr<const room_runtime> runtime() const;
 
     // Worker i's counters, for its flush timer. Only on worker i's thread.
-    room::worker_state& worker_state(unsigned worker);
+    room::worker_state& room_counters(unsigned worker);
 
     void on_request(const request_head& req, const request_info& info, completion done) override;
     void on_response(response_head& res, const std::shared_ptr<void>& context) override;

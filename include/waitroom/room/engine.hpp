@@ -112,8 +112,15 @@ struct decision {
     page_model page;                          // queue and reject: the page values
 };
 
+// What routing alone says of a request, before any counter is read.
+enum class route_action {
+    pass,         // unmatched or bypassed: proxy untouched
+    misdirected,  // → 421 (see action::misdirected)
+    decide,       // a room takes it: engine::decide(room, …) says admit, queue or reject
+};
+
 struct route_result {
-    action what = action::pass;  // pass (unmatched/bypassed), misdirected or admit (= decide next)
+    route_action what = route_action::pass;
     pass_reason reason = pass_reason::unmatched;
     const compiled_room* room = nullptr;
 };
