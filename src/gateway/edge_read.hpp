@@ -34,7 +34,8 @@
 namespace waitroom::gateway {
 
 static_assert(BOOST_ASIO_VERSION == 102600,
-              "edge_read uses Asio 1.26's reactor interface (Boost 1.81): re-check it");
+              "edge_read uses Asio 1.26's reactor interface (Boost 1.81): re-check it "
+              "(README, \"Dependencies and the Boost version\")");
 static_assert(std::is_same_v<asio::detail::reactor, asio::detail::epoll_reactor>,
               "edge_read expects Asio's epoll reactor");
 
