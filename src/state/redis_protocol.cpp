@@ -216,7 +216,7 @@ void* new_string(const redisReadTask* task, char* str, std::size_t len) {
 void* new_array(const redisReadTask* task, int elements) {
     auto* budget = static_cast<reply_budget*>(task->privdata);
     if (task->parent == nullptr) {
-        budget->left = max_reply_elements;  // a new reply
+        budget->left = budget->max;  // a new reply
     }
     // hiredis 0.14 passes a count that did not fit an int truncated: negative means garbage.
     if (elements < 0 || elements > budget->left) {

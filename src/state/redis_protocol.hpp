@@ -48,12 +48,14 @@ command script_load_command();
 // hiredis's reader allocates an array's element slots as soon as it reads the count, before any
 // element has arrived: the eleven bytes `*200000000\r\n` would cost 1.6 GB. bound_replies()
 // gives `reader` reply builders that make the same reply trees as hiredis's own, but refuse a
-// reply whose arrays hold more than `max_reply_elements` elements in all. The reader then fails
-// ("Out of memory"), and the connection is dropped as on any protocol error. `budget` belongs to
-// the connection and must outlive the reader.
+// reply whose arrays hold more than `budget.max` (max_reply_elements) elements in all. The
+// reader then fails ("Out of memory"), and the connection is dropped as on any protocol error.
+// `budget` belongs to the connection and must outlive the reader. (The fuzzer sets a smaller
+// `max`: the same arithmetic, without megabytes of slots per input.)
 inline constexpr std::int64_t max_reply_elements = std::int64_t{1} << 20;
 struct reply_budget {
-    std::int64_t left = max_reply_elements;
+    std::int64_t max = max_reply_elements;
+    std::int64_t left = max;
 };
 void bound_replies(redisReader& reader, reply_budget& budget);
 

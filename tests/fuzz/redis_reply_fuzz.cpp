@@ -39,6 +39,7 @@ bool read_replies(std::string_view bytes, std::size_t step, std::vector<value>& 
     redisReader* r = redisReaderCreate();
     bool ok = r != nullptr;
     redis::reply_budget budget;
+    budget.max = 4096;  // the bound's arithmetic, without allocating up to 8 MiB per input
     if (ok) {
         redis::bound_replies(*r, budget);
     }

@@ -238,9 +238,11 @@ TEST(RedisProtocol, RecognisesNoscript) {
 
 // Reads `bytes` with a reader that has the client's bounded reply builders; the replies it got
 // go to `out`, and the result is false when the reader refused the bytes.
-bool read_bounded(std::string_view bytes, std::vector<value>& out) {
+bool read_bounded(std::string_view bytes, std::vector<value>& out,
+                  std::int64_t max = max_reply_elements) {
     redisReader* r = redisReaderCreate();
     reply_budget budget;
+    budget.max = max;
     bound_replies(*r, budget);
     bool ok = redisReaderFeed(r, bytes.data(), bytes.size()) == REDIS_OK;
     void* reply = nullptr;
@@ -279,6 +281,14 @@ TEST(RedisProtocol, AnArrayCountPastTheBoundIsRefusedBeforeAnythingIsAllocated) 
     EXPECT_FALSE(read_bounded("*4294967295\r\n", got));
     // Exactly the bound is allowed (the slots are allocated; the elements never arrive).
     EXPECT_TRUE(read_bounded("*" + std::to_string(max_reply_elements) + "\r\n", got));
+}
+
+TEST(RedisProtocol, ASmallerBoundIsTheSameArithmetic) {
+    std::vector<value> got;
+    EXPECT_TRUE(read_bounded("*2\r\n*1\r\n:1\r\n:2\r\n", got, 3));  // 2 + 1 elements
+    EXPECT_FALSE(read_bounded("*2\r\n*2\r\n:1\r\n:1\r\n:2\r\n", got, 3));
+    EXPECT_FALSE(read_bounded("*4\r\n", got, 3));
+    ASSERT_TRUE(read_bounded("*3\r\n:1\r\n:2\r\n:3\r\n*3\r\n:1\r\n:2\r\n:3\r\n", got, 3));
 }
 
 TEST(RedisProtocol, TheBoundCountsEveryArrayOfOneReplyAndRestartsWithTheNext) {
