@@ -193,7 +193,7 @@ metrics::origin_error origin_error_kind(const error_code& ec, bool connecting) {
 }  // namespace
 
 template <class Stream>
-http_session<Stream>::http_session(std::shared_ptr<worker_state> state, tcp_socket&& socket,
+http_session<Stream>::http_session(std::shared_ptr<worker_context> state, tcp_socket&& socket,
                                    ssl::context* tls, bool proxy_protocol)
     : state_(std::move(state)),
       cfg_(state_->current_config()),
@@ -452,12 +452,12 @@ void http_session<Stream>::read_client_head(bool try_first) {
     } else {
         // The next request on a kept-alive connection is waited for without a try when the last
         // read found the socket empty; the worker's sweep tries it once later (see
-        // worker_state). A head under way, or a retry of the sweep, is tried first; a
+        // worker_context). A head under way, or a retry of the sweep, is tried first; a
         // connection's first read is tried by the reactor (a new socket was never found empty).
         const bool next = !first_request_ && !parser_->got_some() && !try_first;
         if (next) {
             client_untried_ = true;
-            worker_state::want_sweep(state_);
+            worker_context::want_sweep(state_);
         }
         const bool fresh = first_request_ && !parser_->got_some();
         client_read_.start<&http_session::on_client_bytes>(

@@ -21,7 +21,7 @@
 #include "outgoing_message.hpp"
 #include "waitroom/config/config.hpp"
 #include "waitroom/gateway/request_filter.hpp"
-#include "worker_state.hpp"
+#include "worker_context.hpp"
 
 namespace waitroom::gateway {
 
@@ -35,7 +35,7 @@ class http_session : public session_base,
 
     // `tls` is the listener's context when Stream is a TLS stream, else nullptr.
     // `proxy_protocol`: the connection starts with a PROXY header (before any TLS).
-    http_session(std::shared_ptr<worker_state> state, tcp_socket&& socket, ssl::context* tls,
+    http_session(std::shared_ptr<worker_context> state, tcp_socket&& socket, ssl::context* tls,
                  bool proxy_protocol = false);
     ~http_session() override;
 
@@ -115,7 +115,7 @@ class http_session : public session_base,
     void on_linger(error_code ec, std::size_t);
     void on_shutdown(error_code ec);
 
-    std::shared_ptr<worker_state> state_;
+    std::shared_ptr<worker_context> state_;
     config::snapshot cfg_;
     Stream stream_;
     edge_read client_read_;  // plain TCP: the client's request heads

@@ -5,11 +5,11 @@
 #include <stdexcept>
 
 #include "http_session.hpp"
-#include "worker_state.hpp"
+#include "worker_context.hpp"
 
 namespace waitroom::gateway {
 
-void worker_state::session_closed(session_base* s) {
+void worker_context::session_closed(session_base* s) {
     sessions.erase(s);
     open.fetch_sub(1, std::memory_order_relaxed);
     for (auto& l : listeners) {
@@ -17,13 +17,13 @@ void worker_state::session_closed(session_base* s) {
     }
 }
 
-void worker_state::want_sweep(const std::shared_ptr<worker_state>& self) {
+void worker_context::want_sweep(const std::shared_ptr<worker_context>& self) {
     if (self->sweep_armed) {
         return;
     }
     self->sweep_armed = true;
     self->sweep_timer.expires_after(sweep_interval);
-    self->sweep_timer.async_wait([weak = std::weak_ptr<worker_state>(self)](error_code ec) {
+    self->sweep_timer.async_wait([weak = std::weak_ptr<worker_context>(self)](error_code ec) {
         auto st = weak.lock();
         if (ec || !st) {
             return;
@@ -62,7 +62,7 @@ std::unique_ptr<ssl::context> make_server_tls(const config::tls_files& files) {
 
 }  // namespace
 
-listener::listener(std::shared_ptr<worker_state> state, const tcp::endpoint& ep,
+listener::listener(std::shared_ptr<worker_context> state, const tcp::endpoint& ep,
                    const config::listener& cfg)
     : state_(std::move(state)), acceptor_(state_->ioc), retry_timer_(state_->ioc) {
     if (cfg.tls) {

@@ -14,13 +14,13 @@
 
 namespace waitroom::gateway {
 
-struct worker_state;
+struct worker_context;
 
 class listener : public std::enable_shared_from_this<listener> {
   public:
     // Opens, binds and listens; throws std::system_error on failure (startup, not request path),
     // and std::runtime_error when the TLS files cannot be loaded.
-    listener(std::shared_ptr<worker_state> state, const tcp::endpoint& ep,
+    listener(std::shared_ptr<worker_context> state, const tcp::endpoint& ep,
              const config::listener& cfg);
 
     void run();
@@ -33,7 +33,7 @@ class listener : public std::enable_shared_from_this<listener> {
     void do_accept();
     void on_accept(error_code ec, tcp_socket socket);
 
-    std::shared_ptr<worker_state> state_;
+    std::shared_ptr<worker_context> state_;
     tcp_acceptor acceptor_;
     steady_timer retry_timer_;
     std::unique_ptr<ssl::context> tls_;

@@ -2,17 +2,17 @@
 #include "waitroom/gateway/worker.hpp"
 
 #include "listener.hpp"
-#include "worker_state.hpp"
+#include "worker_context.hpp"
 
 namespace waitroom::gateway {
 
 struct worker::impl {
-    std::shared_ptr<worker_state> state;
+    std::shared_ptr<worker_context> state;
 };
 
 worker::worker(asio::io_context& ioc, std::shared_ptr<shared_context> ctx, unsigned index)
     : impl_(std::make_unique<impl>()) {
-    impl_->state = std::make_shared<worker_state>(ioc, std::move(ctx), index);
+    impl_->state = std::make_shared<worker_context>(ioc, std::move(ctx), index);
 }
 
 worker::~worker() {

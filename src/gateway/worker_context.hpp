@@ -28,13 +28,13 @@ class session_base {
     virtual void drain() = 0;
     // Close now, whatever is in flight.
     virtual void close() = 0;
-    // The worker's sweep (see worker_state::want_sweep): true when the session still waits for
+    // The worker's sweep (see worker_context::want_sweep): true when the session still waits for
     // a later sweep.
     virtual bool sweep(std::chrono::steady_clock::time_point cutoff) = 0;
 };
 
-struct worker_state {
-    worker_state(asio::io_context& io, std::shared_ptr<shared_context> c, unsigned i)
+struct worker_context {
+    worker_context(asio::io_context& io, std::shared_ptr<shared_context> c, unsigned i)
         : ioc(io),
           ctx(std::move(c)),
           index(i),
@@ -77,7 +77,7 @@ struct worker_state {
     steady_timer sweep_timer;
     bool sweep_armed = false;
     // Arms the sweep if it is not armed. `self` is this state's owner.
-    static void want_sweep(const std::shared_ptr<worker_state>& self);
+    static void want_sweep(const std::shared_ptr<worker_context>& self);
     void stop_sweep() {
         sweep_timer.cancel();
         sweep_armed = false;
