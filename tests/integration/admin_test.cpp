@@ -238,7 +238,17 @@ TEST_F(Admin, MetricsCountersMoveByExactlyTheTrafficSent) {
     for (int i = 0; i < n; ++i) {
         ASSERT_TRUE(from_origin(new_visitor(port_)));
     }
-    auto t1 = scrape();
+    // A request is counted once its answer is written, a moment after the client has it: wait
+    // for the last one to be counted, then every counter must have moved by exactly n.
+    auto counted = [&](const std::string& before, int k) {
+        std::string now;
+        poll_until(5s, [&] {
+            now = scrape();
+            return metric(now, ok) - metric(before, ok) >= k;
+        });
+        return now;
+    };
+    auto t1 = counted(t0, n);
     EXPECT_EQ(metric(t1, admitted) - metric(t0, admitted), n) << t1;
     EXPECT_EQ(metric(t1, queued) - metric(t0, queued), 0) << t1;
     EXPECT_EQ(metric(t1, ok) - metric(t0, ok), n) << t1;
@@ -247,7 +257,7 @@ TEST_F(Admin, MetricsCountersMoveByExactlyTheTrafficSent) {
     for (int i = 0; i < n; ++i) {
         ASSERT_TRUE(is_queue_page(new_visitor(port_)));
     }
-    auto t2 = scrape();
+    auto t2 = counted(t1, n);
     EXPECT_EQ(metric(t2, admitted) - metric(t1, admitted), 0) << t2;
     EXPECT_EQ(metric(t2, queued) - metric(t1, queued), n) << t2;
     EXPECT_EQ(metric(t2, ok) - metric(t1, ok), n) << t2;
@@ -287,7 +297,7 @@ TEST_F(Admin, MetricsShowStoreSyncRoundTripsAndLeaseTopUps) {
     for (int i = 0; i < n; ++i) {
         ASSERT_TRUE(from_origin(new_visitor(port_)));
     }
-    auto t1 = scrape();
+    auto t1 = scrape();  // counted at the decision, before the answer goes out
     EXPECT_EQ(metric(t1, admitted) - metric(t0, admitted), n) << t1;
     EXPECT_GE(metric(t1, top_ups) - metric(t0, top_ups), 1) << t1;
     // The next timed sync adds one more observation.

@@ -466,7 +466,9 @@ TEST_F(MultiNode, CountsEveryoneAgainWithinASyncWhenRedisRestartsEmpty) {
             EXPECT_TRUE(from_origin(r)) << "admitted visitor " << k + 1 << ": " << describe(r);
         }
     }
-    EXPECT_EQ(active_on(1), 5);
+    // Node 2's snapshot is a sync behind the check-ins that just moved windows: it shows the
+    // five again within a sync or two.
+    EXPECT_TRUE(poll_until(5s, 50ms, [&] { return active_on(1) == 5; })) << active_on(1);
     EXPECT_TRUE(all_running());
 }
 
