@@ -412,7 +412,7 @@ decision engine::decide(const compiled_room& r, worker_state& ws,
         if (s.method == queueing_method::random) {
             std::int64_t waiting = st.waiting_total();
             // After a top-up the first attempt's draw stands, unless its place was spent
-            // meanwhile (a copy's answer went out): then it is a new arrival like any other.
+            // meanwhile (a copy of its cookie was admitted): then it is a new arrival.
             if (waiting == 0 || (at == attempt::after_top_up && !refused)) {
                 eligible = true;
             } else if (queued_cookie || free >= waiting) {
