@@ -322,54 +322,51 @@ TEST(Replay, ASpentQueuePlaceStaysRefusedForTheWholeRejoinTime) {
     EXPECT_GT(d.cookie.bucket, saved.cookie->bucket);
 }
 
+// A full random room of five with `waiting` visitors queued, then `freed` of its sessions
+// revoked and synced: `freed` places are free while `waiting` wait.
+struct random_room {
+    random_room(int waiting, int freed) : h({room()}, 3), in(5), queued(waiting) {
+        for (auto& v : in) {
+            EXPECT_EQ(h.visit(v).what, action::admit);
+        }
+        for (auto& v : queued) {
+            EXPECT_EQ(h.visit(v).what, action::queue);
+        }
+        for (int i = 0; i < freed; ++i) {
+            h.revoke(in[static_cast<std::size_t>(i)]);
+        }
+        h.advance(5s);
+        h.sync();
+        EXPECT_EQ(h.state("shop").free_capacity(), freed);
+        EXPECT_EQ(h.state("shop").waiting_total(), waiting);
+    }
+    static config::room room() {
+        auto r = revoking_room(5);
+        r.method = config::queueing_method::random;
+        return r;
+    }
+    harness h;
+    std::vector<visitor> in;
+    std::vector<visitor> queued;
+};
+
 TEST(Replay, ARandomRoomGivesACookielessRequestNoDrawWhileOthersWait) {
-    auto r = revoking_room(5);
-    r.method = config::queueing_method::random;
-    harness h({r}, 3);
-    std::vector<visitor> in(5);
-    for (auto& v : in) {
-        ASSERT_EQ(h.visit(v).what, action::admit);
-    }
-    std::vector<visitor> waiting(10);
-    for (auto& v : waiting) {
-        ASSERT_EQ(h.visit(v).what, action::queue);
-    }
-    h.revoke(in[0]);
-    h.revoke(in[1]);
-    h.advance(5s);
-    h.sync();
-    ASSERT_EQ(h.state("shop").free_capacity(), 2);
-    ASSERT_EQ(h.state("shop").waiting_total(), 10);
+    random_room room(10, 2);
     // A bot without a cookie, a thousand times: queued each time, never drawn (each draw
     // would win with a chance of 2 in 10).
     for (int i = 0; i < 1000; ++i) {
         visitor bot;
-        auto d = h.visit(bot);
+        auto d = room.h.visit(bot);
         ASSERT_EQ(d.what, action::queue) << i;
         EXPECT_GT(d.refresh_seconds, 0);
     }
 }
 
 TEST(Replay, ARandomRoomWithRoomForEveryoneWaitingAdmitsANewArrival) {
-    auto r = revoking_room(5);
-    r.method = config::queueing_method::random;
-    harness h({r}, 3);
-    std::vector<visitor> in(5);
-    for (auto& v : in) {
-        ASSERT_EQ(h.visit(v).what, action::admit);
-    }
-    visitor waiting;
-    ASSERT_EQ(h.visit(waiting).what, action::queue);
-    for (int i = 0; i < 3; ++i) {
-        h.revoke(in[static_cast<std::size_t>(i)]);
-    }
-    h.advance(5s);
-    h.sync();
-    ASSERT_EQ(h.state("shop").free_capacity(), 3);
-    ASSERT_EQ(h.state("shop").waiting_total(), 1);
+    random_room room(1, 3);
     // Three free places for one waiting visitor: a new arrival has nothing to wait for.
     visitor newcomer;
-    EXPECT_EQ(h.visit(newcomer).what, action::admit);
+    EXPECT_EQ(room.h.visit(newcomer).what, action::admit);
 }
 
 TEST(EarlyRefresh, RandomRoomGivesOneDrawPerRefreshInterval) {
