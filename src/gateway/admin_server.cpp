@@ -110,4 +110,8 @@ void admin_server::set_token(std::optional<std::string> token,
     impl_->shared_->access.store(std::move(access), std::memory_order_release);
 }
 
+void admin_server::follow_access(access_source source) {
+    impl_->shared_->access_source = std::move(source);
+}
+
 }  // namespace waitroom::gateway

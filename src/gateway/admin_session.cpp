@@ -74,7 +74,7 @@ void admin_session::on_read(error_code ec, std::size_t) {
     // Stop the read timer while the backend works; the write sets its own.
     stream_.expires_never();
 
-    auto access = shared_->access.load(std::memory_order_acquire);
+    auto access = shared_->current_access();
     auto self = shared_from_this();
     auto ex = stream_.get_executor();
     shared_->routes.handle(req, *access, [self, ex](admin_reply reply) {

@@ -24,6 +24,16 @@ struct admin_shared {
     admin_options options;
     // Swapped whole on reload; a request keeps the rules it was checked against.
     std::atomic<std::shared_ptr<const admin_access>> access{std::make_shared<const admin_access>()};
+    admin_server::access_source access_source;  // set before start; wins when it answers
+
+    std::shared_ptr<const admin_access> current_access() const {
+        if (access_source) {
+            if (auto a = access_source()) {
+                return a;
+            }
+        }
+        return access.load(std::memory_order_acquire);
+    }
 
     void remember(admin_session* s, std::weak_ptr<admin_session> w) {
         std::lock_guard lock(mutex_);

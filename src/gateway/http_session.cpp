@@ -196,7 +196,8 @@ template <class Stream>
 http_session<Stream>::http_session(std::shared_ptr<worker_context> state, tcp_socket&& socket,
                                    ssl::context* tls, bool proxy_protocol)
     : state_(std::move(state)),
-      cfg_(state_->current_config()),
+      runtime_(state_->current()),
+      cfg_(runtime_->cfg.get()),
       stream_(make_stream<Stream>(std::move(socket), tls)),
       deadline_timer_(state_->ioc) {
     error_code ec;
@@ -223,6 +224,7 @@ http_session<Stream>::http_session(std::shared_ptr<worker_context> state, tcp_so
     }
     info_.tls = is_tls;
     info_.worker = state_->index;
+    info_.runtime = runtime_;
     state_->session_opened(this);
     if (auto* m = state_->ctx->metrics()) {
         m->client_connections().add(state_->index, 1);
@@ -318,8 +320,8 @@ void http_session<Stream>::on_proxy_bytes(error_code ec, std::size_t n) {
 // X-Forwarded-For pick, and the scheme its X-Forwarded-Proto names.
 template <class Stream>
 void http_session<Stream>::resolve_client(const request_head& req) {
-    if (trust_cfg_ != cfg_.get()) {
-        trust_cfg_ = cfg_.get();
+    if (trust_cfg_ != cfg_) {
+        trust_cfg_ = cfg_;
         peer_trusted_ = peer_bytes_ && is_trusted(cfg_->trusted_proxies, *peer_bytes_);
         info_.client_ip = peer_ip_;
         info_.client_ip_bytes = peer_bytes_;
@@ -399,9 +401,8 @@ void http_session<Stream>::do_read_header() {
     if (draining_ || closed_) {
         return do_close();
     }
-    if (const auto& c = state_->current_config(); c != cfg_) {
-        cfg_ = c;  // a reload applies from the next request on, keep-alive or not
-    }
+    // The wait for the next head follows the latest reload (its limits and timeouts)...
+    follow(state_->current());
     res_parser_.reset();
     parser_.emplace(request_);
     parser_->header_limit(static_cast<std::uint32_t>(cfg_->limits.max_header_bytes));
@@ -551,6 +552,15 @@ void http_session<Stream>::on_timer(std::uint64_t generation, error_code ec) {
 }
 
 template <class Stream>
+void http_session<Stream>::follow(const std::shared_ptr<const node_runtime>& rt) {
+    if (rt != runtime_) {
+        runtime_ = rt;
+        cfg_ = rt->cfg.get();
+        info_.runtime = rt;  // the filter decides under the same runtime
+    }
+}
+
+template <class Stream>
 void http_session<Stream>::on_read_header(error_code ec, std::size_t) {
     header_waiting_ = false;
     if (ec == asio::error::operation_aborted && header_timed_out_) {
@@ -577,6 +587,10 @@ void http_session<Stream>::on_read_header(error_code ec, std::size_t) {
         fail(ec, "read header");
         return do_close();
     }
+    // ...and so does the request, once its head has arrived: a keep-alive connection that
+    // waited across a reload is served wholly under the new runtime, as its worker's origin
+    // pool is. (The head and body limits in force stay those its read began with.)
+    follow(state_->current());
     first_request_ = false;
     busy_ = true;
     started_ = std::chrono::steady_clock::now();

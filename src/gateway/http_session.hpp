@@ -111,12 +111,16 @@ class http_session : public session_base,
     void write_client(Handler&& on_done);
     void log_request();
     void do_close();
+    void follow(const std::shared_ptr<const node_runtime>& rt);
     void do_linger();
     void on_linger(error_code ec, std::size_t);
     void on_shutdown(error_code ec);
 
     std::shared_ptr<worker_context> state_;
-    config::snapshot cfg_;
+    // The runtime this request is served under (taken when its head has arrived, see follow());
+    // cfg_ is its config.
+    std::shared_ptr<const node_runtime> runtime_;
+    const config::config* cfg_;
     Stream stream_;
     edge_read client_read_;  // plain TCP: the client's request heads
     edge_read origin_read_;  // plain TCP: the origin's responses

@@ -39,7 +39,7 @@ class head_fields final : public room::header_lookup {
 // The metric handles of each room of `rt`, by room index (empty without metrics). Takes the
 // metric set's lock: only at construction and on reload, never per request.
 std::vector<const metrics::room_metrics*> resolve_metrics(metrics::metric_set* m,
-                                                          const room_runtime& rt) {
+                                                          const node_runtime& rt) {
     std::vector<const metrics::room_metrics*> out;
     if (m != nullptr) {
         for (const auto& r : rt.engine->rooms()) {
@@ -90,7 +90,7 @@ bool refused_cheaply(std::error_code ec) {
 // wins, the first on a tie. The connection's last one is kept in info.filter_state (the pointer
 // stays good for this request), so a value is opened only when it changes.
 const cookie::payload* open_cookie(const request_info& info,
-                                   const std::shared_ptr<const room_runtime>& rt,
+                                   const std::shared_ptr<const node_runtime>& rt,
                                    const room::compiled_room& room, room::worker_state& ws,
                                    std::string_view header, std::string_view name,
                                    std::int64_t now_ms) {
@@ -155,7 +155,7 @@ header_list plain_text_headers() {
 
 // Names the room's secret fields for removal before forwarding. Shares rt's ownership: no
 // allocation, and nothing at all for a room without header rules.
-void drop_secret_fields(filter_result& r, const std::shared_ptr<const room_runtime>& rt) {
+void drop_secret_fields(filter_result& r, const std::shared_ptr<const node_runtime>& rt) {
     if (!rt->secret_fields.empty()) {
         r.drop_fields = std::shared_ptr<const std::vector<std::string>>(rt, &rt->secret_fields);
     }
@@ -163,40 +163,10 @@ void drop_secret_fields(filter_result& r, const std::shared_ptr<const room_runti
 
 }  // namespace
 
-room_runtime::build_result room_runtime::build(config::snapshot cfg,
-                                               std::shared_ptr<const cookie::key_ring> keys,
-                                               std::shared_ptr<room::room_overrides> overrides) {
-    build_result out;
-    auto pages = page_templates::load(*cfg);
-    if (!pages.ok()) {
-        out.problems = std::move(pages.problems);
-        return out;
-    }
-    auto rt = std::make_shared<room_runtime>();
-    rt->engine = std::make_shared<const room::engine>(cfg, room::windowing{}, std::move(overrides));
-    rt->keys = std::move(keys);
-    rt->templates = std::move(pages.templates);
-    for (const auto& r : cfg->rooms) {
-        rt->cookie_names.push_back(cookie::cookie_name(r.cookie_suffix));
-    }
-    for (const auto& room : rt->engine->rooms()) {
-        for (const auto& name : room.secret_fields()) {
-            if (std::none_of(
-                    rt->secret_fields.begin(), rt->secret_fields.end(),
-                    [&](const std::string& n) { return boost::beast::iequals(n, name); })) {
-                rt->secret_fields.push_back(name);
-            }
-        }
-    }
-    rt->cfg = std::move(cfg);
-    out.runtime = std::move(rt);
-    return out;
-}
-
 // One worker's private part: its counters, its page cache and its randomness. Touched only on
 // that worker's thread, so the request path takes no lock.
 struct room_filter::per_worker {
-    per_worker(room::node_state& node, std::shared_ptr<const room_runtime> rt,
+    per_worker(room::node_state& node, std::shared_ptr<const node_runtime> rt,
                boost::asio::any_io_executor ex)
         : ws(node),
           runtime(std::move(rt)),
@@ -205,8 +175,7 @@ struct room_filter::per_worker {
           executor(std::move(ex)) {}
 
     room::worker_state ws;
-    std::shared_ptr<const room_runtime> runtime;
-    std::uint64_t generation = 1;
+    std::shared_ptr<const node_runtime> runtime;  // the last one decided under (its templates)
     page_renderer renderer;
     room::rng random;
     boost::asio::any_io_executor executor;
@@ -216,7 +185,7 @@ struct room_filter::per_worker {
 
 // What on_response needs to know about an admitted request.
 struct room_filter::admitted_context {
-    std::shared_ptr<const room_runtime> runtime;
+    std::shared_ptr<const node_runtime> runtime;
     const room::compiled_room* room = nullptr;
     cookie::payload cookie;
     std::string set_cookie;  // Set-Cookie value to add, "" when the cookie did not change
@@ -224,11 +193,12 @@ struct room_filter::admitted_context {
     unsigned worker = 0;
 };
 
-room_filter::room_filter(std::shared_ptr<const room_runtime> runtime, room::node_state& node,
+room_filter::room_filter(std::shared_ptr<const runtime_slot> runtimes, room::node_state& node,
                          state::sync_task& sync, const util::clock& clock,
                          std::vector<boost::asio::any_io_executor> executors,
                          metrics::metric_set* metrics)
-    : node_(node), sync_(sync), clock_(clock), metrics_(metrics), runtime_(runtime) {
+    : node_(node), sync_(sync), clock_(clock), metrics_(metrics), runtimes_(std::move(runtimes)) {
+    const auto runtime = runtimes_->load();
     for (unsigned i = 0; i < executors.size(); ++i) {
         workers_.push_back(std::make_unique<per_worker>(node_, runtime, executors[i]));
         workers_.back()->index = i;
@@ -238,13 +208,8 @@ room_filter::room_filter(std::shared_ptr<const room_runtime> runtime, room::node
 
 room_filter::~room_filter() = default;
 
-void room_filter::set_runtime(std::shared_ptr<const room_runtime> runtime) {
-    runtime_.store(std::move(runtime), std::memory_order_release);
-    generation_.fetch_add(1, std::memory_order_acq_rel);
-}
-
-std::shared_ptr<const room_runtime> room_filter::runtime() const {
-    return runtime_.load(std::memory_order_acquire);
+std::shared_ptr<const node_runtime> room_filter::runtime() const {
+    return runtimes_->load();
 }
 
 room::worker_state& room_filter::room_counters(unsigned w) {
@@ -252,21 +217,26 @@ room::worker_state& room_filter::room_counters(unsigned w) {
 }
 
 room_filter::per_worker& room_filter::worker(unsigned index) {
-    per_worker& w = *workers_[index % workers_.size()];
-    // A reload is noticed with one relaxed load per request; the shared_ptr is copied only then.
-    auto gen = generation_.load(std::memory_order_acquire);
-    if (gen != w.generation) {
-        w.runtime = runtime_.load(std::memory_order_acquire);
-        w.renderer.set_templates(w.runtime->templates);
-        w.room_metrics = resolve_metrics(metrics_, *w.runtime);
-        w.generation = gen;
+    return *workers_[index % workers_.size()];
+}
+
+room_filter::per_worker& room_filter::worker(unsigned index,
+                                             const std::shared_ptr<const node_runtime>& rt) {
+    per_worker& w = worker(index);
+    // A reload is noticed by one pointer compare per request; the templates and metric
+    // handles are looked up again only then.
+    if (rt != w.runtime) {
+        w.runtime = rt;
+        w.renderer.set_templates(rt->templates);
+        w.room_metrics = resolve_metrics(metrics_, *rt);
     }
     return w;
 }
 
 void room_filter::on_request(const request_head& req, const request_info& info, completion done) {
-    per_worker& w = worker(info.worker);
-    auto rt = w.runtime;  // keeps the rooms alive across an asynchronous top-up
+    // Kept alive across an asynchronous top-up.
+    auto rt = info.runtime ? info.runtime : runtimes_->load();
+    per_worker& w = worker(info.worker, rt);
     const room::engine& eng = *rt->engine;
 
     // The session read the target and Host once; a filter called on its own reads them here.
@@ -351,7 +321,7 @@ void room_filter::on_request(const request_head& req, const request_info& info, 
                      boost::asio::post(
                          ex, [this, rt = std::move(rt), &room, visitor = std::move(visitor),
                               visitor_tls, wants_json, index, done = std::move(done)]() mutable {
-                             per_worker& w = worker(index);
+                             per_worker& w = worker(index, rt);
                              const std::int64_t at_ms = util::unix_ms(clock_.now());
                              auto again =
                                  rt->engine->decide(room, w.ws, visitor ? &*visitor : nullptr,
@@ -362,7 +332,7 @@ void room_filter::on_request(const request_head& req, const request_info& info, 
                  });
 }
 
-void room_filter::apply(per_worker& w, const std::shared_ptr<const room_runtime>& rt,
+void room_filter::apply(per_worker& w, const std::shared_ptr<const node_runtime>& rt,
                         const room::decision& d, const cookie::payload* visitor, bool visitor_tls,
                         bool wants_json, std::int64_t now_ms, completion& done) {
     if (d.what == room::action::pass || d.room == nullptr) {

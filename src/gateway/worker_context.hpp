@@ -53,19 +53,16 @@ struct worker_context {
     bool draining = false;
     std::unordered_set<session_base*> sessions;
     std::vector<std::shared_ptr<listener>> listeners;
-    config::snapshot cfg;  // the config this worker's sessions and origin pool follow
-    std::uint64_t cfg_generation = 0;
+    std::shared_ptr<const node_runtime> runtime;  // the one this worker's sessions follow
 
-    // The current config: one atomic load per call; after a reload the snapshot is fetched and
+    // The current runtime: one atomic load per call; after a reload the runtime is fetched and
     // the origin pool reconfigured once, here, not by every request.
-    const config::snapshot& current_config() {
-        const std::uint64_t g = ctx->generation();
-        if (!cfg || g != cfg_generation) {
-            cfg_generation = g;
-            cfg = ctx->config();
-            pool->configure(cfg->origin);
+    const std::shared_ptr<const node_runtime>& current() {
+        if (!runtime || ctx->runtimes()->generation() != runtime->generation) {
+            runtime = ctx->runtime();
+            pool->configure(runtime->cfg->origin);
         }
-        return cfg;
+        return runtime;
     }
 
     // A client's next request is waited for without first trying its socket when the last read

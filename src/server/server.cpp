@@ -23,6 +23,7 @@
 #include "waitroom/gateway/admin_server.hpp"
 #include "waitroom/gateway/admin_token.hpp"
 #include "waitroom/gateway/metrics.hpp"
+#include "waitroom/gateway/node_runtime.hpp"
 #include "waitroom/gateway/room_admin_backend.hpp"
 #include "waitroom/gateway/room_filter.hpp"
 #include "waitroom/gateway/worker.hpp"
@@ -128,7 +129,6 @@ struct server::impl {
     // The waiting room: one node state, one store and one sync task per process; the filter
     // that applies decisions on every worker; a timer per worker that hands its counters over.
     room::node_state node_;
-    std::shared_ptr<const cookie::key_ring> keys_;
     std::unique_ptr<state::store> store_;
     std::unique_ptr<state::sync_task> sync_;
     std::unique_ptr<state::sync_timer> sync_timer_;
@@ -258,19 +258,21 @@ int server::impl::run() {
 }
 
 bool server::impl::start_rooms(const config::snapshot& cfg) {
-    auto ring = cookie::load_key_ring(cfg->cookie);
-    if (!ring.ok()) {
-        spdlog::error("cannot start: {}", ring.error);
-        return false;
-    }
-    keys_ = ring.ring;
-    auto built = gateway::room_runtime::build(cfg, keys_, overrides_);
+    gateway::node_runtime::inputs in;
+    in.overrides = overrides_;
+    in.admin = !cfg->admin.listen.empty();
+    auto built = gateway::node_runtime::build(cfg, in);
     if (!built.runtime) {
+        if (!built.error.empty()) {
+            spdlog::error("cannot start: {}", built.error);
+        }
         for (const auto& p : built.problems) {
             spdlog::error("{}", p.to_string());
         }
         return false;
     }
+    const auto& runtimes = ctx_->runtimes();
+    runtimes->publish(built.runtime);
 
     auto opt = state::make_sync_options(*cfg);
     if (cfg->state.backend == config::state_backend::redis) {
@@ -302,7 +304,7 @@ bool server::impl::start_rooms(const config::snapshot& cfg) {
                                 std::chrono::nanoseconds took, std::error_code) {
         m->store_sync_latency().observe(slot, std::chrono::duration<double>(took).count());
     });
-    sync_->set_engine(built.runtime->engine);
+    sync_->follow_engine([runtimes] { return runtimes->load()->engine; });
     // Run-time switches (admin PATCH) live in the store; each sync brings them to this node.
     sync_->set_overrides(overrides_);
 
@@ -310,7 +312,7 @@ bool server::impl::start_rooms(const config::snapshot& cfg) {
     for (auto& ioc : iocs_) {
         executors.push_back(ioc->get_executor());
     }
-    filter_ = std::make_shared<gateway::room_filter>(built.runtime, node_, *sync_, ctx_->clock(),
+    filter_ = std::make_shared<gateway::room_filter>(runtimes, node_, *sync_, ctx_->clock(),
                                                      executors, metrics_.get());
     ctx_->set_request_filter(filter_);
     admin_backend_ = std::make_shared<gateway::room_admin_backend>(
@@ -333,11 +335,6 @@ bool server::impl::start_admin(const config::config& cfg) {
         spdlog::info("admin listener off (admin.listen is empty)");
         return true;
     }
-    auto token = gateway::load_admin_token(cfg.admin);
-    if (!token.error.empty()) {
-        spdlog::error("cannot start: {}", token.error);
-        return false;
-    }
     auto hp = config::parse_host_port(cfg.admin.listen);
     if (!hp) {
         spdlog::error("cannot start: admin.listen: '{}' is not HOST:PORT", cfg.admin.listen);
@@ -348,7 +345,7 @@ bool server::impl::start_admin(const config::config& cfg) {
         auto found = resolver.resolve(hp->host, std::to_string(hp->port),
                                       asio::ip::tcp::resolver::numeric_service);
         admin_ = std::make_unique<gateway::admin_server>(control_, admin_backend_);
-        admin_->set_token(token.token, cfg.admin.allowed_hosts);
+        admin_->follow_access([runtimes = ctx_->runtimes()] { return runtimes->load()->admin; });
         admin_->start(found.begin()->endpoint());
     } catch (const std::exception& e) {
         spdlog::error("cannot start: admin.listen {}: {}", cfg.admin.listen, e.what());
@@ -356,8 +353,8 @@ bool server::impl::start_admin(const config::config& cfg) {
         return false;
     }
     spdlog::info("admin listening on {}{}", listener_url(admin_->local_endpoint(), false),
-                 token.token ? ""
-                             : " (no admin token configured: the admin API is open to loopback "
+                 ctx_->runtime()->admin->token ? ""
+                                                : " (no admin token configured: the admin API is open to loopback "
                                "and answers only loopback Host names or admin.allowed_hosts)");
     return true;
 }
@@ -395,7 +392,7 @@ void server::impl::on_signal(int sig) {
 void server::impl::reload() {
     config::load_result result;
     try {
-        // Not load_config: room_runtime::build below compiles the templates (and reports their
+        // Not load_config: node_runtime::build below compiles the templates (and reports their
         // problems); compiling them here too did the work twice per reload.
         result = config::load_file(path_);
     } catch (const std::exception& e) {
@@ -410,7 +407,8 @@ void server::impl::reload() {
                       result.problems.size(), path_);
         return;
     }
-    auto old = ctx_->config();
+    const auto old_runtime = ctx_->runtime();
+    const auto& old = old_runtime->cfg;
     const auto& now = *result.cfg;
     // These are read once at startup; say so rather than pretend they changed.
     if (!same_listeners(old->listen, now.listen)) {
@@ -435,51 +433,42 @@ void server::impl::reload() {
         old->state.redis_password != now.state.redis_password) {
         spdlog::warn("reload: 'state' changed; the state store changes only on restart");
     }
-    auto keys = keys_;
-    if (old->cookie.keys.size() != now.cookie.keys.size() ||
-        !std::equal(old->cookie.keys.begin(), old->cookie.keys.end(), now.cookie.keys.begin(),
-                    [](const auto& a, const auto& b) {
-                        return a.id == b.id && a.secret_file == b.secret_file &&
-                               a.secret_env == b.secret_env;
-                    })) {
-        auto ring = cookie::load_key_ring(now.cookie);
-        if (!ring.ok()) {
-            spdlog::error("reload failed: {}; keeping the previous configuration", ring.error);
-            return;
-        }
-        keys = ring.ring;
-        spdlog::info("reload: cookie key ring changed ({} key(s))", keys->keys().size());
+    if (old->admin.listen != now.admin.listen) {
+        spdlog::warn("reload: 'admin.listen' changed; takes effect only on restart");
     }
-    auto built = gateway::room_runtime::build(result.cfg, keys, overrides_);
+    gateway::node_runtime::inputs in;
+    in.previous = old_runtime;
+    in.overrides = overrides_;
+    in.admin = admin_ != nullptr;
+    auto built = gateway::node_runtime::build(result.cfg, in);
     if (!built.runtime) {
         for (const auto& p : built.problems) {
             spdlog::error("reload: {}", p.to_string());
         }
-        spdlog::error("reload failed; keeping the previous configuration");
+        if (!built.error.empty()) {
+            spdlog::error("reload failed: {}; keeping the previous configuration", built.error);
+        } else {
+            spdlog::error("reload failed; keeping the previous configuration");
+        }
         return;
     }
-    if (old->admin.listen != now.admin.listen) {
-        spdlog::warn("reload: 'admin.listen' changed; takes effect only on restart");
+    if (built.keys_changed) {
+        spdlog::info("reload: cookie key ring changed ({} key(s))",
+                     built.runtime->keys->keys().size());
     }
-    gateway::admin_token_load token;
-    if (admin_) {
-        token = gateway::load_admin_token(now.admin);
-        if (!token.error.empty()) {
-            spdlog::error("reload failed: {}; keeping the previous configuration", token.error);
-            return;
-        }
-        // The listener keeps its address until a restart: a file that moved it to loopback
-        // must not open the one still bound elsewhere.
-        if (!token.token && !admin_->local_endpoint().address().is_loopback()) {
-            spdlog::error(
-                "reload failed: admin listener stays on {} until a restart and needs a token "
-                "there; keeping the previous configuration",
-                listener_url(admin_->local_endpoint(), false));
-            return;
-        }
+    // The listener keeps its address until a restart: a file that moved it to loopback must not
+    // open the one still bound elsewhere.
+    if (admin_ && !built.runtime->admin->token &&
+        !admin_->local_endpoint().address().is_loopback()) {
+        spdlog::error(
+            "reload failed: admin listener stays on {} until a restart and needs a token there; "
+            "keeping the previous configuration",
+            listener_url(admin_->local_endpoint(), false));
+        return;
     }
-    keys_ = std::move(keys);
-    ctx_->set_config(result.cfg);
+    // One switch: from here every worker, the sync task and the admin listener read the new
+    // file's runtime.
+    ctx_->runtimes()->publish(built.runtime);
     for (const auto& dropped : overrides_->reconcile(*old, now)) {
         spdlog::info("reload: the file changed {}; its run-time override is dropped", dropped);
     }
@@ -499,11 +488,6 @@ void server::impl::reload() {
             }
         });
     }
-    if (admin_) {
-        admin_->set_token(token.token, now.admin.allowed_hosts);
-    }
-    sync_->set_engine(built.runtime->engine);
-    filter_->set_runtime(built.runtime);
     apply_level(now.logging.level);
     spdlog::info("configuration reloaded from {}: rooms: {} (were: {})", path_, room_ids(now),
                  room_ids(*old));

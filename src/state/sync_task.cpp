@@ -71,8 +71,12 @@ sync_task::sync_task(room::node_state& node, store& st, sync_options opt)
       next_batch_((std::uint64_t{std::random_device{}()} << 20) + 1) {}
 
 void sync_task::set_engine(std::shared_ptr<const room::engine> e) {
+    follow_engine([e = std::move(e)] { return e; });
+}
+
+void sync_task::follow_engine(engine_source source) {
     std::lock_guard lock(mu_);
-    engine_ = std::move(e);
+    engine_ = std::move(source);
 }
 
 void sync_task::set_overrides(std::shared_ptr<room::room_overrides> o) {
@@ -94,14 +98,14 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
             }
             return;
         }
-        if (!engine_) {
+        eng = engine_ ? engine_() : nullptr;
+        if (!eng) {
             if (done) {
                 done(errc::no_engine);
             }
             return;
         }
         in_flight_ = true;
-        eng = engine_;
         if (overrides_) {
             overrides_seen_ = overrides_->writes();
         }
@@ -561,7 +565,8 @@ void sync_task::top_up(const std::string& room_id, std::int64_t now_ms,
         if (waiters.size() > 1) {
             return;  // one store call per room at a time; this caller shares its answer
         }
-        const room::compiled_room* r = engine_ ? engine_->find(room_id) : nullptr;
+        const auto eng = engine_ ? engine_() : nullptr;
+        const room::compiled_room* r = eng ? eng->find(room_id) : nullptr;
         if (r == nullptr) {
             auto w = std::move(waiters);
             top_up_waiters_.erase(room_id);

@@ -42,11 +42,15 @@ struct daemon {
         cookie::key k;
         k.id = "k1";
         auto keys = std::make_shared<const cookie::key_ring>(std::vector<cookie::key>{k});
-        auto built = room_runtime::build(cfg, keys, overrides);
+        node_runtime::inputs in;
+        in.keys = keys;
+        in.overrides = overrides;
+        auto built = node_runtime::build(cfg, in);
         EXPECT_TRUE(built.runtime);
         sync.set_engine(built.runtime->engine);
         sync.set_overrides(overrides);
-        filter = std::make_unique<room_filter>(built.runtime, node, sync, clock,
+        filter = std::make_unique<room_filter>(std::make_shared<runtime_slot>(built.runtime), node,
+                                               sync, clock,
                                                std::vector<boost::asio::any_io_executor>{});
         backend = std::make_unique<room_admin_backend>(*filter, node, sync, overrides, nullptr, 0,
                                                        clock, pass_store ? st : nullptr);

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,6 +17,8 @@
 #include "waitroom/gateway/admin_backend.hpp"
 
 namespace waitroom::gateway {
+
+struct admin_access;
 
 struct admin_options {
     // Bound on reading one request (header and body), from its first byte.
@@ -50,6 +53,11 @@ class admin_server {
     // otherwise). Any thread, at any time (start and reload): requests already being answered
     // keep the rules they were checked with.
     void set_token(std::optional<std::string> token, std::vector<std::string> allowed_hosts = {});
+    // Or: the rules are asked of `source` for every request (the node's published runtime, so
+    // that a reload switches them with everything else). Set it before start(); a null answer
+    // falls back to set_token's rules.
+    using access_source = std::function<std::shared_ptr<const admin_access>()>;
+    void follow_access(access_source source);
 
   private:
     struct impl;

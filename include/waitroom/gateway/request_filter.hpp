@@ -19,6 +19,8 @@
 
 namespace waitroom::gateway {
 
+struct node_runtime;
+
 using header_list = std::vector<std::pair<std::string, std::string>>;
 
 // What the session knows about the request besides its header.
@@ -38,6 +40,9 @@ struct request_info {
     // The request in flight's canonical target and Host, read once by the session (the origin
     // is sent the same). Null when a filter is called without a session: it then reads them.
     const util::canonical_request* request = nullptr;
+    // The runtime (config, rooms) the session serves this request under: the filter decides
+    // under the same one. Null when a filter is called without a session: it takes the current.
+    std::shared_ptr<const node_runtime> runtime;
 };
 
 // The filter's answer.

@@ -14,25 +14,27 @@
 
 #include "waitroom/config/config.hpp"
 #include "waitroom/gateway/metrics.hpp"
+#include "waitroom/gateway/node_runtime.hpp"
 #include "waitroom/gateway/request_filter.hpp"
 #include "waitroom/util/access_log.hpp"
 #include "waitroom/util/clock.hpp"
 
 namespace waitroom::gateway {
 
-// What every worker shares. Read-mostly; the config pointer is swapped whole on reload.
+// What every worker shares. Read-mostly; the node's runtime (config, rooms, admin access) is
+// swapped whole on reload.
 class shared_context {
   public:
+    // A bare proxy on `cfg` (no room), until server/ publishes a whole runtime.
     shared_context(config::snapshot cfg, std::shared_ptr<const util::clock> clock)
-        : cfg_(std::move(cfg)), clock_(std::move(clock)) {}
+        : runtimes_(std::make_shared<runtime_slot>(node_runtime::of_config(std::move(cfg)))),
+          clock_(std::move(clock)) {}
 
-    config::snapshot config() const { return cfg_.load(std::memory_order_acquire); }
-    void set_config(config::snapshot cfg) {
-        cfg_.store(std::move(cfg), std::memory_order_release);
-        generation_.fetch_add(1, std::memory_order_release);
-    }
-    // Bumped by every set_config: a worker compares it (one load) to learn of a reload.
-    std::uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
+    // The current runtime, and the slot that holds it (for those that follow it: the room
+    // filter, the admin listener, the sync task). server/ publishes there.
+    std::shared_ptr<const node_runtime> runtime() const { return runtimes_->load(); }
+    const std::shared_ptr<runtime_slot>& runtimes() const { return runtimes_; }
+    config::snapshot config() const { return runtime()->cfg; }
     const util::clock& clock() const { return *clock_; }
 
     // The waiting-room hook (default: pass everything). Set it before any worker starts: the
@@ -53,8 +55,7 @@ class shared_context {
     metrics::metric_set* metrics() const { return metrics_.get(); }
 
   private:
-    std::atomic<config::snapshot> cfg_;
-    std::atomic<std::uint64_t> generation_{0};
+    std::shared_ptr<runtime_slot> runtimes_;
     std::shared_ptr<const util::clock> clock_;
     std::shared_ptr<request_filter> filter_ = std::make_shared<request_filter>();
     std::shared_ptr<const util::access_log> access_log_;

@@ -56,8 +56,12 @@ class sync_task {
   public:
     sync_task(room::node_state& node, store& st, sync_options opt);
 
-    // The rooms and their limits; swapped whole on reload. Any thread.
+    // The rooms and their limits: a fixed engine, or a source asked at every sync and top-up
+    // (the node's published runtime, so that a reload is one switch for the sync too). Set it
+    // before the first sync; a source is called under the task's lock and must not block.
+    using engine_source = std::function<std::shared_ptr<const room::engine>()>;
     void set_engine(std::shared_ptr<const room::engine> e);
+    void follow_engine(engine_source source);
     // The node's run-time room switches: each successful sync sets them to what the store holds
     // (admin PATCH on any node), so every node converges within one interval. Null: left alone.
     void set_overrides(std::shared_ptr<room::room_overrides> o);
@@ -148,7 +152,7 @@ class sync_task {
     sync_options opt_;
 
     mutable std::mutex mu_;
-    std::shared_ptr<const room::engine> engine_;
+    engine_source engine_;
     std::shared_ptr<room::room_overrides> overrides_;
     std::uint64_t overrides_seen_ = 0;  // overrides_->writes() when the sync in flight left
     bool in_flight_ = false;
