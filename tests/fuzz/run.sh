@@ -30,8 +30,9 @@ cookie_src="src/cookie/base64.cpp src/cookie/codec.cpp src/cookie/error.cpp
   src/cookie/http_cookie.cpp src/cookie/key_ring.cpp src/config/secret_file.cpp"
 gateway_head_src="src/gateway/forward_headers.cpp src/gateway/message_head.cpp
   src/gateway/outgoing_message.cpp src/net/asio_impl.cpp"
-config_src="src/config/config.cpp src/config/load.cpp src/config/values.cpp src/config/secret_file.cpp
-  src/util/clock.cpp src/util/request_target.cpp"
+config_src="src/config/config.cpp src/config/load.cpp src/config/load_rooms.cpp
+  src/config/load_sections.cpp src/config/yaml_reader.cpp src/config/values.cpp
+  src/config/secret_file.cpp src/util/clock.cpp src/util/request_target.cpp"
 room_src="src/room/page_model.cpp"
 # page_render_fuzz.cpp includes page_renderer.cpp itself (to reach its internals).
 state_src="src/state/redis_protocol.cpp src/state/error.cpp @gen/src/state/redis_scripts.cpp"

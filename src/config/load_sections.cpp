@@ -1,0 +1,407 @@
+// The top-level sections of a config file: listen, trusted_proxies, origin, node, cookie, state,
+// admin, logging, limits and testing.
+
+#include "load_sections.hpp"
+
+#include <unistd.h>
+
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string_view>
+
+#include "waitroom/config/values.hpp"
+#include "waitroom/util/request_target.hpp"
+
+namespace waitroom::config::detail {
+
+namespace {
+
+constexpr std::string_view listen_hint =
+    "must be \"host:port\" or \"[IPv6]:port\", like 0.0.0.0:8080 or [::]:8080";
+
+std::optional<host_port> read_address(loader& l, const YAML::Node& n, const std::string& path) {
+    if (n.IsScalar()) {
+        if (auto hp = parse_host_port(n.Scalar())) {
+            return hp;
+        }
+    }
+    l.report(n, path, std::string(listen_hint));
+    return std::nullopt;
+}
+
+}  // namespace
+
+void read_listener(loader& l, const YAML::Node& n, const std::string& path, listener& out) {
+    if (n.IsScalar()) {
+        if (auto hp = read_address(l, n, path)) {
+            out.host = hp->host;
+            out.port = hp->port;
+        }
+        return;
+    }
+    fields f(l, n, path, {"address", "tls", "proxy_protocol"});
+    if (!f.ok() || n.IsNull()) {
+        if (n.IsNull()) {
+            l.report(n, path, std::string(listen_hint));
+        }
+        return;
+    }
+    if (auto a = f.get("address")) {
+        if (auto hp = read_address(l, *a, f.at("address"))) {
+            out.host = hp->host;
+            out.port = hp->port;
+        }
+    } else {
+        l.report(n, f.at("address"), "is required");
+    }
+    if (auto t = f.get("tls")) {
+        fields tf(l, *t, f.at("tls"), {"cert", "key"});
+        if (tf.ok()) {
+            tls_files files;
+            for (auto key : {"cert", "key"}) {
+                if (!tf.get(key)) {
+                    l.report(*t, tf.at(key), "is required (a PEM file)");
+                }
+            }
+            l.set_path(tf, "cert", files.cert);
+            l.set_path(tf, "key", files.key);
+            out.tls = files;
+        }
+    }
+    l.set_bool(f, "proxy_protocol", out.proxy_protocol);
+}
+
+void read_trusted_proxies(loader& l, const YAML::Node& n, std::vector<cidr>& out) {
+    if (!l.list(n, "trusted_proxies")) {
+        return;
+    }
+    for (std::size_t i = 0; i < n.size(); ++i) {
+        const YAML::Node item = n[i];
+        auto c = item.IsScalar() ? parse_cidr(item.Scalar()) : std::nullopt;
+        if (!c) {
+            l.report(item, "trusted_proxies[" + std::to_string(i) + "]",
+                     "must be an IP address or CIDR like 10.0.0.0/8 or 2001:db8::/32");
+            continue;
+        }
+        out.push_back(*c);
+    }
+}
+
+void read_origin(loader& l, const YAML::Node& n, origin& out) {
+    fields f(l, n, "origin",
+             {"url", "connect_timeout", "timeout", "max_connections", "idle_timeout",
+              "pool_wait_timeout", "max_pool_waiters", "max_connections_per_client", "max_tunnels",
+              "verify_tls", "ca_file", "server_name", "host_header", "unknown_hosts"});
+    if (!f.ok()) {
+        return;
+    }
+    if (auto u = f.get("url")) {
+        auto url = u->IsScalar() ? parse_http_url(u->Scalar()) : std::nullopt;
+        if (url && !url->base_path.empty() && !util::is_canonical_path(url->base_path)) {
+            // The origin must receive a canonical path: base path + canonical request path.
+            l.report(*u, f.at("url"), std::string(canonical_path_hint));
+        } else if (url) {
+            out.url = u->Scalar();
+            out.tls = url->tls;
+            out.host = url->host;
+            out.port = url->port;
+            out.base_path = url->base_path;
+        } else {
+            l.report(*u, f.at("url"),
+                     "must be a URL like http://127.0.0.1:3000 or https://shop.internal/base "
+                     "(http or https, no query)");
+        }
+    }
+    l.set_duration(f, "connect_timeout", out.connect_timeout, duration{1});
+    l.set_duration(f, "timeout", out.timeout, duration{1});
+    l.set_integer<std::size_t>(f, "max_connections", out.max_connections, 1, 1'000'000);
+    l.set_duration(f, "idle_timeout", out.idle_timeout, duration{1});
+    l.set_duration(f, "pool_wait_timeout", out.pool_wait_timeout, duration{1});
+    l.set_integer<std::size_t>(f, "max_pool_waiters", out.max_pool_waiters, 0, 10'000'000,
+                               "must be an integer ≥ 0");
+    l.set_integer<std::size_t>(f, "max_connections_per_client", out.max_connections_per_client, 0,
+                               1'000'000, "must be an integer ≥ 0");
+    l.set_integer<std::size_t>(f, "max_tunnels", out.max_tunnels, 0, 1'000'000,
+                               "must be an integer ≥ 0");
+    l.set_bool(f, "verify_tls", out.verify_tls);
+    l.set_path(f, "ca_file", out.ca_file);
+    l.set_string(f, "server_name", out.server_name);
+    if (auto v = f.get("host_header")) {
+        if (auto m = l.choice<host_header_mode>(
+                *v, f.at("host_header"),
+                {{"client", host_header_mode::client}, {"origin", host_header_mode::origin}})) {
+            out.host_header = *m;
+        }
+    }
+    if (auto v = f.get("unknown_hosts")) {
+        if (auto m = l.choice<unknown_hosts_policy>(
+                *v, f.at("unknown_hosts"),
+                {{"reject", unknown_hosts_policy::reject}, {"pass", unknown_hosts_policy::pass}})) {
+            out.unknown_hosts = *m;
+        }
+    }
+}
+
+std::string host_name() {
+    char buf[256] = {};
+    if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') {
+        return "waitroomd";
+    }
+    return buf;
+}
+
+void read_node(loader& l, const YAML::Node& n, node_info& out) {
+    fields f(l, n, "node", {"id", "datacenter"});
+    if (!f.ok()) {
+        return;
+    }
+    for (auto key : {"id", "datacenter"}) {
+        if (auto v = f.get(key)) {
+            auto s = l.string(*v, f.at(key));
+            if (!s) {
+                continue;
+            }
+            if (s->empty() || s->size() > 64 || !charset_ok(*s, "_.-")) {
+                l.report(*v, f.at(key), "must be 1 to 64 characters of A-Z a-z 0-9 _ . -");
+                continue;
+            }
+            (std::string_view(key) == "id" ? out.id : out.datacenter) = *s;
+        }
+    }
+}
+
+void read_cookie(loader& l, const YAML::Node& n, cookie_settings& out) {
+    fields f(l, n, "cookie", {"keys", "key_file"});
+    if (!f.ok()) {
+        return;
+    }
+    l.set_path(f, "key_file", out.key_file);
+    if (!f.get("keys")) {
+        l.check_secret_mode(f, "key_file", out.key_file);
+    }
+    auto keys = f.get("keys");
+    if (!keys || !l.list(*keys, f.at("keys"))) {
+        return;
+    }
+    std::map<std::string, std::size_t> ids;
+    const YAML::Node seq = *keys;
+    for (std::size_t i = 0; i < seq.size(); ++i) {
+        const YAML::Node kn = seq[i];
+        std::string path = f.at("keys") + "[" + std::to_string(i) + "]";
+        fields kf(l, kn, path, {"id", "secret_file", "secret_env"});
+        if (!kf.ok()) {
+            continue;
+        }
+        cookie_key key;
+        if (auto id = kf.get("id")) {
+            if (auto s = l.string(*id, kf.at("id"))) {
+                if (s->empty() || s->size() > 8 || !charset_ok(*s, "_-")) {
+                    l.report(*id, kf.at("id"), "must be 1 to 8 characters of A-Z a-z 0-9 _ -");
+                } else if (auto [pos, fresh] = ids.emplace(*s, i); !fresh) {
+                    l.report(*id, kf.at("id"),
+                             "duplicate key id \"" + *s + "\" (also cookie.keys[" +
+                                 std::to_string(pos->second) + "])");
+                } else {
+                    key.id = *s;
+                }
+            }
+        } else {
+            l.report(kn, kf.at("id"), "is required");
+        }
+        l.set_path(kf, "secret_file", key.secret_file);
+        l.check_secret_mode(kf, "secret_file", key.secret_file);
+        l.set_string(kf, "secret_env", key.secret_env);
+        bool has_file = kf.get("secret_file").has_value();
+        bool has_env = kf.get("secret_env").has_value();
+        if (has_file == has_env) {
+            l.report(has_env ? *kf.get("secret_env") : kn, path,
+                     "needs exactly one of secret_file or secret_env");
+        } else if (has_env && !key.secret_env.empty() && !charset_ok(key.secret_env, "_")) {
+            l.report(*kf.get("secret_env"), kf.at("secret_env"),
+                     "must be an environment variable name (A-Z a-z 0-9 _)");
+        }
+        out.keys.push_back(std::move(key));
+    }
+}
+
+void read_state(loader& l, const YAML::Node& n, state_settings& out, YAML::Mark& backend_mark) {
+    fields f(l, n, "state", {"backend", "url", "sync_interval", "timeout"});
+    if (!f.ok()) {
+        return;
+    }
+    if (auto b = f.get("backend")) {
+        backend_mark = b->Mark();
+        if (auto v = l.choice<state_backend>(
+                *b, f.at("backend"),
+                {{"local", state_backend::local}, {"redis", state_backend::redis}})) {
+            out.backend = *v;
+        }
+    }
+    if (auto u = f.get("url")) {
+        auto url = u->IsScalar() ? parse_redis_url(u->Scalar()) : std::nullopt;
+        if (url) {
+            // Kept redacted: whatever logs or shows the URL cannot leak the password, which
+            // lives in redis_password alone.
+            out.url = redact_url(u->Scalar());
+            out.redis_host = url->host;
+            out.redis_port = url->port;
+            out.redis_db = url->db;
+            out.redis_username = url->username;
+            out.redis_password = url->password;
+        } else {
+            l.report(*u, f.at("url"), "must be a URL like redis://127.0.0.1:6379/0");
+        }
+    }
+    l.set_duration(f, "sync_interval", out.sync_interval, std::chrono::milliseconds{10});
+    l.set_duration(f, "timeout", out.timeout, std::chrono::milliseconds{1});
+}
+
+void read_admin(loader& l, const YAML::Node& n, admin_settings& out) {
+    fields f(l, n, "admin", {"listen", "token_file", "token_env", "allowed_hosts"});
+    if (!f.ok()) {
+        return;
+    }
+    std::optional<host_port> listen;
+    if (auto v = f.get("listen")) {
+        if (v->IsNull() || (v->IsScalar() && v->Scalar().empty())) {
+            out.listen.clear();
+        } else if ((listen = read_address(l, *v, f.at("listen")))) {
+            out.listen = v->Scalar();
+        }
+    }
+    l.set_path(f, "token_file", out.token_file);
+    l.check_secret_mode(f, "token_file", out.token_file);
+    l.set_string(f, "token_env", out.token_env);
+    if (f.get("token_file") && f.get("token_env")) {
+        l.report(*f.get("token_env"), f.at("token_env"),
+                 "set only one of token_file and token_env");
+    }
+    // Without a token the admin API trusts whoever reaches it: only this machine may.
+    const bool has_token = !out.token_file.empty() || !out.token_env.empty();
+    if (listen && !has_token && !is_loopback_host(listen->host)) {
+        l.report(*f.get("listen"), f.at("listen"),
+                 "a listener other than loopback (127.0.0.1, [::1], localhost) needs a token: "
+                 "set admin.token_file or admin.token_env");
+    }
+    if (auto v = f.get("allowed_hosts"); v && l.list(*v, f.at("allowed_hosts"))) {
+        const YAML::Node seq = *v;
+        for (std::size_t i = 0; i < seq.size(); ++i) {
+            std::string path = f.at("allowed_hosts") + "[" + std::to_string(i) + "]";
+            auto s = l.string(seq[i], path);
+            if (!s) {
+                continue;
+            }
+            // A bare name or address, as it appears in a Host header without its port.
+            auto hp = parse_authority(*s);
+            if (!hp || (hp->host != *s && "[" + hp->host + "]" != *s)) {
+                l.report(seq[i], path,
+                         "must be a host name or address without port, like admin.internal");
+                continue;
+            }
+            out.allowed_hosts.push_back(lowercase(hp->host));
+        }
+    }
+}
+
+void read_logging(loader& l, const YAML::Node& n, logging_settings& out) {
+    fields f(l, n, "logging", {"level", "access_log"});
+    if (!f.ok()) {
+        return;
+    }
+    if (auto v = f.get("level")) {
+        if (auto s = l.choice<std::string_view>(*v, f.at("level"),
+                                                {{"trace", "trace"},
+                                                 {"debug", "debug"},
+                                                 {"info", "info"},
+                                                 {"warn", "warn"},
+                                                 {"error", "error"},
+                                                 {"critical", "critical"},
+                                                 {"off", "off"}})) {
+            out.level = std::string(*s);
+        }
+    }
+    if (auto v = f.get("access_log")) {
+        if (auto s = l.string(*v, f.at("access_log"))) {
+            out.access_log = (s->empty() || *s == "-") ? *s : l.resolve(*s);
+        }
+    }
+}
+
+void read_limits(loader& l, const YAML::Node& n, limits& out) {
+    fields f(
+        l, n, "limits",
+        {"max_header_bytes", "max_body_bytes", "header_timeout", "body_timeout",
+         "keepalive_timeout", "drain_timeout", "max_connections", "request_buffer", "body_min_rate",
+         "tunnel_idle_timeout", "body_deadline", "response_min_rate", "request_buffer_budget"});
+    if (!f.ok()) {
+        return;
+    }
+    if (auto v = f.get("max_header_bytes")) {
+        if (auto s = l.size(*v, f.at("max_header_bytes"), 1,
+                            std::numeric_limits<std::uint32_t>::max())) {
+            out.max_header_bytes = static_cast<std::size_t>(*s);
+        }
+    }
+    if (auto v = f.get("max_body_bytes")) {
+        if (auto s =
+                l.size(*v, f.at("max_body_bytes"), 0, std::numeric_limits<std::uint64_t>::max())) {
+            out.max_body_bytes = *s;
+        }
+    }
+    l.set_duration(f, "header_timeout", out.header_timeout, duration{1});
+    l.set_duration(f, "body_timeout", out.body_timeout, duration{1});
+    l.set_duration(f, "keepalive_timeout", out.keepalive_timeout, duration{1});
+    l.set_duration(f, "drain_timeout", out.drain_timeout, duration{0});
+    l.set_integer<std::size_t>(f, "max_connections", out.max_connections, 1, 10'000'000);
+    if (auto v = f.get("request_buffer")) {
+        if (auto s = l.size(*v, f.at("request_buffer"), 16 * 1024, 64 * 1024 * 1024)) {
+            out.request_buffer = static_cast<std::size_t>(*s);
+        }
+    }
+    if (auto v = f.get("body_min_rate")) {
+        if (auto s = l.size(*v, f.at("body_min_rate"), 0, 1ull << 40)) {
+            out.body_min_rate = *s;
+        }
+    }
+    l.set_duration(f, "tunnel_idle_timeout", out.tunnel_idle_timeout, duration{1});
+    l.set_duration(f, "body_deadline", out.body_deadline, duration{0});
+    if (auto v = f.get("response_min_rate")) {
+        if (auto s = l.size(*v, f.at("response_min_rate"), 0, 1ull << 40)) {
+            out.response_min_rate = *s;
+        }
+    }
+    if (auto v = f.get("request_buffer_budget")) {
+        if (auto s = l.size(*v, f.at("request_buffer_budget"), 0, 1ull << 40)) {
+            out.request_buffer_budget = static_cast<std::size_t>(*s);
+        }
+    }
+}
+
+void read_testing(loader& l, const YAML::Node& n, testing_settings& out) {
+    fields f(l, n, "testing", {"time_scale"});
+    if (!f.ok()) {
+        return;
+    }
+    if (auto v = f.get("time_scale")) {
+        double d = 0;
+        bool good = false;
+        if (v->IsScalar()) {
+            const std::string& s = v->Scalar();
+            auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), d);
+            good = ec == std::errc{} && end == s.data() + s.size() && std::isfinite(d) && d > 0 &&
+                   d <= 1e6;
+        }
+        if (good) {
+            out.time_scale = d;
+        } else {
+            l.report(*v, f.at("time_scale"), "must be a number greater than 0 (at most 1000000)");
+        }
+    }
+}
+
+}  // namespace waitroom::config::detail
