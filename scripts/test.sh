@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # README command (b): installs what is missing, builds, and runs every test:
+#   0. scripts/check-includes.sh: every include follows the module direction of DESIGN.md §3;
 #   1. the normal build (build/): unit, integration, redis and browser tests;
 #   2. a second build under ASan + UBSan (build-asan/): the unit tests;
 #   3. every libFuzzer target (tests/fuzz/run.sh) for a bounded time when clang is present.
@@ -18,6 +19,7 @@ while (($#)); do
   shift
 done
 
+scripts/check-includes.sh
 scripts/install-deps.sh test
 if [[ -x tests/browser/install.sh ]]; then tests/browser/install.sh; fi
 

@@ -39,7 +39,7 @@ node_runtime::build_result node_runtime::build(config::snapshot cfg, const input
         rt->keys = std::move(ring.ring);
         out.keys_changed = true;
     }
-    auto pages = page_templates::load(*cfg);
+    auto pages = pages::page_templates::load(*cfg);
     if (!pages.ok()) {
         out.problems = std::move(pages.problems);
         return out;
@@ -59,12 +59,12 @@ node_runtime::build_result node_runtime::build(config::snapshot cfg, const input
         }
     }
     if (in.admin) {
-        auto token = load_admin_token(cfg->admin);
+        auto token = admin::load_admin_token(cfg->admin);
         if (!token.error.empty()) {
             out.error = std::move(token.error);
             return out;
         }
-        auto access = std::make_shared<admin_access>();
+        auto access = std::make_shared<admin::admin_access>();
         if (token.token) {
             access->token.emplace(*token.token);
         }

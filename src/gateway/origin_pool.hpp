@@ -19,7 +19,7 @@
 #include "common.hpp"
 #include "origin_connection.hpp"
 #include "waitroom/config/config.hpp"
-#include "waitroom/gateway/metrics.hpp"
+#include "waitroom/metrics/metrics.hpp"
 
 namespace waitroom::gateway {
 

@@ -6,18 +6,18 @@ namespace waitroom::gateway {
 
 namespace {
 
-room_queue_status to_admin(room::room_status_kind k) {
+admin::room_queue_status to_admin(room::room_status_kind k) {
     switch (k) {
         case room::room_status_kind::queueing:
-            return room_queue_status::queueing;
+            return admin::room_queue_status::queueing;
         case room::room_status_kind::event_prequeueing:
-            return room_queue_status::event_prequeueing;
+            return admin::room_queue_status::event_prequeueing;
         case room::room_status_kind::suspended:
-            return room_queue_status::suspended;
+            return admin::room_queue_status::suspended;
         case room::room_status_kind::not_queueing:
             break;
     }
-    return room_queue_status::not_queueing;
+    return admin::room_queue_status::not_queueing;
 }
 
 }  // namespace
@@ -37,7 +37,7 @@ room_admin_backend::room_admin_backend(const room_filter& filter, room::node_sta
       clock_(clock),
       store_(store) {}
 
-admin_room_status room_admin_backend::status_of(const room::engine& eng,
+admin::admin_room_status room_admin_backend::status_of(const room::engine& eng,
                                                 const room::compiled_room& r,
                                                 const room::state_snapshot& snap,
                                                 std::int64_t now_ms, bool degraded) const {
@@ -48,7 +48,7 @@ admin_room_status room_admin_backend::status_of(const room::engine& eng,
     const auto phase = r.phase_at(now_ms);
     const auto s = r.settings_at(phase);  // run-time switches applied
 
-    admin_room_status out;
+    admin::admin_room_status out;
     out.id = r.id();
     out.status = to_admin(cf.status);
     out.event_id = phase.event_id;
@@ -65,19 +65,19 @@ admin_room_status room_admin_backend::status_of(const room::engine& eng,
     return out;
 }
 
-std::vector<admin_room_status> room_admin_backend::rooms() {
+std::vector<admin::admin_room_status> room_admin_backend::rooms() {
     auto rt = filter_.runtime();
     auto snap = node_.snapshot();
     const std::int64_t now_ms = util::unix_ms(clock_.now());
     const bool degraded = sync_.degraded(now_ms);
-    std::vector<admin_room_status> out;
+    std::vector<admin::admin_room_status> out;
     for (const auto& r : rt->engine->rooms()) {
         out.push_back(status_of(*rt->engine, r, *snap, now_ms, degraded));
     }
     return out;
 }
 
-std::optional<admin_room_status> room_admin_backend::room_status(std::string_view id) {
+std::optional<admin::admin_room_status> room_admin_backend::room_status(std::string_view id) {
     auto rt = filter_.runtime();
     const room::compiled_room* r = rt->engine->find(id);
     if (r == nullptr) {
@@ -87,13 +87,13 @@ std::optional<admin_room_status> room_admin_backend::room_status(std::string_vie
     return status_of(*rt->engine, *r, *node_.snapshot(), now_ms, sync_.degraded(now_ms));
 }
 
-void room_admin_backend::patch_room(std::string_view id, const admin_room_patch& patch,
+void room_admin_backend::patch_room(std::string_view id, const admin::admin_room_patch& patch,
                                     patch_done done) {
     auto rt = filter_.runtime();
     const room::compiled_room* r = rt->engine->find(id);
     if (r == nullptr || !overrides_) {
-        admin_patch_outcome o;
-        o.result = r == nullptr ? admin_patch_result::unknown_room : admin_patch_result::failed;
+        admin::admin_patch_outcome o;
+        o.result = r == nullptr ? admin::admin_patch_result::unknown_room : admin::admin_patch_result::failed;
         o.message = r == nullptr ? "" : "run-time room changes are not available";
         done(std::move(o));
         return;
@@ -105,7 +105,7 @@ void room_admin_backend::patch_room(std::string_view id, const admin_room_patch&
         const room::room_switches& sw = overrides_->entry(room_id);
         overrides_->write(room_id, patch.queue_all ? patch.queue_all : sw.queue_all(),
                           patch.suspended ? patch.suspended : sw.suspended());
-        admin_patch_outcome o;
+        admin::admin_patch_outcome o;
         o.status = room_status(room_id);
         done(std::move(o));
         return;
@@ -118,9 +118,9 @@ void room_admin_backend::patch_room(std::string_view id, const admin_room_patch&
     w.suspended = state::set_or_keep(patch.suspended);
     store_->write_overrides(
         std::move(w), [this, room_id, done = std::move(done)](state::override_result res) {
-            admin_patch_outcome o;
+            admin::admin_patch_outcome o;
             if (res.ec) {
-                o.result = admin_patch_result::failed;
+                o.result = admin::admin_patch_result::failed;
                 o.message =
                     "cannot write to the state store (" + res.ec.message() + "); nothing changed";
                 done(std::move(o));
@@ -133,8 +133,8 @@ void room_admin_backend::patch_room(std::string_view id, const admin_room_patch&
         });
 }
 
-admin_readiness room_admin_backend::readiness() {
-    admin_readiness out;
+admin::admin_readiness room_admin_backend::readiness() {
+    admin::admin_readiness out;
     if (draining_.load(std::memory_order_acquire)) {
         out.ready = false;
         out.reason = "draining";

@@ -176,7 +176,7 @@ struct room_filter::per_worker {
 
     room::worker_state ws;
     std::shared_ptr<const node_runtime> runtime;  // the last one decided under (its templates)
-    page_renderer renderer;
+    pages::page_renderer renderer;
     room::rng random;
     boost::asio::any_io_executor executor;
     unsigned index = 0;
@@ -381,10 +381,10 @@ void room_filter::apply(per_worker& w, const std::shared_ptr<const node_runtime>
         return;
     }
 
-    page_key key{node_.version(), static_cast<std::uint64_t>(d.cookie.bucket)};
+    pages::page_key key{node_.version(), static_cast<std::uint64_t>(d.cookie.bucket)};
     header_list headers;
     headers.emplace_back("Cache-Control", "no-store");
-    page_body body;
+    pages::page_body body;
     if (d.what == room::action::reject) {
         body = wants_json ? w.renderer.json(room.id(), key, d.page)
                           : w.renderer.reject_page(room.id(), key, d.page);

@@ -162,14 +162,14 @@ room_limits make_limits(const settings& s, const event_phase& ph, const windowin
 // What decide() believes of a cookie, in one place for decide() and standing().
 
 // A cookie from the future (clock skew beyond a window, or a forged clock) is not trusted.
-bool trusted(const compiled_room& r, const cookie::payload& c, std::int64_t now_ms,
+bool trusted(const compiled_room& r, const payload& c, std::int64_t now_ms,
              std::int64_t window_ms) {
     return c.room == r.id() && c.bucket <= now_ms + window_ms &&
            c.last_check_in <= now_ms + window_ms && c.accepted_at <= now_ms + window_ms;
 }
 
 // An admitted visitor's session still lives.
-bool session_alive(const cookie::payload& c, const settings& s, const room_limits& lim,
+bool session_alive(const payload& c, const settings& s, const room_limits& lim,
                    std::int64_t now_ms) {
     return s.disable_session_renewal
                ? c.accepted_at + s.session_ms > now_ms
@@ -177,7 +177,7 @@ bool session_alive(const cookie::payload& c, const settings& s, const room_limit
 }
 
 // A queued cookie counted in a waiting window (a revoke's is not: its first request counts it).
-bool counted_waiting(const cookie::payload& c) {
+bool counted_waiting(const payload& c) {
     return (c.flags & visitor_flags::uncounted) == 0;
 }
 
@@ -186,7 +186,7 @@ bool counted_waiting(const cookie::payload& c) {
 // under the event it was issued under (`event_id`, the phase's now): a cookie held back past a
 // prequeue's start would otherwise stand ahead of everyone prequeued (and of the shuffle).
 // Without a check-in time it has no age, so it starts over.
-bool keeps_queue_place(const cookie::payload& c, const room_limits& lim, std::int64_t now_ms,
+bool keeps_queue_place(const payload& c, const room_limits& lim, std::int64_t now_ms,
                        const windowing& w, std::uint32_t event_id) {
     if (c.last_check_in <= 0) {
         return false;
@@ -296,7 +296,7 @@ route_result engine::route(const request_view& req) const {
 }
 
 decision engine::decide(const request_view& req, worker_state& ws,
-                        const cookie::payload* valid_cookie, std::int64_t now_ms, rng& random,
+                        const payload* valid_cookie, std::int64_t now_ms, rng& random,
                         attempt at) const {
     route_result rr = route(req);
     if (rr.what != route_action::decide) {
@@ -310,7 +310,7 @@ decision engine::decide(const request_view& req, worker_state& ws,
 }
 
 decision engine::decide(const compiled_room& r, worker_state& ws,
-                        const cookie::payload* valid_cookie, std::int64_t now_ms, rng& random,
+                        const payload* valid_cookie, std::int64_t now_ms, rng& random,
                         attempt at) const {
     using config::queueing_method;
     decision d;
@@ -328,7 +328,7 @@ decision engine::decide(const compiled_room& r, worker_state& ws,
     const std::int64_t now_w = floor_to(now_ms, W);
     room_deltas& deltas = *v.deltas;
 
-    const cookie::payload* c = valid_cookie;
+    const payload* c = valid_cookie;
     if (c != nullptr && !trusted(r, *c, now_ms, W)) {
         c = nullptr;
     }
@@ -633,8 +633,8 @@ std::int64_t engine::arrival_bucket(const event_phase& ph, std::int64_t now_ms,
     return floor_to(now_ms, W);
 }
 
-cookie::payload engine::revoke(const compiled_room& r, worker_state& ws,
-                               const cookie::payload& current, std::int64_t now_ms,
+payload engine::revoke(const compiled_room& r, worker_state& ws,
+                               const payload& current, std::int64_t now_ms,
                                rng& random) const {
     const event_phase ph = r.phase_at(now_ms);
     const settings s = r.settings_at(ph);
@@ -654,7 +654,7 @@ cookie::payload engine::revoke(const compiled_room& r, worker_state& ws,
     // A new arrival now, with a new ticket (the old one stays refused), counted nowhere yet:
     // its first request counts it. Its check-in time dates it, so it ages like any queued
     // cookie and cannot be kept for a later queue or event.
-    cookie::payload p;
+    payload p;
     p.room = r.id();
     p.ticket = random();
     p.bucket = arrival_bucket(ph, now_ms, p.ticket);
@@ -694,11 +694,11 @@ room_status engine::status(const compiled_room& r, const room_state& st,
 }
 
 bool engine::refused_ticket(const worker_state& ws, const room_state& st,
-                            const cookie::payload& c) {
+                            const payload& c) {
     return st.revoked(c.ticket) || (ws.revoked_count_ > 0 && ws.revoked_here(c.ticket));
 }
 
-cookie_standing engine::standing(const compiled_room& r, worker_state& ws, const cookie::payload& c,
+cookie_standing engine::standing(const compiled_room& r, worker_state& ws, const payload& c,
                                  std::int64_t now_ms) const {
     const event_phase ph = r.phase_at(now_ms);
     const settings s = r.settings_at(ph);

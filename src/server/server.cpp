@@ -20,9 +20,9 @@
 #include "waitroom/config/load.hpp"
 #include "waitroom/config/values.hpp"
 #include "waitroom/cookie/key_ring.hpp"
-#include "waitroom/gateway/admin_server.hpp"
-#include "waitroom/gateway/admin_token.hpp"
-#include "waitroom/gateway/metrics.hpp"
+#include "waitroom/admin/admin_server.hpp"
+#include "waitroom/admin/admin_token.hpp"
+#include "waitroom/metrics/metrics.hpp"
 #include "waitroom/gateway/node_runtime.hpp"
 #include "waitroom/gateway/room_admin_backend.hpp"
 #include "waitroom/gateway/room_filter.hpp"
@@ -33,7 +33,7 @@
 #include "waitroom/state/local_store.hpp"
 #include "waitroom/state/redis_store.hpp"
 #include "waitroom/state/sync_task.hpp"
-#include "waitroom/state/sync_timer.hpp"
+#include "sync_timer.hpp"
 #include "waitroom/util/clock.hpp"
 
 namespace waitroom::server {
@@ -98,7 +98,7 @@ config::load_result load_config(const std::string& path) {
     }
     // Templates are part of the configuration: a room whose page does not compile is refused
     // by `check`, at start and on reload, like any other bad setting.
-    auto pages = gateway::page_templates::load(*r.cfg);
+    auto pages = pages::page_templates::load(*r.cfg);
     if (!pages.ok()) {
         r.problems = std::move(pages.problems);
         r.cfg = nullptr;
@@ -131,16 +131,16 @@ struct server::impl {
     room::node_state node_;
     std::unique_ptr<state::store> store_;
     std::unique_ptr<state::sync_task> sync_;
-    std::unique_ptr<state::sync_timer> sync_timer_;
+    std::unique_ptr<sync_timer> sync_timer_;
     std::shared_ptr<gateway::room_filter> filter_;
-    std::vector<std::unique_ptr<state::flush_timer>> flush_timers_;
+    std::vector<std::unique_ptr<flush_timer>> flush_timers_;
 
     // Operating it: metrics (one slot per worker, one for the control thread), the run-time
     // room switches (the node's, so they survive reloads) and the admin listener on control_.
-    std::shared_ptr<gateway::metrics::metric_set> metrics_;
+    std::shared_ptr<metrics::metric_set> metrics_;
     std::shared_ptr<room::room_overrides> overrides_ = std::make_shared<room::room_overrides>();
     std::shared_ptr<gateway::room_admin_backend> admin_backend_;
-    std::unique_ptr<gateway::admin_server> admin_;
+    std::unique_ptr<admin::admin_server> admin_;
 
     impl(std::string path, config::snapshot cfg) : path_(std::move(path)) {
         ctx_ = std::make_shared<gateway::shared_context>(cfg, make_clock(*cfg));
@@ -203,7 +203,7 @@ int server::impl::run() {
         // touched on that thread (others post to it): the reactor needs no per-socket locks.
         iocs_.push_back(std::make_unique<asio::io_context>(BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO));
     }
-    metrics_ = std::make_shared<gateway::metrics::metric_set>(n + 1);
+    metrics_ = std::make_shared<metrics::metric_set>(n + 1);
     ctx_->set_metrics(metrics_);
     if (!start_rooms(cfg)) {
         return 1;
@@ -319,11 +319,11 @@ bool server::impl::start_rooms(const config::snapshot& cfg) {
         *filter_, node_, *sync_, overrides_, metrics_, static_cast<unsigned>(iocs_.size()),
         ctx_->clock(), store_.get());
 
-    sync_timer_ = std::make_unique<state::sync_timer>(control_.get_executor(), *sync_,
+    sync_timer_ = std::make_unique<sync_timer>(control_.get_executor(), *sync_,
                                                       ctx_->clock(), cfg->state.sync_interval);
     sync_timer_->start();
     for (unsigned i = 0; i < iocs_.size(); ++i) {
-        flush_timers_.push_back(std::make_unique<state::flush_timer>(
+        flush_timers_.push_back(std::make_unique<flush_timer>(
             iocs_[i]->get_executor(), filter_->room_counters(i), cfg->state.sync_interval));
         flush_timers_.back()->start();
     }
@@ -344,7 +344,7 @@ bool server::impl::start_admin(const config::config& cfg) {
         asio::ip::tcp::resolver resolver(control_);
         auto found = resolver.resolve(hp->host, std::to_string(hp->port),
                                       asio::ip::tcp::resolver::numeric_service);
-        admin_ = std::make_unique<gateway::admin_server>(control_, admin_backend_);
+        admin_ = std::make_unique<admin::admin_server>(control_, admin_backend_);
         admin_->follow_access([runtimes = ctx_->runtimes()] { return runtimes->load()->admin; });
         admin_->start(found.begin()->endpoint());
     } catch (const std::exception& e) {

@@ -80,17 +80,17 @@ room::page_model model_from(std::string_view bytes) {
 }
 
 // The built-in pages, compiled once: one room per built-in language, named after it.
-gateway::page_renderer& builtin_renderer() {
-    static gateway::page_renderer r(
+pages::page_renderer& builtin_renderer() {
+    static pages::page_renderer r(
         [] {
             config::config cfg;
-            for (const auto lang : gateway::page_templates::languages()) {
+            for (const auto lang : pages::page_templates::languages()) {
                 cfg.rooms.emplace_back();
                 cfg.rooms.back().id = std::string(lang);
                 cfg.rooms.back().name = std::string(lang);
                 cfg.rooms.back().default_template_language = std::string(lang);
             }
-            return gateway::page_templates::load(cfg).templates;
+            return pages::page_templates::load(cfg).templates;
         }(),
         4);
     return r;
@@ -99,7 +99,7 @@ gateway::page_renderer& builtin_renderer() {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    using namespace waitroom::gateway;
+    using namespace waitroom::pages;
     const std::string_view bytes(reinterpret_cast<const char*>(data), size);
     const std::size_t nul = bytes.find('\0');
     const std::string_view text = bytes.substr(0, nul);

@@ -35,8 +35,9 @@ config_src="src/config/config.cpp src/config/load.cpp src/config/load_rooms.cpp
   src/config/secret_file.cpp src/util/clock.cpp src/util/request_target.cpp"
 room_src="src/room/page_model.cpp"
 # page_render_fuzz.cpp includes page_renderer.cpp itself (to reach its internals).
-state_src="src/state/redis_protocol.cpp src/state/error.cpp @gen/src/state/redis_scripts.cpp"
-pages_src="@gen/src/gateway/builtin_templates.cpp"
+state_src="src/state/redis/redis_protocol.cpp src/state/error.cpp
+  @gen/src/state/redis/redis_scripts.cpp"
+pages_src="@gen/src/pages/builtin_templates.cpp"
 net_libs="-lssl -lcrypto -lspdlog -lfmt -pthread"
 
 declare -A sources libs
@@ -91,13 +92,15 @@ flags=(-std=c++20 -g -O1 -include ostream -fno-omit-frame-pointer -fsanitize="fu
   -fno-sanitize-recover=undefined
   -DBOOST_ASIO_SEPARATE_COMPILATION -DBOOST_BEAST_SEPARATE_COMPILATION -DBOOST_ASIO_NO_DEPRECATED
   -DBOOST_BEAST_USE_STD_STRING_VIEW -DSPDLOG_SHARED_LIB -DSPDLOG_COMPILED_LIB
-  -DSPDLOG_FMT_EXTERNAL -I"${root}/include" -I"${root}/src/cookie" -I"${root}/src/gateway"
-  -I"${root}/src/state" -I/usr/include/hiredis)
+  -DSPDLOG_FMT_EXTERNAL -I"${root}/src/cookie" -I"${root}/src/gateway" -I"${root}/src/pages"
+  -I"${root}/src/state/redis" -I/usr/include/hiredis)
+# Every module's include root (include/<module>/), as the CMake targets export them.
+for dir in "${root}"/include/*/; do flags+=(-I"${dir%/}"); done
 
 # The generated sources (a configure only, no build) when a target needs them.
 gen="${work}/gen"
 generate() {
-  [[ -f "${gen}/.configured" && "${gen}/.configured" -nt "${root}/src/gateway/pages.cmake" ]] && return
+  [[ -f "${gen}/.configured" && "${gen}/.configured" -nt "${root}/src/pages/CMakeLists.txt" ]] && return
   echo "fuzz: configuring ${gen} for the generated sources" >&2
   cmake -S "${root}" -B "${gen}" -DWAITROOM_BUILD_TESTS=OFF -DWAITROOM_BUILD_BENCH=OFF >/dev/null
   touch "${gen}/.configured"

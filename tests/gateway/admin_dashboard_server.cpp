@@ -16,13 +16,13 @@
 #include <thread>
 
 #include "gateway/admin_fake_backend.hpp"
-#include "waitroom/gateway/admin_server.hpp"
+#include "waitroom/admin/admin_server.hpp"
 
 namespace {
 
 using namespace waitroom;
-using gateway::admin_room_status;
-using gateway::room_queue_status;
+using admin::admin_room_status;
+using admin::room_queue_status;
 
 admin_room_status room(std::string id, room_queue_status st, std::int64_t limit,
                        std::int64_t rate) {
@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
     backend->set_metrics("# fake backend\n");
 
     boost::asio::io_context ioc;
-    gateway::admin_server server(ioc, backend);
+    admin::admin_server server(ioc, backend);
     server.set_token(token);
     server.start({boost::asio::ip::make_address("127.0.0.1"), 0});
 

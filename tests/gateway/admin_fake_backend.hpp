@@ -7,22 +7,22 @@
 #include <string>
 #include <vector>
 
-#include "waitroom/gateway/admin_backend.hpp"
+#include "waitroom/admin/admin_backend.hpp"
 
 namespace waitroom::test {
 
-class fake_admin_backend : public gateway::admin_backend {
+class fake_admin_backend : public admin::admin_backend {
   public:
     struct patch_call {
         std::string id;
-        gateway::admin_room_patch patch;
+        admin::admin_room_patch patch;
     };
 
-    void add_room(gateway::admin_room_status s) {
+    void add_room(admin::admin_room_status s) {
         std::lock_guard lock(mutex_);
         rooms_.push_back(std::move(s));
     }
-    void set_readiness(gateway::admin_readiness r) {
+    void set_readiness(admin::admin_readiness r) {
         std::lock_guard lock(mutex_);
         ready_ = std::move(r);
     }
@@ -48,11 +48,11 @@ class fake_admin_backend : public gateway::admin_backend {
         }
     }
 
-    std::vector<gateway::admin_room_status> rooms() override {
+    std::vector<admin::admin_room_status> rooms() override {
         std::lock_guard lock(mutex_);
         return rooms_;
     }
-    std::optional<gateway::admin_room_status> room_status(std::string_view id) override {
+    std::optional<admin::admin_room_status> room_status(std::string_view id) override {
         std::lock_guard lock(mutex_);
         for (const auto& r : rooms_) {
             if (r.id == id) {
@@ -61,18 +61,18 @@ class fake_admin_backend : public gateway::admin_backend {
         }
         return std::nullopt;
     }
-    void patch_room(std::string_view id, const gateway::admin_room_patch& patch,
+    void patch_room(std::string_view id, const admin::admin_room_patch& patch,
                     patch_done done) override {
-        gateway::admin_patch_outcome out;
+        admin::admin_patch_outcome out;
         {
             std::lock_guard lock(mutex_);
             patches_.push_back({std::string(id), patch});
             if (fail_next_) {
-                out.result = gateway::admin_patch_result::failed;
+                out.result = admin::admin_patch_result::failed;
                 out.message = std::move(*fail_next_);
                 fail_next_.reset();
             } else {
-                out.result = gateway::admin_patch_result::unknown_room;
+                out.result = admin::admin_patch_result::unknown_room;
                 for (auto& r : rooms_) {
                     if (r.id != id) {
                         continue;
@@ -84,14 +84,14 @@ class fake_admin_backend : public gateway::admin_backend {
                         r.suspended = *patch.suspended;
                     }
                     r.status = restatus(r);
-                    out.result = gateway::admin_patch_result::applied;
+                    out.result = admin::admin_patch_result::applied;
                     out.status = r;
                 }
             }
         }
         done(std::move(out));
     }
-    gateway::admin_readiness readiness() override {
+    admin::admin_readiness readiness() override {
         std::lock_guard lock(mutex_);
         return ready_;
     }
@@ -101,8 +101,8 @@ class fake_admin_backend : public gateway::admin_backend {
     }
 
     // What the engine would report after a switch changed.
-    static gateway::room_queue_status restatus(const gateway::admin_room_status& r) {
-        using gateway::room_queue_status;
+    static admin::room_queue_status restatus(const admin::admin_room_status& r) {
+        using admin::room_queue_status;
         if (r.suspended) {
             return room_queue_status::suspended;
         }
@@ -114,9 +114,9 @@ class fake_admin_backend : public gateway::admin_backend {
 
   private:
     mutable std::mutex mutex_;
-    std::vector<gateway::admin_room_status> rooms_;
+    std::vector<admin::admin_room_status> rooms_;
     std::vector<patch_call> patches_;
-    gateway::admin_readiness ready_;
+    admin::admin_readiness ready_;
     std::string metrics_ = "# no metrics\n";
     std::optional<std::string> fail_next_;
 };

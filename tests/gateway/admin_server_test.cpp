@@ -1,6 +1,6 @@
 // The admin listener on 127.0.0.1 port 0 with a fake backend: every endpoint with and without the
 // token, the error answers and their JSON bodies, PATCH reaching the backend, /readyz flipping.
-#include "waitroom/gateway/admin_server.hpp"
+#include "waitroom/admin/admin_server.hpp"
 
 #include <gtest/gtest.h>
 
@@ -18,7 +18,7 @@
 #include "gateway/admin_fake_backend.hpp"
 #include "gateway/test_client.hpp"
 
-namespace waitroom::gateway {
+namespace waitroom::admin {
 namespace {
 
 namespace http = boost::beast::http;
@@ -384,4 +384,4 @@ TEST_F(AdminServer, AnswersAMalformedRequestWith400AndCloses) {
 }
 
 }  // namespace
-}  // namespace waitroom::gateway
+}  // namespace waitroom::admin

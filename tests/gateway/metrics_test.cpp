@@ -1,5 +1,5 @@
 // The Prometheus registry: exact text exposition, values summed over writer slots.
-#include "waitroom/gateway/metrics.hpp"
+#include "waitroom/metrics/metrics.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-namespace waitroom::gateway::metrics {
+namespace waitroom::metrics {
 namespace {
 
 TEST(MetricsRegistry, WritesCountersAndGaugesSummedOverSlots) {
@@ -170,4 +170,4 @@ TEST(MetricSet, ClassifiesStatusCodes) {
 }
 
 }  // namespace
-}  // namespace waitroom::gateway::metrics
+}  // namespace waitroom::metrics

@@ -1,7 +1,7 @@
 // Renders every built-in queue and reject page, in a few states, to OUT_DIR as HTML files so a
 // person (or a headless browser) can look at them. Not a test.
 
-#include "waitroom/gateway/page_renderer.hpp"
+#include "waitroom/pages/page_renderer.hpp"
 
 #include <cstdio>
 #include <filesystem>
@@ -18,21 +18,21 @@ int main(int argc, char** argv) {
     std::filesystem::create_directories(out);
 
     config::config cfg;
-    for (const auto lang : gateway::page_templates::languages()) {
+    for (const auto lang : pages::page_templates::languages()) {
         config::room r;
         r.id = std::string(lang);
         r.name = "Shop checkout";
         r.default_template_language = std::string(lang);
         cfg.rooms.push_back(r);
     }
-    auto loaded = gateway::page_templates::load(cfg);
+    auto loaded = pages::page_templates::load(cfg);
     if (!loaded.ok()) {
         for (const auto& p : loaded.problems) {
             std::fprintf(stderr, "%s\n", p.to_string().c_str());
         }
         return 1;
     }
-    gateway::page_renderer renderer(loaded.templates);
+    pages::page_renderer renderer(loaded.templates);
 
     room::page_model fifo;
     fifo.room_name = "Shop checkout";
@@ -65,9 +65,9 @@ int main(int argc, char** argv) {
     paused.wait_time_known = false;
     paused.queue_all = true;
 
-    for (const auto lang : gateway::page_templates::languages()) {
+    for (const auto lang : pages::page_templates::languages()) {
         const std::string l(lang);
-        const auto write = [&](const std::string& name, const gateway::page_body& body) {
+        const auto write = [&](const std::string& name, const pages::page_body& body) {
             std::ofstream(out / (name + "." + l + ".html"), std::ios::binary) << *body;
         };
         write("queue-fifo", renderer.queue_page(l, "", {1, 1}, fifo));

@@ -1,7 +1,7 @@
 // Queue page, reject page and JSON rendering: variables, escaping, languages, custom templates,
 // config-time errors and the per-worker render cache.
 
-#include "waitroom/gateway/page_renderer.hpp"
+#include "waitroom/pages/page_renderer.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -14,9 +14,9 @@ namespace {
 
 using waitroom::config::config;
 using waitroom::config::room;
-using waitroom::gateway::page_key;
-using waitroom::gateway::page_renderer;
-using waitroom::gateway::page_templates;
+using waitroom::pages::page_key;
+using waitroom::pages::page_renderer;
+using waitroom::pages::page_templates;
 using waitroom::room::page_model;
 
 namespace fs = std::filesystem;
@@ -245,7 +245,7 @@ TEST(PageRenderer, JsonHasCloudflareFieldNamesAndTypes) {
     m.queueing_method = "random";
     m.is_fifo_queue = false;
     m.is_random_queue = true;
-    const auto j = nlohmann::json::parse(waitroom::gateway::render_json(m));
+    const auto j = nlohmann::json::parse(waitroom::pages::render_json(m));
     ASSERT_TRUE(j.contains("cfWaitingRoom"));
     ASSERT_EQ(j.size(), 1u);
     const auto& w = j["cfWaitingRoom"];
@@ -293,7 +293,7 @@ TEST(PageRenderer, JsonDoesNotThrowOnInvalidUtf8) {
     auto m = queued_model();
     m.room_name = std::string("bad \xff name");
     std::string out;
-    EXPECT_NO_THROW(out = waitroom::gateway::render_json(m));
+    EXPECT_NO_THROW(out = waitroom::pages::render_json(m));
     EXPECT_TRUE(nlohmann::json::accept(out));
 }
 
@@ -446,7 +446,7 @@ TEST(PageRendererCache, NewTemplatesEmptyTheCache) {
 }
 
 TEST(PageFormatting, FormatsMinutesPerLanguage) {
-    using waitroom::gateway::format_minutes_in;
+    using waitroom::pages::format_minutes_in;
     EXPECT_EQ(format_minutes_in("en-US", 1), "1 minute");
     EXPECT_EQ(format_minutes_in("en-US", 120), "2 hours");
     EXPECT_EQ(format_minutes_in("de-DE", 61), "1 Stunde 1 Minute");
@@ -458,7 +458,7 @@ TEST(PageFormatting, FormatsMinutesPerLanguage) {
 }
 
 TEST(PageFormatting, ProgressGrowsAsThePositionShrinks) {
-    using waitroom::gateway::progress_percent;
+    using waitroom::pages::progress_percent;
     EXPECT_EQ(progress_percent(0), 100);
     EXPECT_GT(progress_percent(1), progress_percent(10));
     EXPECT_GT(progress_percent(10), progress_percent(1000));

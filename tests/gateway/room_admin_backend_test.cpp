@@ -56,14 +56,14 @@ struct daemon {
                                                        clock, pass_store ? st : nullptr);
     }
 
-    admin_patch_outcome patch(std::optional<bool> queue_all, std::optional<bool> suspended) {
-        admin_room_patch p;
+    admin::admin_patch_outcome patch(std::optional<bool> queue_all, std::optional<bool> suspended) {
+        admin::admin_room_patch p;
         p.queue_all = queue_all;
         p.suspended = suspended;
-        std::optional<admin_patch_outcome> out;
-        backend->patch_room("shop", p, [&](admin_patch_outcome o) { out = std::move(o); });
+        std::optional<admin::admin_patch_outcome> out;
+        backend->patch_room("shop", p, [&](admin::admin_patch_outcome o) { out = std::move(o); });
         EXPECT_TRUE(out.has_value());  // both stores here answer inline
-        return out.value_or(admin_patch_outcome{});
+        return out.value_or(admin::admin_patch_outcome{});
     }
     const room::room_switches& switches() { return overrides->entry("shop"); }
 
@@ -80,10 +80,10 @@ TEST(RoomAdminBackend, PatchGoesToTheStoreAndAppliesAtOnce) {
     state::local_store st;
     daemon d(&st);
     auto o = d.patch(true, std::nullopt);
-    EXPECT_EQ(o.result, admin_patch_result::applied);
+    EXPECT_EQ(o.result, admin::admin_patch_result::applied);
     ASSERT_TRUE(o.status.has_value());
     EXPECT_TRUE(o.status->queue_all);
-    EXPECT_EQ(o.status->status, room_queue_status::queueing);
+    EXPECT_EQ(o.status->status, admin::room_queue_status::queueing);
     EXPECT_EQ(d.switches().queue_all(), std::optional<bool>(true));
     EXPECT_EQ(d.switches().suspended(), std::nullopt);  // absent field: left as it was
 
@@ -106,7 +106,7 @@ TEST(RoomAdminBackend, PatchTheStoreCannotTakeFailsAndChangesNothing) {
     daemon d(&st);
     auto o = d.patch(true, true);
     EXPECT_EQ(st.writes, 1);
-    EXPECT_EQ(o.result, admin_patch_result::failed);  // admin_routes answers 503 with it
+    EXPECT_EQ(o.result, admin::admin_patch_result::failed);  // admin_routes answers 503 with it
     EXPECT_NE(o.message.find("state store"), std::string::npos) << o.message;
     EXPECT_FALSE(o.status.has_value());
     EXPECT_EQ(d.switches().queue_all(), std::nullopt);
@@ -121,24 +121,24 @@ TEST(RoomAdminBackend, WithoutAStoreAPatchSetsThisNodesSwitchesOnly) {
     refusing_store st;  // for the sync task only: the backend is given no store
     daemon d(&st, false);
     auto o = d.patch(std::nullopt, true);
-    EXPECT_EQ(o.result, admin_patch_result::applied);
+    EXPECT_EQ(o.result, admin::admin_patch_result::applied);
     EXPECT_EQ(st.writes, 0);
     EXPECT_EQ(d.switches().suspended(), std::optional<bool>(true));
     o = d.patch(false, std::nullopt);
     EXPECT_EQ(d.switches().queue_all(), std::optional<bool>(false));
     EXPECT_EQ(d.switches().suspended(), std::optional<bool>(true));  // kept
     ASSERT_TRUE(o.status.has_value());
-    EXPECT_EQ(o.status->status, room_queue_status::suspended);
+    EXPECT_EQ(o.status->status, admin::room_queue_status::suspended);
 }
 
 TEST(RoomAdminBackend, UnknownRoomIsNotWritten) {
     refusing_store st;
     daemon d(&st);
-    std::optional<admin_patch_outcome> out;
-    d.backend->patch_room("nope", admin_room_patch{true, std::nullopt},
-                          [&](admin_patch_outcome o) { out = std::move(o); });
+    std::optional<admin::admin_patch_outcome> out;
+    d.backend->patch_room("nope", admin::admin_room_patch{true, std::nullopt},
+                          [&](admin::admin_patch_outcome o) { out = std::move(o); });
     ASSERT_TRUE(out.has_value());
-    EXPECT_EQ(out->result, admin_patch_result::unknown_room);
+    EXPECT_EQ(out->result, admin::admin_patch_result::unknown_room);
     EXPECT_EQ(st.writes, 0);
 }
 

@@ -3,14 +3,11 @@
 
 #include <gtest/gtest.h>
 
-#include <boost/asio/io_context.hpp>
-
 #include "waitroom/config/config.hpp"
 #include "waitroom/room/engine.hpp"
 #include "waitroom/state/error.hpp"
 #include "waitroom/state/local_store.hpp"
 #include "waitroom/state/sync_task.hpp"
-#include "waitroom/state/sync_timer.hpp"
 
 #include "state/store_doubles.hpp"
 
@@ -267,30 +264,6 @@ TEST(SyncTask, OptionsScaleWithTheSyncInterval) {
     // The local store too: asked per request it tied its load to the request rate.
     cfg.state.backend = config::state_backend::local;
     EXPECT_EQ(make_sync_options(cfg).top_up_retry_ms, 500);
-}
-
-TEST(SyncTimer, DrivesTheSyncTaskOnTheExecutor) {
-    auto eng = make_engine(10, 100);
-    room::node_state node;
-    local_store st;
-    sync_task sync(node, st, {});
-    sync.set_engine(eng);
-    util::manual_clock clock;
-    boost::asio::io_context ioc;
-    sync_timer timer(ioc.get_executor(), sync, clock, std::chrono::milliseconds{1000});
-    timer.start();
-    ioc.run_one();  // the first sync runs at once
-    EXPECT_EQ(sync.syncs(), 1u);
-    timer.stop();
-    ioc.run();  // the cancelled wait completes; nothing else is pending
-    EXPECT_EQ(sync.syncs(), 1u);
-
-    room::worker_state ws(node);
-    flush_timer flusher(ioc.get_executor(), ws, std::chrono::milliseconds{1000});
-    flusher.start();
-    flusher.stop();
-    ioc.restart();
-    ioc.run();
 }
 
 // ---- degraded mode (DESIGN.md §4) ----------------------------------------------------------

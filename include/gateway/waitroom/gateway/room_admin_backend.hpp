@@ -1,0 +1,69 @@
+#pragma once
+// The admin listener's view of the running daemon: room status from the room engine and the
+// node's snapshot, run-time room switches (PATCH) through the state store (so every node gets
+// them at its next sync) and the node's room_overrides, readiness
+// from the drain flag and the sync task, and the metrics text with the per-room gauges filled in
+// at scrape time (no per-request work for them).
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "waitroom/admin/admin_backend.hpp"
+#include "waitroom/metrics/metrics.hpp"
+#include "waitroom/gateway/room_filter.hpp"
+#include "waitroom/room/overrides.hpp"
+#include "waitroom/room/room_state.hpp"
+#include "waitroom/state/store.hpp"
+#include "waitroom/state/sync_task.hpp"
+#include "waitroom/util/clock.hpp"
+
+namespace waitroom::gateway {
+
+class room_admin_backend final : public admin::admin_backend {
+  public:
+    // Everything referenced outlives the backend (server/ owns them all). `metrics_slot` is the
+    // metric slot this backend writes gauges from (one no worker uses). With `store`, a PATCH
+    // is written there first and fails (503) when the store cannot take it; without one it sets
+    // this node's switches only.
+    room_admin_backend(const room_filter& filter, room::node_state& node,
+                       const state::sync_task& sync,
+                       std::shared_ptr<room::room_overrides> overrides,
+                       std::shared_ptr<metrics::metric_set> metrics, unsigned metrics_slot,
+                       const util::clock& clock, state::store* store = nullptr);
+
+    // Drain started: /readyz answers 503 from now on. Any thread.
+    void set_draining() { draining_.store(true, std::memory_order_release); }
+
+    std::vector<admin::admin_room_status> rooms() override;
+    std::optional<admin::admin_room_status> room_status(std::string_view id) override;
+    void patch_room(std::string_view id, const admin::admin_room_patch& patch, patch_done done) override;
+    admin::admin_readiness readiness() override;
+    std::string metrics_text() override;
+
+  private:
+    admin::admin_room_status status_of(const room::engine& eng, const room::compiled_room& r,
+                                const room::state_snapshot& snap, std::int64_t now_ms,
+                                bool degraded) const;
+
+    const room_filter& filter_;
+    room::node_state& node_;
+    const state::sync_task& sync_;
+    std::shared_ptr<room::room_overrides> overrides_;
+    std::shared_ptr<metrics::metric_set> metrics_;
+    unsigned slot_;
+    const util::clock& clock_;
+    state::store* store_;
+    std::atomic<bool> draining_{false};
+    std::mutex scrape_mu_;                 // one scrape at a time updates the gauges below
+    std::uint64_t failures_reported_ = 0;  // sync failures already added to the counter
+    std::map<std::string, std::uint64_t> top_ups_reported_;  // room → top-ups already counted
+};
+
+}  // namespace waitroom::gateway

@@ -1,0 +1,77 @@
+#pragma once
+// Counter deltas: what a worker adds to the room counters between two syncs. Single-threaded per
+// worker (no lock, no atomic on the decision path); handed to the node's inbox at flush time and
+// merged by the sync task into one push to the store.
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace waitroom::room {
+
+// A small map of key → delta kept as a vector: between two syncs a worker touches a handful of
+// windows, so a linear scan from the newest entry beats hashing and allocates only on growth.
+template <class Key>
+class delta_map {
+  public:
+    void add(const Key& k, std::int64_t d) {
+        for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
+            if (it->first == k) {
+                it->second += d;
+                return;
+            }
+        }
+        entries_.emplace_back(k, d);
+    }
+    void merge(const delta_map& o) {
+        for (const auto& [k, d] : o.entries_) {
+            add(k, d);
+        }
+    }
+    const std::vector<std::pair<Key, std::int64_t>>& entries() const { return entries_; }
+    bool empty() const { return entries_.empty(); }
+    void clear() { entries_.clear(); }
+
+  private:
+    std::vector<std::pair<Key, std::int64_t>> entries_;
+};
+
+struct bucket_window {
+    std::int64_t bucket = 0;  // arrival bucket, unix ms
+    std::int64_t window = 0;  // window of the last check-in, unix ms (start)
+    bool operator==(const bucket_window&) const = default;
+};
+
+// A session the origin revoked (command `revoke`): the store ends it once, however often the
+// command is replayed, and every node then refuses the session's cookies (state::room_ledger).
+struct revocation {
+    std::uint64_t ticket = 0;  // the session's ticket (payload::ticket)
+    std::int64_t window = -1;  // the active window its cookie counts it in; -1 = none still live
+    bool operator==(const revocation&) const = default;
+};
+
+// The deltas of one room.
+struct room_deltas {
+    delta_map<std::int64_t> admitted;  // rate sub-window start → new admissions
+    delta_map<std::int64_t> active;    // window start → admitted visitors moved in/out
+    delta_map<bucket_window> waiting;  // (bucket, window) → queued visitors moved in/out
+    std::int64_t slots_used = 0;       // admissions that consumed a leased slot
+    std::int64_t demand = 0;           // decisions that wanted a slot (admitted or not)
+    std::int64_t queued = 0;           // queue pages served (statistics)
+    std::vector<revocation> revoked;   // sessions revoked, each ticket once
+
+    // Records a revocation unless this ticket's is already here.
+    void revoke(const revocation& r);
+    bool revoking(std::uint64_t ticket) const;
+
+    void merge(const room_deltas& o);
+    bool empty() const;
+    void reset();  // back to zero, keeping capacity
+};
+
+// Deltas of every room, by room id.
+using delta_set = std::unordered_map<std::string, room_deltas>;
+
+}  // namespace waitroom::room

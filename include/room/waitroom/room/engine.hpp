@@ -1,0 +1,254 @@
+#pragma once
+// The admission engine of DESIGN.md §4: built once per config snapshot, shared read-only by all
+// workers. It routes a request to a room and decides admit / queue / reject / pass from the
+// visitor's cookie, the node's room-state snapshot and slot pool, adding to the calling worker's
+// counters. No I/O, no lock, no Asio: time and randomness are arguments.
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "waitroom/config/config.hpp"
+#include "waitroom/room/payload.hpp"
+#include "waitroom/room/counters.hpp"
+#include "waitroom/room/limits.hpp"
+#include "waitroom/room/overrides.hpp"
+#include "waitroom/room/page_model.hpp"
+#include "waitroom/room/room_state.hpp"
+#include "waitroom/room/router.hpp"
+
+namespace waitroom::room {
+
+using rng = std::mt19937_64;
+
+// A room's settings in force at one instant, event overrides applied.
+struct settings {
+    std::int64_t total_active_users = 0;
+    std::int64_t new_users_per_minute = 0;
+    std::int64_t session_ms = 300'000;
+    bool disable_session_renewal = false;
+    config::queueing_method method = config::queueing_method::fifo;
+    bool suspended = false;
+    bool queue_all = false;
+    std::int64_t refresh_ms = 20'000;
+    const std::string* custom_page_html = nullptr;  // the room's or the event's template file
+};
+
+// Where a room stands relative to its events at one instant.
+struct event_phase {
+    const config::event* event = nullptr;  // the current or prequeueing event; null = none
+    std::uint32_t event_id = 0;            // stable id of `event` (hash of its name); 0 = none
+    bool prequeueing = false;              // prequeue_start_time ≤ now < event_start_time
+    bool active = false;                   // event_start_time ≤ now < event_end_time
+    std::int64_t start_ms = 0;
+    std::int64_t end_ms = 0;
+    std::int64_t prequeue_start_ms = 0;
+};
+
+class engine;
+
+// The bits of payload::flags the engine writes on a queued visitor's cookie.
+namespace visitor_flags {
+// Counted in no waiting window (a revoke's cookie): its first request counts it, and its
+// last_check_in (the revoke) only dates it for the rejoin rule.
+inline constexpr std::uint32_t uncounted = 1u;
+// Bits 8 and up: the Refresh, in seconds, given with the visitor's last counted request. A
+// refresh before last_check_in plus that gets the queue page again and moves nothing.
+inline constexpr unsigned refresh_shift = 8;
+}  // namespace visitor_flags
+
+// One room of the config, compiled.
+class compiled_room {
+  public:
+    std::size_t index() const { return index_; }
+    const std::string& id() const { return cfg_->id; }
+    const config::room& config() const { return *cfg_; }
+    event_phase phase_at(std::int64_t now_ms) const;
+    settings settings_at(const event_phase& ph) const;
+    room_limits limits_at(std::int64_t now_ms) const;
+    // Request fields removed before forwarding (the header bypass rules' names).
+    const std::vector<std::string>& secret_fields() const { return bypass_.secret_fields(); }
+
+  private:
+    friend class engine;
+    std::size_t index_ = 0;
+    const config::room* cfg_ = nullptr;
+    bypass_matcher bypass_{{}};
+    windowing win_;
+    const room_switches* switches_ = nullptr;  // run-time overrides (admin PATCH); null = none
+};
+
+enum class action {
+    pass,            // proxy untouched: unmatched, bypassed or suspended; no cookie, not counted
+    admit,           // proxy; set the cookie when cookie_changed
+    queue,           // serve the queue page / JSON from `page`; set the cookie when changed
+    reject,          // serve the reject page (method reject); no cookie
+    wait_for_slots,  // the node has no slot but the store may: call sync_task::top_up for the
+                     // room, then decide again with attempt::after_top_up. Nothing was counted.
+    misdirected,     // route only: rooms name hosts and this one is none of them and matches no
+                     // route (origin.unknown_hosts: reject) → 421 Misdirected Request
+};
+
+// A decision is first tried as `first`; after a wait_for_slots and its top-up, the same request
+// is decided again as `after_top_up` (no second top-up, no second lottery draw for `random`).
+enum class attempt { first, after_top_up };
+
+enum class pass_reason { none, unmatched, bypassed, suspended };
+
+struct decision {
+    action what = action::pass;
+    pass_reason reason = pass_reason::none;
+    const compiled_room* room = nullptr;      // null when unmatched
+    bool cookie_changed = false;              // set `cookie` on the response
+    payload cookie;                   // valid for admit and queue
+    std::int64_t cookie_max_age_seconds = 0;  // Max-Age when setting it: what is left of the
+                                              // session (admit) or the rejoin time (queue)
+    std::int64_t refresh_seconds = 0;         // queue: the Refresh header (adaptive)
+    page_model page;                          // queue and reject: the page values
+};
+
+// What routing alone says of a request, before any counter is read.
+enum class route_action {
+    pass,         // unmatched or bypassed: proxy untouched
+    misdirected,  // → 421 (see action::misdirected)
+    decide,       // a room takes it: engine::decide(room, …) says admit, queue or reject
+};
+
+struct route_result {
+    route_action what = route_action::pass;
+    pass_reason reason = pass_reason::unmatched;
+    const compiled_room* room = nullptr;
+};
+
+// How a valid cookie stands at one instant, as decide() would treat it; higher is better.
+// Chooses among several cookies of a room in one request (a sibling subdomain can plant its
+// own): a live session beats a place in the queue, an older place beats a newer one, and a
+// cookie decide() would treat as a new visitor's is worth nothing.
+struct cookie_standing {
+    int tier = 0;            // 2: a live session; 1: a place in the queue; 0: a new visitor
+    std::int64_t place = 0;  // in the queue: minus the arrival bucket (older is better)
+
+    friend auto operator<=>(const cookie_standing&, const cookie_standing&) = default;
+};
+
+// Cloudflare's room status for the admin API.
+enum class room_status_kind { not_queueing, queueing, event_prequeueing, suspended };
+std::string_view to_string(room_status_kind k);
+std::string_view to_string(config::queueing_method m);
+
+struct room_status {
+    room_status_kind status = room_status_kind::not_queueing;
+    std::string event_id;  // the current event's name, "" = none
+    std::int64_t estimated_queued_users = 0;
+    std::int64_t estimated_total_active_users = 0;
+    std::int64_t max_estimated_time_minutes = 0;
+};
+
+// Per-worker mutable state: the worker's counter deltas and its cached view of the node's
+// snapshot and pools. Single-threaded: one per worker thread, never shared.
+class worker_state {
+  public:
+    explicit worker_state(node_state& node) : node_(node) {}
+
+    // Hands this worker's deltas to the node inbox. Call on the worker's thread once per sync
+    // interval (the decide path also does it, without blocking, when a new snapshot appears).
+    void flush();
+
+  private:
+    friend class engine;
+    struct room_view {
+        const room_state* state = nullptr;
+        slot_pool* pool = nullptr;
+        room_deltas* deltas = nullptr;
+    };
+    room_view& view(const engine& e, const compiled_room& r);
+
+    // Tickets this worker refused lately (revoked sessions, spent queue places), refused at
+    // once: the store's list, which every node gets at its next sync, is the record; this
+    // bounded ring only covers the time until then.
+    bool revoked_here(std::uint64_t ticket) const;
+    void remember_revoked(std::uint64_t ticket);
+
+    node_state& node_;
+    std::array<std::uint64_t, 64> revoked_here_{};
+    std::size_t revoked_count_ = 0;  // entries written so far (the ring wraps)
+    std::shared_ptr<const state_snapshot> snap_;
+    std::uint64_t snap_version_ = ~0ull;
+    std::uint64_t engine_generation_ = 0;
+    std::vector<room_view> views_;
+    delta_set deltas_;
+    room_state empty_;
+};
+
+class engine {
+  public:
+    // `overrides`: the node's run-time room switches, which win over the config and events.
+    explicit engine(config::snapshot cfg, windowing win = {},
+                    std::shared_ptr<room_overrides> overrides = nullptr);
+    engine(const engine&) = delete;
+    engine& operator=(const engine&) = delete;
+
+    const config::config& config() const { return *cfg_; }
+    const std::vector<compiled_room>& rooms() const { return rooms_; }
+    const compiled_room* find(std::string_view room_id) const;
+    std::uint64_t generation() const { return generation_; }
+
+    // Step 1: the room of a request, or pass (unmatched / bypassed). The gateway then reads the
+    // room's cookie (_cfwaitingroom[_suffix]) and calls decide.
+    route_result route(const request_view& req) const;
+
+    // Step 2: the decision for a routed request. `valid_cookie` is the decrypted payload when
+    // the cookie was valid for this room, null otherwise (a new visitor).
+    decision decide(const compiled_room& room, worker_state& ws,
+                    const payload* valid_cookie, std::int64_t now_ms, rng& random,
+                    attempt at = attempt::first) const;
+
+    // Both steps, for callers that resolve the cookie up front (tests, simulator).
+    decision decide(const request_view& req, worker_state& ws, const payload* valid_cookie,
+                    std::int64_t now_ms, rng& random, attempt at = attempt::first) const;
+
+    // Origin command `revoke`: ends the session once, however often it is replayed (the store
+    // frees its place on the first revocation of the ticket and every node then refuses the
+    // session's cookies). The returned payload is that of a new arrival at `now` (a fresh
+    // ticket, back of the queue when queueing, counted at its first request). Set it.
+    payload revoke(const compiled_room& room, worker_state& ws,
+                           const payload& current, std::int64_t now_ms, rng& random) const;
+
+    room_status status(const compiled_room& room, const room_state& state,
+                       std::int64_t now_ms) const;
+
+    // How `valid_cookie` (opened for `room`) stands at `now_ms` on the worker of `ws`. Reads no
+    // counter; a revoked session's cookie is worth nothing, as decide() treats it.
+    cookie_standing standing(const compiled_room& room, worker_state& ws,
+                             const payload& valid_cookie, std::int64_t now_ms) const;
+
+  private:
+    // `c` carries a refused ticket (on any node, or on this worker since its last snapshot): a
+    // session the origin revoked, or a queue place an admission spent. It holds no place.
+    static bool refused_ticket(const worker_state& ws, const room_state& st,
+                               const payload& c);
+    // A new visitor's arrival bucket at `now`: now's window, or in a shuffled prequeue a window
+    // of the prequeue span drawn by the ticket.
+    std::int64_t arrival_bucket(const event_phase& ph, std::int64_t now_ms,
+                                std::uint64_t ticket) const;
+    void fill_page(const compiled_room& r, const settings& s, const event_phase& ph,
+                   const room_state& st, std::int64_t bucket, std::int64_t now_ms, bool eligible,
+                   decision& d) const;
+
+    config::snapshot cfg_;
+    windowing win_;
+    std::shared_ptr<room_overrides> overrides_;
+    std::uint64_t generation_;
+    router router_;
+    std::vector<compiled_room> rooms_;
+};
+
+// The stable id carried in cookies for an event (FNV-1a of its name, never 0).
+std::uint32_t event_id_of(const config::event& ev);
+
+}  // namespace waitroom::room

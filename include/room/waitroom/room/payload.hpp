@@ -1,0 +1,33 @@
+#pragma once
+// What the admission cookie carries about one visitor: the room engine's record of the visitor,
+// which cookie/ seals into `_cfwaitingroom` (as payload). The gateway keeps no per-visitor
+// state, so everything the room engine needs to count and order a visitor lives here.
+
+#include <cstdint>
+#include <string>
+
+namespace waitroom::room {
+
+struct payload {
+    std::uint8_t version = 1;        // format version
+    std::string room;                // room id (bound as associated data, not in the ciphertext)
+    std::int64_t bucket = 0;         // arrival bucket: unix ms of the start of the arrival window
+    std::int64_t accepted_at = 0;    // unix ms when admitted; 0 while waiting
+    std::int64_t last_check_in = 0;  // unix ms of the last request that was counted
+    std::uint64_t ticket = 0;        // random; orders visitors inside a bucket, drives `random`
+    std::uint32_t event_id = 0;      // event the visitor arrived under; 0 = none
+    // Bits the room engine owns (e.g. "counted as waiting", "prequeued for the event"); stored
+    // as a varint, so small values cost one byte and new bits need no format change.
+    std::uint32_t flags = 0;
+
+    friend bool operator==(const payload&, const payload&) = default;
+};
+
+}  // namespace waitroom::room
+
+namespace waitroom::cookie {
+
+// The codec's name for what it seals.
+using payload = room::payload;
+
+}  // namespace waitroom::cookie

@@ -1,0 +1,267 @@
+#include "admin_routes.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <string_view>
+
+#include "admin_dashboard.hpp"
+
+namespace waitroom::admin {
+
+namespace http = boost::beast::http;
+using json = nlohmann::json;
+
+std::string_view to_string(room_queue_status s) {
+    switch (s) {
+        case room_queue_status::not_queueing:
+            return "not_queueing";
+        case room_queue_status::queueing:
+            return "queueing";
+        case room_queue_status::event_prequeueing:
+            return "event_prequeueing";
+        case room_queue_status::suspended:
+            return "suspended";
+    }
+    return "not_queueing";
+}
+
+json to_json(const admin_room_status& s) {
+    return json{
+        {"id", s.id},
+        {"status", std::string(to_string(s.status))},
+        // Cloudflare sends the event id as a string; "" when no event is current.
+        {"event_id", s.event_id == 0 ? std::string() : std::to_string(s.event_id)},
+        {"estimated_queued_users", s.estimated_queued_users},
+        {"estimated_total_active_users", s.estimated_total_active_users},
+        {"max_estimated_time_minutes", s.max_estimated_time_minutes},
+        {"limits",
+         {{"total_active_users", s.total_active_users},
+          {"new_users_per_minute", s.new_users_per_minute}}},
+        {"admitted_this_minute", s.admitted_this_minute},
+        {"nodes", s.nodes},
+        {"degraded", s.degraded},
+        {"queue_all", s.queue_all},
+        {"suspended", s.suspended},
+    };
+}
+
+namespace {
+
+constexpr std::string_view rooms_prefix = "/rooms/";
+constexpr std::string_view status_suffix = "/status";
+
+admin_reply json_reply(unsigned status, const json& body) {
+    admin_reply r;
+    r.status = status;
+    // error_handler::replace: a room id from a config file is the only text, but never throw.
+    r.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
+    return r;
+}
+
+admin_reply method_not_allowed(std::string_view allow) {
+    auto r = admin_routes::error(405, "method not allowed");
+    r.headers.emplace_back("Allow", std::string(allow));
+    return r;
+}
+
+// The room id of /rooms/{id} or /rooms/{id}/status; "" when the path is neither.
+struct room_path {
+    std::string_view id;
+    bool status = false;
+};
+
+room_path parse_room_path(std::string_view path) {
+    if (!path.starts_with(rooms_prefix)) {
+        return {};
+    }
+    auto rest = path.substr(rooms_prefix.size());
+    room_path out;
+    if (rest.ends_with(status_suffix)) {
+        rest.remove_suffix(status_suffix.size());
+        out.status = true;
+    }
+    if (rest.empty() || rest.find('/') != std::string_view::npos) {
+        return {};
+    }
+    out.id = rest;
+    return out;
+}
+
+// Validates a PATCH body: an object with `queue_all` and/or `suspended`, both booleans, and
+// nothing else (a typo must not silently do nothing).
+std::optional<admin_reply> parse_patch(std::string_view body, admin_room_patch& out) {
+    json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
+    if (doc.is_discarded()) {
+        return admin_routes::error(400, "request body is not valid JSON");
+    }
+    if (!doc.is_object()) {
+        return admin_routes::error(400, "request body must be a JSON object");
+    }
+    for (const auto& [key, value] : doc.items()) {
+        if (key != "queue_all" && key != "suspended") {
+            return admin_routes::error(400, "unknown field; expected queue_all or suspended", key);
+        }
+        if (!value.is_boolean()) {
+            return admin_routes::error(400, key + " must be true or false", key);
+        }
+        (key == "queue_all" ? out.queue_all : out.suspended) = value.get<bool>();
+    }
+    if (!out.queue_all && !out.suspended) {
+        return admin_routes::error(400, "set queue_all or suspended");
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+admin_reply admin_routes::error(unsigned status, std::string_view message, std::string_view field) {
+    json body{{"error", std::string(message)}};
+    if (!field.empty()) {
+        body["field"] = std::string(field);
+    }
+    return json_reply(status, body);
+}
+
+void admin_routes::handle(const admin_request& req, const admin_access& access,
+                          std::function<void(admin_reply)> done) const {
+    std::string_view target = req.target();
+    std::string_view path = target.substr(0, target.find('?'));
+    const http::verb method = req.method();
+
+    // Without a token, loopback is the only protection, and a browser on this machine can be
+    // led to it under a hostile name (DNS rebinding): answer only the names loopback has. Every
+    // path, /healthz included, so that such a page learns nothing at all. With a token the
+    // browser cannot authenticate, so Host is not judged.
+    if (!access.token) {
+        auto host = req.find(http::field::host);
+        std::string_view value;
+        if (host != req.end()) {
+            value = std::string_view(host->value().data(), host->value().size());
+        }
+        if (host == req.end() || !admin_host_allowed(value, access.allowed_hosts)) {
+            return done(error(421,
+                              "without an admin token this API answers only Host 127.0.0.1, "
+                              "[::1], localhost or a name in admin.allowed_hosts"));
+        }
+    }
+
+    // /healthz answers whatever the token: orchestrators probe it without credentials. So does
+    // the dashboard page: it is static, holds no data, and asks the user for the token itself.
+    if (path == "/healthz") {
+        if (method != http::verb::get) {
+            return done(method_not_allowed("GET"));
+        }
+        return done(json_reply(200, json{{"status", "ok"}}));
+    }
+    if (path == "/" || path == "/index.html") {
+        if (method != http::verb::get) {
+            return done(method_not_allowed("GET"));
+        }
+        admin_reply r;
+        r.content_type = "text/html; charset=utf-8";
+        r.body = std::string(admin_dashboard_html);
+        r.headers.emplace_back("Content-Security-Policy",
+                               "default-src 'none'; script-src 'unsafe-inline'; "
+                               "style-src 'unsafe-inline'; connect-src 'self'; img-src data:; "
+                               "base-uri 'none'; form-action 'none'; frame-ancestors 'none'");
+        r.headers.emplace_back("X-Frame-Options", "DENY");
+        return done(std::move(r));
+    }
+
+    // Authentication before routing, so an unauthenticated caller learns nothing of the paths.
+    auto auth_it = req.find(http::field::authorization);
+    bool has_auth = auth_it != req.end();
+    std::string_view auth_value;
+    if (has_auth) {
+        auth_value = std::string_view(auth_it->value().data(), auth_it->value().size());
+    }
+    switch (check_bearer(access.token ? &*access.token : nullptr, auth_value, has_auth)) {
+        case admin_auth::ok:
+            break;
+        case admin_auth::missing: {
+            auto r = error(401, "missing bearer token");
+            r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"waitroom-admin\"");
+            return done(std::move(r));
+        }
+        case admin_auth::malformed: {
+            auto r = error(401, "malformed Authorization header; expected Bearer <token>");
+            r.headers.emplace_back("WWW-Authenticate",
+                                   "Bearer realm=\"waitroom-admin\", error=\"invalid_request\"");
+            return done(std::move(r));
+        }
+        case admin_auth::wrong:
+            return done(error(403, "wrong bearer token"));
+    }
+
+    if (path == "/readyz") {
+        if (method != http::verb::get) {
+            return done(method_not_allowed("GET"));
+        }
+        auto ready = backend_->readiness();
+        if (ready.ready) {
+            return done(json_reply(200, json{{"status", "ready"}}));
+        }
+        return done(json_reply(503, json{{"status", "not_ready"}, {"reason", ready.reason}}));
+    }
+    if (path == "/metrics") {
+        if (method != http::verb::get) {
+            return done(method_not_allowed("GET"));
+        }
+        admin_reply r;
+        r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+        r.body = backend_->metrics_text();
+        return done(std::move(r));
+    }
+    if (path == "/rooms") {
+        if (method != http::verb::get) {
+            return done(method_not_allowed("GET"));
+        }
+        json list = json::array();
+        for (const auto& s : backend_->rooms()) {
+            list.push_back(to_json(s));
+        }
+        return done(json_reply(200, json{{"rooms", std::move(list)}}));
+    }
+    auto room = parse_room_path(path);
+    if (room.id.empty()) {
+        return done(error(404, "no such path"));
+    }
+    if (room.status) {
+        if (method != http::verb::get) {
+            return done(method_not_allowed("GET"));
+        }
+        auto s = backend_->room_status(room.id);
+        if (!s) {
+            return done(error(404, "no such room"));
+        }
+        return done(json_reply(200, to_json(*s)));
+    }
+    if (method != http::verb::patch) {
+        return done(method_not_allowed("PATCH"));
+    }
+    // An unknown room is a 404 even with a bad body: the path is judged first.
+    if (!backend_->room_status(room.id)) {
+        return done(error(404, "no such room"));
+    }
+    admin_room_patch patch;
+    if (auto bad = parse_patch(req.body(), patch)) {
+        return done(std::move(*bad));
+    }
+    backend_->patch_room(room.id, patch, [done = std::move(done)](admin_patch_outcome o) {
+        switch (o.result) {
+            case admin_patch_result::applied:
+                if (o.status) {
+                    return done(json_reply(200, to_json(*o.status)));
+                }
+                return done(json_reply(200, json{{"status", "applied"}}));
+            case admin_patch_result::unknown_room:
+                return done(error(404, "no such room"));
+            case admin_patch_result::failed:
+                return done(
+                    error(503, o.message.empty() ? "could not apply the change" : o.message));
+        }
+        done(error(500, "unexpected patch result"));
+    });
+}
+
+}  // namespace waitroom::admin

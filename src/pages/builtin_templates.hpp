@@ -1,0 +1,18 @@
+#pragma once
+// The built-in page templates (templates/queue.*.html, templates/reject.*.html), compiled into
+// the binary by pages.cmake so the daemon needs no template folder at run time.
+
+#include <cstddef>
+#include <string_view>
+
+namespace waitroom::pages::builtin {
+
+struct template_text {
+    std::string_view name;  // "queue.en-US", "reject.ja-JP", ...
+    std::string_view text;
+};
+
+extern const template_text templates[];
+extern const std::size_t template_count;
+
+}  // namespace waitroom::pages::builtin
