@@ -101,6 +101,24 @@ void apply_level(const std::string& name) {
     }
 }
 
+void log_level_changed(const std::string& from, const std::string& to) {
+    auto& logger = *spdlog::default_logger();
+    if (logger.level() == spdlog::level::off) {
+        return;
+    }
+    const auto text = fmt::format("reload: logging.level {} -> {}", from, to);
+    if (logger.should_log(spdlog::level::info)) {
+        logger.info(text);
+        return;
+    }
+    // Past the logger's level, straight to its sinks (which keep theirs at trace).
+    const spdlog::details::log_msg msg(logger.name(), spdlog::level::info, text);
+    for (const auto& sink : logger.sinks()) {
+        sink->log(msg);
+        sink->flush();
+    }
+}
+
 std::shared_ptr<util::access_log> open_access_log(const std::string& where) {
     if (where.empty()) {
         return nullptr;

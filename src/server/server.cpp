@@ -426,9 +426,6 @@ void server::impl::reload() {
     if (old->origin.url != now.origin.url) {
         spdlog::info("reload: origin {} -> {}", old->origin.url, now.origin.url);
     }
-    if (old->logging.level != now.logging.level) {
-        spdlog::info("reload: logging.level {} -> {}", old->logging.level, now.logging.level);
-    }
     if (old->state.backend != now.state.backend || old->state.url != now.state.url ||
         old->state.redis_password != now.state.redis_password) {
         spdlog::warn("reload: 'state' changed; the state store changes only on restart");
@@ -489,6 +486,9 @@ void server::impl::reload() {
         });
     }
     apply_level(now.logging.level);
+    if (old->logging.level != now.logging.level) {
+        log_level_changed(old->logging.level, now.logging.level);
+    }
     spdlog::info("configuration reloaded from {}: rooms: {} (were: {})", path_, room_ids(now),
                  room_ids(*old));
 }

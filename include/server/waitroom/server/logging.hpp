@@ -22,6 +22,11 @@ std::optional<spdlog::level::level_enum> parse_level(const std::string& name);
 // Sets the default logger's level; an unknown name keeps the current level and logs a warning.
 void apply_level(const std::string& name);
 
+// Logs "reload: logging.level <from> -> <to>" at info once the new level is in force, even when
+// that level hides info lines (not when it is "off"): a quieter level would otherwise hide the
+// line that says it took effect.
+void log_level_changed(const std::string& from, const std::string& to);
+
 // Opens the access log: "" = off (returns null), "-" = stdout, otherwise a file appended to.
 // Throws spdlog::spdlog_ex when the file cannot be opened (a startup error).
 std::shared_ptr<util::access_log> open_access_log(const std::string& where);
