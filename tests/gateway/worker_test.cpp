@@ -288,6 +288,7 @@ TEST_F(Proxy, KeepsAKeepAliveConnectionOpenPastAnEarlierHeaderDeadline) {
     });
     test_client c{gw_->port()};
     EXPECT_EQ(c.get("/hello").result_int(), 200u);
+    // Deliberately past the 150 ms header deadline: a timer left armed would have fired by now.
     std::this_thread::sleep_for(std::chrono::milliseconds(600));
     EXPECT_EQ(c.get("/hello").result_int(), 200u);
     EXPECT_EQ(gw_->open_connections(), 1u);
@@ -367,9 +368,10 @@ TEST_F(Proxy, ChecksAPooledConnectionBeforeSendingABodyOnIt) {
     test_client c{gw_->port()};
     EXPECT_EQ(c.get("/hello").result_int(), 200u);
     origin_.close_idle_connections();
-    // A connection whose response was still going out closes once its handler loops: let the
-    // close happen before the POST (a POST racing a close in flight fails, as with nginx).
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    // A connection whose response was still going out closes once its handler loops: wait for
+    // that close before the POST (a POST racing a close in flight fails, as with nginx).
+    ASSERT_TRUE(
+        test::poll_until(std::chrono::seconds(5), [&] { return origin_.open_connections() == 0; }));
     test::request req{http::verb::post, "/echo", 11};
     req.body() = "posted after the origin closed";
     auto res = c.send(req);
@@ -504,7 +506,8 @@ TEST_F(Proxy, ReadsRequestsThatArriveWhileBusyOrInPieces) {
     start();
     test_client c{gw_->port()};
     c.write_raw("GET /slow?ms=300 HTTP/1.1\r\nHost: x\r\n\r\n");
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    // The second request goes out once the first is at the origin, which holds it for 300 ms.
+    ASSERT_TRUE(test::poll_until(std::chrono::seconds(5), [&] { return origin_.requests() == 1; }));
     c.write_raw("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n");
     auto first = c.read();
     EXPECT_EQ(first.body(), "slow\n");
@@ -512,6 +515,7 @@ TEST_F(Proxy, ReadsRequestsThatArriveWhileBusyOrInPieces) {
 
     for (const char* piece : {"GET /hel", "lo HTTP/1.1\r\nHo", "st: x\r\n", "\r\n"}) {
         c.write_raw(piece);
+        // The pace of the pieces, so that each arrives on its own: not a wait for an outcome.
         std::this_thread::sleep_for(std::chrono::milliseconds(30));
     }
     EXPECT_EQ(c.read().body(), "hello, world\n");
@@ -532,8 +536,17 @@ TEST_F(Proxy, SeesAnEndOfStreamThatComesWithTheLastBytes) {
     EXPECT_EQ(res.result_int(), 200u);
     EXPECT_EQ(res.body(), "body until close\n");
 
+    std::size_t before = 0;
+    gw_->run_on_worker([&] { before = gw_->open_connections(); });
     test_client h{gw_->port()};
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the gateway's read is queued
+    // The request and its FIN must find the gateway's first read on h already queued. The
+    // worker opens the session and queues that read in one handler, so a count taken on the
+    // worker's own thread that includes h comes after both.
+    ASSERT_TRUE(test::poll_until(std::chrono::seconds(5), [&] {
+        std::size_t open = 0;
+        gw_->run_on_worker([&] { open = gw_->open_connections(); });
+        return open == before + 1;
+    }));
     // Corked, the request and the FIN leave in one segment.
     const int one = 1;
     ASSERT_EQ(::setsockopt(h.socket().native_handle(), IPPROTO_TCP, TCP_CORK, &one, sizeof one), 0);
@@ -809,7 +822,9 @@ TEST_F(Proxy, ReadsASmallBodyWholeBeforeTheOriginSeesAnything) {
     constexpr std::size_t size = 40 * 1024;  // over a relay piece, under request_buffer
     c.write_raw("POST /sink HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(size) +
                 "\r\n\r\n" + std::string(size - 1, 'x'));
-    // The gateway has all but one byte: the origin must not even have a connection yet.
+    // The gateway has all but one byte: the origin must not even have a connection yet. Nothing
+    // marks "read and still waiting", so this gives a gateway that forwards early the time to
+    // connect.
     std::this_thread::sleep_for(milliseconds(300));
     EXPECT_EQ(origin_.connections(), 0u);
     c.write_raw("x");
@@ -834,7 +849,7 @@ TEST_F(Proxy, CutsATrickledLargeBodyAndFreesItsOriginConnection) {
         beast::error_code ec;
         while (!stop && !ec) {
             asio::write(c.socket(), asio::buffer("0123456789abcdefghij", 20), ec);
-            std::this_thread::sleep_for(milliseconds(50));
+            std::this_thread::sleep_for(milliseconds(50));  // the pace of the trickle
         }
     });
     const auto t0 = steady_clock::now();
@@ -923,7 +938,7 @@ TEST_F(Proxy, LingersAfterAnErrorForOneTotalDeadline) {
     beast::error_code ec;
     while (!ec && steady_clock::now() - t0 < std::chrono::seconds(8)) {
         asio::write(c.socket(), asio::buffer(std::string(100, 'x')), ec);
-        std::this_thread::sleep_for(milliseconds(50));
+        std::this_thread::sleep_for(milliseconds(50));  // the pace of the sender
     }
     EXPECT_TRUE(ec);
     EXPECT_LT(steady_clock::now() - t0, std::chrono::seconds(5));
@@ -941,7 +956,7 @@ TEST_F(Proxy, ClosesAnIdleWebSocketTunnel) {
         beast::flat_buffer buf;
         ws.read(buf);
         EXPECT_EQ(beast::buffers_to_string(buf.data()), "ping");
-        std::this_thread::sleep_for(milliseconds(150));
+        std::this_thread::sleep_for(milliseconds(150));  // the pace of the traffic, under 400 ms
     }
     const auto t0 = steady_clock::now();
     ASSERT_TRUE(readable_within(ws.next_layer(), 3000)) << "the idle tunnel stayed open";

@@ -532,6 +532,16 @@ std::size_t test_origin::connections() const {
     return impl_->connections.load();
 }
 
+std::size_t test_origin::open_connections() const {
+    if (impl_->stopped) {
+        return 0;  // stop() closed them all, and no thread is left to ask
+    }
+    // The set belongs to the io thread: count it there.
+    std::promise<std::size_t> count;
+    asio::post(impl_->ioc, [this, &count] { count.set_value(impl_->open.size()); });
+    return count.get_future().get();
+}
+
 std::size_t test_origin::requests() const {
     return impl_->requests.load();
 }

@@ -58,8 +58,9 @@ class test_origin {
     std::uint16_t port() const;
     std::string url() const;  // "http://127.0.0.1:<port>"
 
-    std::size_t connections() const;  // TCP connections accepted so far
-    std::size_t requests() const;     // request headers read so far (any route)
+    std::size_t connections() const;       // TCP connections accepted so far
+    std::size_t open_connections() const;  // connections it holds open now
+    std::size_t requests() const;          // request headers read so far (any route)
     bool saw_any_request() const { return requests() > 0; }
     recorded_request last_request() const;  // empty when none yet
 
