@@ -292,7 +292,7 @@ TEST_F(MultiNode, AdmitsVisitorsQueuedOnDifferentNodesInArrivalOrder) {
         // The next arrival falls in a later window. Meanwhile the holder keeps its session
         // (renewed as windows pass) and the queued keep their place.
         for (int step = 0; step < window_steps; ++step) {
-            std::this_thread::sleep_for(200ms);
+            std::this_thread::sleep_for(200ms);  // time passing on purpose (see window_steps)
             auto h = send(holder);
             ASSERT_TRUE(from_origin(h)) << "the admitted visitor lost its place: " << describe(h);
             for (std::size_t j = 0; j <= i; ++j) {
@@ -376,6 +376,7 @@ TEST_F(MultiNode, RidesOutARedisOutageAndRecoversWhenItReturns) {
                 EXPECT_TRUE(is_queue_page(r)) << describe(r);
             }
         }
+        // The pace of the rounds: ten of them span several sync intervals without the store.
         std::this_thread::sleep_for(100ms);
     }
     EXPECT_LE(fresh_in, 2u) << "degraded nodes admitted past the room's free places";

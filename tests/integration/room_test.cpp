@@ -262,7 +262,7 @@ TEST_F(Room, AdmitsQueuedVisitorsInArrivalOrderAsSessionsExpire) {
         // The next arrival falls in a later window. Meanwhile the holder keeps its session
         // (renewed as windows pass) and the queued keep their place.
         for (int step = 0; step < window_steps; ++step) {
-            std::this_thread::sleep_for(200ms);
+            std::this_thread::sleep_for(200ms);  // time passing on purpose (see window_steps)
             ASSERT_TRUE(from_origin(holder.get("/hello"))) << "the admitted visitor lost its place";
             for (std::size_t j = 0; j <= i; ++j) {
                 ASSERT_TRUE(is_queue_page(queued[j].get("/hello"), 200))
@@ -307,7 +307,7 @@ TEST_F(Room, QueuesATamperedCookieAsANewVisitorAtTheBack) {
                                            << first.body.substr(0, 300);
     // A later window (product time) than b's arrival; a keeps its session meanwhile.
     for (int step = 0; step < window_steps; ++step) {
-        std::this_thread::sleep_for(200ms);
+        std::this_thread::sleep_for(200ms);  // time passing on purpose (see window_steps)
         ASSERT_TRUE(from_origin(a.get("/hello")));
         ASSERT_TRUE(is_queue_page(b.get("/hello"), 200));
     }
@@ -418,7 +418,7 @@ TEST_F(Room, EndsASessionOnTheOriginsRevokeCommandAndHidesTheHeader) {
     ASSERT_TRUE(is_queue_page(b.get("/hello"), 200));
     // b's arrival window closes (product time) before a's session is revoked.
     for (int step = 0; step < window_steps; ++step) {
-        std::this_thread::sleep_for(200ms);
+        std::this_thread::sleep_for(200ms);  // time passing on purpose (see window_steps)
         ASSERT_TRUE(from_origin(a.get("/hello")));
         ASSERT_TRUE(is_queue_page(b.get("/hello"), 200));
     }
@@ -492,9 +492,12 @@ TEST_F(Room, NewVisitorsCookieComesWithTheAnswerToABadRequestBody) {
         client_connection c(port_, 20s);
         ASSERT_TRUE(c.connected());
         ASSERT_TRUE(
-            c.write_raw("POST /echo HTTP/1.1\r\nHost: shop.test\r\n"
+            c.write_raw("POST /echo HTTP/1.1\r\nHost: shop.test\r\nExpect: 100-continue\r\n"
                         "Transfer-Encoding: chunked\r\n\r\n"));
-        std::this_thread::sleep_for(300ms);  // the room decides on the head alone
+        // The room decides on the head alone; its 100 Continue says the visitor is in, and only
+        // then does the body go.
+        auto go_on = c.read_response();
+        ASSERT_EQ(go_on.status, 100u) << describe(go_on);
         c.write_raw(body);
         auto r = c.read_response();
         ASSERT_EQ(r.error, "") << body.substr(0, 20);
@@ -525,7 +528,7 @@ TEST_F(Room, NeverAdmitsOverTheLimitAcrossWorkersUnderTimeScale) {
     for (int i = 0; i < 20; ++i) {
         visitor v{port_};
         admitted += from_origin(v.get("/hello")) ? 1 : 0;
-        std::this_thread::sleep_for(20ms);
+        std::this_thread::sleep_for(20ms);  // the pace of the arrivals, over several syncs
     }
     EXPECT_EQ(admitted, 0) << "visitors admitted into a full room of one";
 }
