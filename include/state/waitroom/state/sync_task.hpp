@@ -5,6 +5,8 @@
 // It creates no thread: server/ drives run_once (see sync_timer.hpp for an Asio driver).
 // When the store stays unreachable past the lease TTL it runs the degraded mode of DESIGN.md §4:
 // each room's pool is refilled from a small local allowance instead of a lease.
+// One class, three source files by job: the sync (sync_task.cpp), top-ups (sync_top_up.cpp) and
+// degraded mode (sync_degraded.cpp); the sections below follow them.
 
 #include <chrono>
 #include <cstdint>
@@ -56,6 +58,8 @@ class sync_task {
   public:
     sync_task(room::node_state& node, store& st, sync_options opt);
 
+    // --- The sync (sync_task.cpp) -------------------------------------------------------------
+
     // The rooms and their limits: a fixed engine, or a source asked at every sync and top-up
     // (the node's published runtime, so that a reload is one switch for the sync too). Set it
     // before the first sync; a source is called under the task's lock and must not block.
@@ -70,6 +74,15 @@ class sync_task {
     // with the local store). A run while another is in flight completes with errc::busy.
     void run_once(std::int64_t now_ms, std::function<void(std::error_code)> done = {});
 
+    std::int64_t last_success_ms() const;
+    std::uint64_t syncs() const;
+    // Called after every sync that reached the store, answered or failed (not one refused as
+    // busy), with its round trip on the steady clock, on the thread that completes it and never
+    // under a lock of this class. state/ sees no metrics: server/ feeds the histogram here.
+    void on_sync_complete(std::function<void(std::chrono::nanoseconds took, std::error_code ec)> f);
+
+    // --- Top-ups (sync_top_up.cpp) ------------------------------------------------------------
+
     // Asks the store for more slots for a room whose pool ran dry (decision wait_for_slots).
     // Concurrent requests for a room share one store call; when they outnumber the slots it got
     // and the store gave all it was asked, it asks again before answering them. The ask is the
@@ -77,18 +90,14 @@ class sync_task {
     // `done(pool_has_slots)` runs on any thread, possibly inline.
     void top_up(const std::string& room_id, std::int64_t now_ms, std::function<void(bool)> done);
 
-    // No successful sync for longer than the lease TTL.
-    bool degraded(std::int64_t now_ms) const;
-    std::int64_t last_success_ms() const;
-    std::uint64_t syncs() const;
     std::uint64_t top_ups() const;
     // Top-ups asked of the store for one room over the node's life (0 for an unknown room).
     std::uint64_t top_ups(const std::string& room_id) const;
-    // Called after every sync that reached the store, answered or failed (not one refused as
-    // busy), with its round trip on the steady clock, on the thread that completes it and never
-    // under a lock of this class. state/ sees no metrics: server/ feeds the histogram here.
-    void on_sync_complete(std::function<void(std::chrono::nanoseconds took, std::error_code ec)> f);
 
+    // --- Degraded mode (sync_degraded.cpp) ----------------------------------------------------
+
+    // No successful sync for longer than the lease TTL.
+    bool degraded(std::int64_t now_ms) const;
     // Degraded mode (DESIGN.md §4). An episode starts at the first failed sync past the lease
     // TTL and ends with the next successful sync. Meanwhile each failed sync refills a room's
     // pool from an allowance: share = 1 / live nodes in the last known state; about
@@ -111,16 +120,14 @@ class sync_task {
     void on_degraded_change(std::function<void(bool degraded, std::int64_t now_ms)> f);
 
   private:
-    // One room's degraded episode. The pool holds only allowance slots during it: the lapsed
-    // lease is taken out at the start and handed back to the store when it returns.
-    struct episode {
-        double share = 1;
-        double credit = 0;         // allowance earned and not yet put in the pool
-        std::int64_t budget = 0;   // allowance still allowed this episode (active limit)
-        std::int64_t granted = 0;  // allowance put into the pool
-        std::int64_t lapsed = 0;   // lease slots taken out of the pool at the start
-        std::int64_t last_ms = 0;  // last refill
-    };
+    room::node_state& node_;
+    store& store_;
+    sync_options opt_;
+
+    mutable std::mutex mu_;
+
+    // --- The sync -----------------------------------------------------------------------------
+
     // What a report changed that a failure must undo.
     struct adjust {
         std::int64_t cancelled_episode = 0;  // allowance slots_used removed from the report
@@ -137,21 +144,10 @@ class sync_task {
         std::map<std::string, room::room_limits> limits;
     };
 
-    void on_failed(std::int64_t now_ms, const std::vector<room_report>& sent);
-    void refill(const std::string& room_id, episode& ep, const room::room_limits& limits,
-                std::int64_t now_ms);
-    void notify(bool degraded, std::int64_t now_ms);
-    // One top-up call; asks again while its waiters outnumber the slots it got.
-    void ask_store(top_up_request req);
     void on_synced(std::int64_t now_ms, std::map<std::string, room::room_limits> limits,
                    std::vector<room_report> sent, std::vector<adjust> adj, sync_result res,
                    std::function<void(std::error_code)> done);
 
-    room::node_state& node_;
-    store& store_;
-    sync_options opt_;
-
-    mutable std::mutex mu_;
     engine_source engine_;
     std::shared_ptr<room::room_overrides> overrides_;
     std::uint64_t overrides_seen_ = 0;  // overrides_->writes() when the sync in flight left
@@ -162,24 +158,7 @@ class sync_task {
     std::optional<unknown_batch> unknown_;  // sent again before any new batch
     std::int64_t last_success_ms_ = 0;
     std::uint64_t syncs_ = 0;
-    std::uint64_t top_ups_ = 0;
     std::map<std::string, std::int64_t> pending_release_;  // room → slots to give back
-    std::map<std::string, std::int64_t> last_demand_;      // room → demand in the last interval
-    std::map<std::string, std::int64_t> top_up_asked_;     // room → last top-up asked since sync
-    std::map<std::string, std::vector<std::function<void(bool)>>> top_up_waiters_;
-
-    // Degraded mode.
-    std::int64_t degraded_since_ms_ = 0;
-    std::uint64_t failed_syncs_ = 0;
-    std::uint64_t consecutive_failures_ = 0;
-    std::uint64_t episodes_ = 0;
-    std::uint64_t degraded_admissions_ = 0;
-    std::map<std::string, episode> episodes_by_room_;
-    // Allowance slots used whose slots_used must not lower the store's count of held slots
-    // (the store never leased them, and the new lease was too small to stand in for them).
-    std::map<std::string, std::int64_t> cancel_used_;
-    std::function<void(bool, std::int64_t)> on_degraded_change_;
-    std::map<std::string, std::uint64_t> top_ups_by_room_;  // room → top-ups asked (metric)
     // What the store holds of this node, per room: its epoch and the node's live windows as
     // applied there (every applied delta summed, dead windows dropped: a few dozen entries).
     // A store that lost its memory answers with another epoch, and these go to it again.
@@ -196,6 +175,52 @@ class sync_task {
     };
     std::map<std::string, std::map<std::uint64_t, known_revocation>> revoked_;
     std::function<void(std::chrono::nanoseconds, std::error_code)> on_sync_complete_;
+
+    // --- Top-ups ------------------------------------------------------------------------------
+
+    // One top-up call; asks again while its waiters outnumber the slots it got.
+    void ask_store(top_up_request req);
+
+    std::uint64_t top_ups_ = 0;
+    std::map<std::string, std::int64_t> last_demand_;   // room → demand in the last interval
+    std::map<std::string, std::int64_t> top_up_asked_;  // room → last top-up asked since sync
+    std::map<std::string, std::vector<std::function<void(bool)>>> top_up_waiters_;
+    std::map<std::string, std::uint64_t> top_ups_by_room_;  // room → top-ups asked (metric)
+
+    // --- Degraded mode ------------------------------------------------------------------------
+
+    // One room's degraded episode. The pool holds only allowance slots during it: the lapsed
+    // lease is taken out at the start and handed back to the store when it returns.
+    struct episode {
+        double share = 1;
+        double credit = 0;         // allowance earned and not yet put in the pool
+        std::int64_t budget = 0;   // allowance still allowed this episode (active limit)
+        std::int64_t granted = 0;  // allowance put into the pool
+        std::int64_t lapsed = 0;   // lease slots taken out of the pool at the start
+        std::int64_t last_ms = 0;  // last refill
+    };
+
+    // Counts a failed sync; past the lease TTL, starts or continues the episode and refills.
+    void on_failed(std::int64_t now_ms, const std::vector<room_report>& sent);
+    void refill(const std::string& room_id, episode& ep, const room::room_limits& limits,
+                std::int64_t now_ms);
+    // Ends the episode at a successful sync: drops the allowance left in the pools and fills
+    // `holdback` (room → allowance admissions the report did not cover, kept out of the new
+    // lease). Takes the lock; true if the node was degraded.
+    bool end_episodes(const std::vector<room_report>& sent, const std::vector<adjust>& adj,
+                      std::map<std::string, std::int64_t>& holdback);
+    void notify(bool degraded, std::int64_t now_ms);
+
+    std::int64_t degraded_since_ms_ = 0;
+    std::uint64_t failed_syncs_ = 0;
+    std::uint64_t consecutive_failures_ = 0;
+    std::uint64_t episodes_ = 0;
+    std::uint64_t degraded_admissions_ = 0;
+    std::map<std::string, episode> episodes_by_room_;
+    // Allowance slots used whose slots_used must not lower the store's count of held slots
+    // (the store never leased them, and the new lease was too small to stand in for them).
+    std::map<std::string, std::int64_t> cancel_used_;
+    std::function<void(bool, std::int64_t)> on_degraded_change_;
 };
 
 }  // namespace waitroom::state

@@ -1,0 +1,198 @@
+// Degraded mode (DESIGN.md §4): a failed sync past the lease TTL starts an episode, sets the
+// lapsed lease aside and refills each room's pool from a local allowance; the next successful
+// sync ends the episode. Also the failure counters and the accessors for metrics and /readyz.
+
+#include "waitroom/state/sync_task.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace waitroom::state {
+
+void sync_task::on_failed(std::int64_t now_ms, const std::vector<room_report>& sent) {
+    // The last state the store gave: only a successful sync publishes a snapshot.
+    const auto last_known = node_.snapshot();
+    bool entered = false;
+    {
+        std::lock_guard lock(mu_);
+        ++failed_syncs_;
+        ++consecutive_failures_;
+        if (now_ms - last_success_ms_ <= opt_.lease_ttl_ms) {
+            return;  // the lease is still good: the next sync may well succeed
+        }
+        if (degraded_since_ms_ == 0) {
+            degraded_since_ms_ = now_ms;
+            ++episodes_;
+            entered = true;
+        }
+        for (const auto& r : sent) {
+            room::slot_pool& pool = node_.pool(r.room);
+            auto [it, fresh] = episodes_by_room_.try_emplace(r.room);
+            episode& ep = it->second;
+            if (fresh) {
+                // The lease lapsed: keep it aside to hand back, and size the allowance from
+                // the last state the store gave. Without one the node knows nothing of the
+                // room (started while the store was down) and admits nobody new.
+                ep.lapsed = pool.take_up_to(pool.available());
+                ep.last_ms = now_ms - opt_.interval_ms;  // one interval's allowance at once
+                ep.share = 0;
+                const room::room_state* known = last_known->find(r.room);
+                if (opt_.degraded_allowance && known != nullptr) {
+                    ep.share =
+                        1.0 / static_cast<double>(std::max<std::uint32_t>(1, known->nodes()));
+                    std::int64_t own_admitted = 0;  // since the last success, not in `known`
+                    for (const auto& [w, n] : r.deltas.admitted.entries()) {
+                        own_admitted += n;
+                    }
+                    own_admitted = std::max<std::int64_t>(0, own_admitted);
+                    const auto free_active = std::max<std::int64_t>(
+                        0, r.limits.total_active_users - known->counts().active);
+                    ep.budget = std::max<std::int64_t>(
+                        0, static_cast<std::int64_t>(ep.share * static_cast<double>(free_active)) -
+                               own_admitted);
+                    // The admissions of the sliding minute still count against the rate: the
+                    // allowance starts that far behind and catches up at the node's share.
+                    ep.credit =
+                        -ep.share * static_cast<double>(known->counts().admitted_last_minute) -
+                        static_cast<double>(own_admitted);
+                }
+            }
+            refill(r.room, ep, r.limits, now_ms);
+        }
+    }
+    if (entered) {
+        notify(true, now_ms);
+    }
+}
+
+void sync_task::refill(const std::string& room_id, episode& ep, const room::room_limits& limits,
+                       std::int64_t now_ms) {
+    room::slot_pool& pool = node_.pool(room_id);
+    // Usable until the next refill is due; a node whose sync stopped altogether runs dry.
+    pool.extend_until(now_ms + opt_.lease_ttl_ms);
+    // The store is down: a dry pool queues the visitor instead of asking it for a top-up.
+    pool.suspend_top_ups_until(now_ms + opt_.interval_ms);
+    if (ep.share <= 0 || !limits.needs_slots) {
+        ep.last_ms = now_ms;
+        return;
+    }
+    const double span = static_cast<double>(std::max<std::int64_t>(1, limits.rate_span_ms));
+    const double rate = ep.share * static_cast<double>(limits.new_users_per_minute) / span;
+    const double depth = std::max(1.0, rate * static_cast<double>(opt_.interval_ms));
+    const std::int64_t in_pool = pool.available();
+    const double elapsed = static_cast<double>(std::max<std::int64_t>(0, now_ms - ep.last_ms));
+    ep.last_ms = now_ms;
+    // A token bucket one interval deep: an idle node does not save up a burst.
+    ep.credit =
+        std::min(ep.credit + rate * elapsed, std::max(0.0, depth - static_cast<double>(in_pool)));
+    std::int64_t add = std::min<std::int64_t>(
+        {static_cast<std::int64_t>(std::floor(std::max(0.0, ep.credit))),
+         std::max<std::int64_t>(0, static_cast<std::int64_t>(std::floor(depth)) - in_pool),
+         ep.budget});
+    if (add > 0) {
+        pool.add(add);
+        ep.credit -= static_cast<double>(add);
+        ep.budget -= add;
+        ep.granted += add;
+    }
+}
+
+void sync_task::notify(bool degraded, std::int64_t now_ms) {
+    std::function<void(bool, std::int64_t)> f;
+    {
+        std::lock_guard lock(mu_);
+        f = on_degraded_change_;
+    }
+    if (f) {
+        f(degraded, now_ms);
+    }
+}
+
+bool sync_task::end_episodes(const std::vector<room_report>& sent, const std::vector<adjust>& adj,
+                             std::map<std::string, std::int64_t>& holdback) {
+    std::lock_guard lock(mu_);
+    // The store has the deltas, including the admissions made while degraded. Allowance
+    // left in a pool is dropped: the store never leased it.
+    for (std::size_t i = 0; i < sent.size(); ++i) {
+        auto it = episodes_by_room_.find(sent[i].room);
+        if (!adj[i].in_episode || it == episodes_by_room_.end()) {
+            continue;
+        }
+        std::int64_t leftover = node_.pool(sent[i].room).take_up_to(it->second.granted);
+        std::int64_t consumed = std::max<std::int64_t>(0, it->second.granted - leftover);
+        degraded_admissions_ += static_cast<std::uint64_t>(consumed);
+        // Allowance admissions the report did not cover are still in some worker: the
+        // store does not know them yet. Like a leased slot used but not yet reported, they
+        // must count as held until their deltas arrive, so they come out of the new lease.
+        holdback[sent[i].room] = std::max<std::int64_t>(0, consumed - adj[i].cancelled_episode);
+        episodes_by_room_.erase(it);
+    }
+    // Rooms removed by a reload while degraded: their allowance simply goes.
+    for (auto& [id, ep] : episodes_by_room_) {
+        std::int64_t leftover = node_.pool(id).take_up_to(ep.granted);
+        degraded_admissions_ +=
+            static_cast<std::uint64_t>(std::max<std::int64_t>(0, ep.granted - leftover));
+    }
+    episodes_by_room_.clear();
+    const bool left_degraded = degraded_since_ms_ != 0;
+    degraded_since_ms_ = 0;
+    consecutive_failures_ = 0;
+    return left_degraded;
+}
+
+bool sync_task::degraded(std::int64_t now_ms) const {
+    std::lock_guard lock(mu_);
+    return now_ms - last_success_ms_ > opt_.lease_ttl_ms;
+}
+
+std::int64_t sync_task::degraded_since_ms() const {
+    std::lock_guard lock(mu_);
+    return degraded_since_ms_;
+}
+
+std::uint64_t sync_task::failed_syncs() const {
+    std::lock_guard lock(mu_);
+    return failed_syncs_;
+}
+
+std::uint64_t sync_task::consecutive_failures() const {
+    std::lock_guard lock(mu_);
+    return consecutive_failures_;
+}
+
+std::uint64_t sync_task::degraded_episodes() const {
+    std::lock_guard lock(mu_);
+    return episodes_;
+}
+
+std::uint64_t sync_task::degraded_admissions() const {
+    std::lock_guard lock(mu_);
+    std::uint64_t n = degraded_admissions_;
+    for (const auto& [id, ep] : episodes_by_room_) {
+        n += static_cast<std::uint64_t>(
+            std::max<std::int64_t>(0, ep.granted - node_.pool(id).available()));
+    }
+    return n;
+}
+
+degraded_room_info sync_task::degraded_room(const std::string& room_id) const {
+    std::lock_guard lock(mu_);
+    degraded_room_info info;
+    auto it = episodes_by_room_.find(room_id);
+    if (it == episodes_by_room_.end()) {
+        return info;
+    }
+    info.active = it->second.share > 0;
+    info.share = it->second.share;
+    info.budget = it->second.budget;
+    info.granted = it->second.granted;
+    info.returned = it->second.lapsed;
+    return info;
+}
+
+void sync_task::on_degraded_change(std::function<void(bool, std::int64_t)> f) {
+    std::lock_guard lock(mu_);
+    on_degraded_change_ = std::move(f);
+}
+
+}  // namespace waitroom::state
