@@ -3,6 +3,7 @@
 #include <boost/asio/detail/socket_ops.hpp>
 
 #include <cerrno>
+#include <new>
 #include <sys/socket.h>
 
 namespace waitroom::gateway {
@@ -63,8 +64,8 @@ void edge_read::op::complete(void* owner, asio::detail::scheduler_operation* bas
     }
 }
 
-void edge_read::start_op(tcp_socket& socket, asio::mutable_buffer into, kind k,
-                         std::shared_ptr<void> keep, void* target, callback done) {
+void edge_read::start(tcp_socket& socket, asio::mutable_buffer into, kind k,
+                      std::shared_ptr<void> keep, void* target, callback done) {
     BOOST_ASSERT(into.size() > 0);  // recv of nothing would read as end of file
     auto& impl = socket_access::implementation(socket);
     if (reactor_ == nullptr) {
@@ -96,6 +97,40 @@ void edge_read::start_op(tcp_socket& socket, asio::mutable_buffer into, kind k,
     // A closed socket has no reactor data: the reactor completes the read with bad_descriptor.
     reactor_->start_op(asio::detail::reactor::read_op, impl.socket_, impl.reactor_data_, &op_,
                        /*is_continuation=*/true, /*allow_speculative=*/true);
+}
+
+// ---- socket_reader, implemented by edge_read --------------------------------------------------
+
+static_assert(sizeof(edge_read) <= sizeof(socket_reader) && alignof(edge_read) <= alignof(void*),
+              "socket_reader::impl_size no longer holds edge_read: set it to sizeof(edge_read)");
+
+namespace {
+
+edge_read& edge_of(std::byte* storage) {
+    return *std::launder(reinterpret_cast<edge_read*>(storage));
+}
+
+const edge_read& edge_of(const std::byte* storage) {
+    return *std::launder(reinterpret_cast<const edge_read*>(storage));
+}
+
+}  // namespace
+
+socket_reader::socket_reader() {
+    ::new (static_cast<void*>(impl_)) edge_read();
+}
+
+socket_reader::~socket_reader() {
+    edge_of(impl_).~edge_read();
+}
+
+bool socket_reader::pending() const {
+    return edge_of(impl_).pending();
+}
+
+void socket_reader::start_op(tcp_socket& socket, asio::mutable_buffer into, kind k,
+                             std::shared_ptr<void> keep, void* target, callback done) {
+    edge_of(impl_).start(socket, into, k, std::move(keep), target, done);
 }
 
 }  // namespace waitroom::gateway

@@ -1,7 +1,9 @@
 #pragma once
-// One read at a time of a plain TCP socket, with nginx's economy on edge-triggered epoll where
-// it is safe: a read that comes back shorter than its buffer took all the kernel had, so the
-// socket's next read need not be tried before epoll reports new bytes.
+// How socket_reader (socket_reader.hpp) reads, and the one place that depends on Asio's
+// internals: only edge_read.cpp includes this header. One read at a time of a plain TCP socket,
+// with nginx's economy on edge-triggered epoll where it is safe: a read that comes back shorter
+// than its buffer took all the kernel had, so the socket's next read need not be tried before
+// epoll reports new bytes.
 //
 // Asio 1.26 (Boost 1.81) tries every read at once and learns that a socket is empty only from
 // the EAGAIN of that try (or re-arms the descriptor with epoll_ctl when asked to wait first):
@@ -14,8 +16,8 @@
 //
 // The catch: a peer's end of stream that arrives together with its last bytes is reported by
 // the same epoll event, and the short read that takes the bytes hides it (Asio does not ask for
-// EPOLLRDHUP). A socket marked empty then waits for an event that never comes. So the session
-// skips the try only where that is safe or made safe: the first read of an origin's answer (an
+// EPOLLRDHUP). A socket marked empty then waits for an event that never comes. So the sessions
+// skip the try only where that is safe or made safe: the first read of an origin's answer (an
 // origin closes a kept-alive connection only after saying so, or long after its last answer,
 // which is an event of its own), and a kept-alive client's next request, which the worker's
 // sweep tries once if it waits longer than a sweep interval (a client may half-close right
@@ -30,6 +32,7 @@
 #include <memory>
 
 #include "common.hpp"
+#include "socket_reader.hpp"
 
 namespace waitroom::gateway {
 
@@ -39,43 +42,20 @@ static_assert(BOOST_ASIO_VERSION == 102600,
 static_assert(std::is_same_v<asio::detail::reactor, asio::detail::epoll_reactor>,
               "edge_read expects Asio's epoll reactor");
 
+// socket_reader's state: one read operation, queued on the socket's reactor as Asio's own are.
 class edge_read {
   public:
-    edge_read() = default;
-    edge_read(const edge_read&) = delete;
-    edge_read& operator=(const edge_read&) = delete;
+    using kind = socket_reader::kind;
+    using callback = void (*)(void* target, const error_code& ec, std::size_t n);
 
-    enum class kind {
-        // The first read of a message the peer sends only when asked (an origin's response):
-        // queued without a try if the socket was last found empty; a short read finds it empty.
-        answer,
-        // Goes on with a message: tries first (an end of stream hidden by the last short read
-        // shows now); a short read finds the socket empty.
-        more,
-        // As Asio reads: a short read leaves the next read to try (for a socket Asio's own reads
-        // take over, such as an upgraded connection's).
-        any,
-    };
-
-    // Reads what `socket` has, up to `into` (not empty), then calls
-    // `(owner.get()->*Done)(ec, n)` from the socket's executor (never from within start),
-    // keeping `owner` alive until then. End of file is `asio::error::eof`; cancel() or close()
-    // of the socket ends it with operation_aborted. One read at a time per edge_read.
-    template <auto Done, class Owner>
-    void start(tcp_socket& socket, asio::mutable_buffer into, kind k,
-               std::shared_ptr<Owner> owner) {
-        Owner* target = owner.get();
-        start_op(socket, into, k, std::move(owner), target,
-                 [](void* t, const error_code& ec, std::size_t n) {
-                     (static_cast<Owner*>(t)->*Done)(ec, n);
-                 });
-    }
+    // socket_reader::start, with the owner type erased: `done(target, ec, n)` runs from the
+    // socket's executor, `keep` is released after it.
+    void start(tcp_socket& socket, asio::mutable_buffer into, kind k, std::shared_ptr<void> keep,
+               void* target, callback done);
 
     bool pending() const { return op_.pending; }
 
   private:
-    using callback = void (*)(void* target, const error_code& ec, std::size_t n);
-
     struct op : asio::detail::reactor_op {
         op();
         static status perform(asio::detail::reactor_op* base);
@@ -91,9 +71,6 @@ class edge_read {
         bool short_is_empty = false;  // a short read reports "done and exhausted"
         bool pending = false;
     };
-
-    void start_op(tcp_socket& socket, asio::mutable_buffer into, kind k,
-                  std::shared_ptr<void> keep, void* target, callback done);
 
     op op_;
     asio::detail::reactor* reactor_ = nullptr;  // of the socket's io_context, found once

@@ -87,7 +87,7 @@ const char* reason_text(unsigned status) {
 }
 
 // How much to read from the origin at once: at least a head and a whole body piece, so that a
-// response of up to a piece arrives in one read (a short one: see edge_read).
+// response of up to a piece arrives in one read (a short one: see socket_reader).
 std::size_t origin_read_size(beast::flat_buffer& buffer) {
     return std::max(beast::read_size(buffer, 65536), piece_size + 4096);
 }
@@ -429,7 +429,7 @@ void http_session<Stream>::do_read_header() {
 }
 
 // Parses what is buffered, then reads the socket until the head is complete: plain TCP with
-// edge_read (one operation, no Beast layers), TLS with the stream's reads.
+// socket_reader (one operation, no Beast layers), TLS with the stream's reads.
 template <class Stream>
 void http_session<Stream>::read_client_head(bool try_first) {
     error_code ec;
@@ -463,7 +463,7 @@ void http_session<Stream>::read_client_head(bool try_first) {
         const bool fresh = first_request_ && !parser_->got_some();
         client_read_.start<&http_session::on_client_bytes>(
             lowest().socket(), buffer_.prepare(beast::read_size(buffer_, 65536)),
-            next || fresh ? edge_read::kind::answer : edge_read::kind::more, self());
+            next || fresh ? socket_reader::kind::answer : socket_reader::kind::more, self());
     }
 }
 
@@ -747,7 +747,7 @@ void http_session<Stream>::on_origin(error_code ec, std::shared_ptr<origin_conne
             if (wec) {
                 return origin_failed(wec, true);
             }
-            // The answer cannot be there yet: edge_read queues the read without a system call
+            // The answer cannot be there yet: socket_reader queues the read without a system call
             // when the connection's last read found it empty.
             return do_read_response_header();
         }
@@ -831,11 +831,11 @@ void http_session<Stream>::fill_request_piece() {
         stream_.async_read_some(
             into, beast::bind_front_handler(&http_session::on_client_body_bytes, self()));
     } else {
-        // As for the header: the session's timer bounds the wait, edge_read reads the socket.
+        // As for the header: the session's timer bounds the wait, socket_reader reads the socket.
         body_waiting_ = true;
         arm_timer(body_deadline_);
         client_read_.start<&http_session::on_client_body_bytes>(lowest().socket(), into,
-                                                                edge_read::kind::more, self());
+                                                                socket_reader::kind::more, self());
     }
 }
 
@@ -946,9 +946,9 @@ void http_session<Stream>::read_origin_head() {
     // The first read of the answer waits for epoll if the connection's last read found it empty.
     // Not after an interim response (the origin may have closed right behind it), and a 101
     // leaves the socket to be tried: the tunnel reads it with Asio's own reads from then on.
-    const auto k = res_parser_->got_some() || interim_seen_ ? edge_read::kind::more
-                   : websocket_                             ? edge_read::kind::any
-                                                            : edge_read::kind::answer;
+    const auto k = res_parser_->got_some() || interim_seen_ ? socket_reader::kind::more
+                   : websocket_                             ? socket_reader::kind::any
+                                                            : socket_reader::kind::answer;
     origin_read_.start<&http_session::on_origin_bytes>(
         origin_->lowest().socket(), buf.prepare(origin_read_size(buf)), k, self());
 }
@@ -1057,14 +1057,14 @@ void http_session<Stream>::fill_response_piece() {
         }
     }
     if (!origin_->is_tls()) {
-        // As for the head: the session's timer bounds the wait, edge_read reads the socket.
+        // As for the head: the session's timer bounds the wait, socket_reader reads the socket.
         origin_timed_out_ = false;
         origin_waiting_ = true;
         origin_deadline_ = std::chrono::steady_clock::now() + cfg_->limits.body_timeout;
         arm_timer(origin_deadline_);
         return origin_read_.start<&http_session::on_origin_body_bytes>(
-            origin_->lowest().socket(), buf.prepare(origin_read_size(buf)), edge_read::kind::more,
-            self());
+            origin_->lowest().socket(), buf.prepare(origin_read_size(buf)),
+            socket_reader::kind::more, self());
     }
     origin_->lowest().expires_after(cfg_->limits.body_timeout);
     origin_->visit([&](auto& s) {

@@ -16,7 +16,7 @@
 #include <string>
 
 #include "common.hpp"
-#include "edge_read.hpp"
+#include "socket_reader.hpp"
 #include "head_parser.hpp"
 #include "outgoing_message.hpp"
 #include "waitroom/config/config.hpp"
@@ -122,8 +122,8 @@ class http_session : public session_base,
     std::shared_ptr<const node_runtime> runtime_;
     const config::config* cfg_;
     Stream stream_;
-    edge_read client_read_;  // plain TCP: the client's request heads
-    edge_read origin_read_;  // plain TCP: the origin's responses
+    socket_reader client_read_;  // plain TCP: the client's request heads
+    socket_reader origin_read_;  // plain TCP: the origin's responses
     beast::flat_buffer buffer_;
     steady_timer deadline_timer_;         // bounds the header and plain origin waits
     std::uint64_t timer_generation_ = 0;  // of the last arm; older waits are stale

@@ -1,9 +1,9 @@
-// edge_read on real loopback sockets: bytes there now and bytes that come later, a short read
-// followed by bytes that arrive while no read is queued (the edge must not be lost), a full
-// read followed by the rest, end of file (also one that comes with the last bytes), cancel and
-// close, Asio's own reads after it, and the owner's lifetime (kept until the callback, released when the io_context goes with a read
-// still queued).
-#include "edge_read.hpp"
+// socket_reader, which edge_read implements, on real loopback sockets: bytes there now and bytes
+// that come later, a short read followed by bytes that arrive while no read is queued (the edge
+// must not be lost), a full read followed by the rest, end of file (also one that comes with the
+// last bytes), cancel and close, Asio's own reads after it, and the owner's lifetime (kept until
+// the callback, released when the io_context goes with a read still queued).
+#include "socket_reader.hpp"
 
 #include <gtest/gtest.h>
 #include <boost/asio/io_context.hpp>
@@ -22,7 +22,7 @@ using namespace std::chrono_literals;
 struct reader : std::enable_shared_from_this<reader> {
     explicit reader(std::size_t room) : buf(room, '\0') {}
 
-    void read(tcp_socket& s, edge_read::kind k = edge_read::kind::answer) {
+    void read(tcp_socket& s, socket_reader::kind k = socket_reader::kind::answer) {
         r.start<&reader::on_read>(s, asio::buffer(buf), k, shared_from_this());
     }
     void on_read(error_code e, std::size_t n) {
@@ -31,7 +31,7 @@ struct reader : std::enable_shared_from_this<reader> {
         got.append(buf.data(), n);
     }
 
-    edge_read r;
+    socket_reader r;
     std::string buf;
     std::string got;
     error_code ec;
@@ -136,7 +136,7 @@ TEST_F(EdgeRead, ReportsEndOfFile) {
 // the short read that takes the bytes hides it: a read that goes on with a message tries first
 // and sees it; a read of a peer that may close at any time leaves the socket to be tried.
 TEST_F(EdgeRead, SeesAnEndOfStreamThatCameWithTheLastBytes) {
-    for (auto first : {edge_read::kind::answer, edge_read::kind::any}) {
+    for (auto first : {socket_reader::kind::answer, socket_reader::kind::any}) {
         tcp_socket s(ioc);
         asio::ip::tcp::socket p(ioc);
         p.connect(acceptor_.local_endpoint());
@@ -151,7 +151,8 @@ TEST_F(EdgeRead, SeesAnEndOfStreamThatCameWithTheLastBytes) {
         EXPECT_EQ(r->got, "bye");
         // After a short `any` read even the reactor's own next read tries (here: `answer`);
         // after a short `answer` read, `more` tries.
-        r->read(s, first == edge_read::kind::any ? edge_read::kind::answer : edge_read::kind::more);
+        r->read(s, first == socket_reader::kind::any ? socket_reader::kind::answer
+                                                     : socket_reader::kind::more);
         ASSERT_TRUE(run_until([&] { return r->calls == 2; }))
             << "end of stream hidden (first read kind " << static_cast<int>(first) << ")";
         EXPECT_EQ(r->ec, asio::error::eof);
