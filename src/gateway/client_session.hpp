@@ -1,0 +1,143 @@
+#pragma once
+// One client connection, Stream being tcp_stream or ssl::stream<tcp_stream>: its PROXY header
+// and TLS handshake, then HTTP/1.1 requests read one at a time (pipelined bytes wait in the
+// buffer), each validated and put to the request_filter, then answered from memory here or
+// forwarded by the connection's proxy_exchange. The session owns the client's timeouts (one
+// deadline timer for every wait, see arm_timer), the worker's sweep of waits that were queued
+// without a try (socket_reader.hpp), and the lingering close. After a 101 the connection is a
+// tunnel (tunnel.hpp), which keeps the session alive while it lasts.
+
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "client_identity.hpp"
+#include "common.hpp"
+#include "head_parser.hpp"
+#include "outgoing_message.hpp"
+#include "proxy_exchange.hpp"
+#include "socket_reader.hpp"
+#include "waitroom/config/config.hpp"
+#include "waitroom/gateway/request_filter.hpp"
+#include "worker_context.hpp"
+
+namespace waitroom::gateway {
+
+template <class Stream>
+class client_session : public session_base,
+                       public std::enable_shared_from_this<client_session<Stream>> {
+  public:
+    static constexpr bool is_tls = !std::is_same_v<Stream, tcp_stream>;
+
+    // `tls` is the listener's context when Stream is a TLS stream, else nullptr.
+    // `proxy_protocol`: the connection starts with a PROXY header (before any TLS).
+    client_session(std::shared_ptr<worker_context> state, tcp_socket&& socket, ssl::context* tls,
+                   bool proxy_protocol = false);
+    ~client_session() override;
+
+    void run();
+    void drain() override;
+    void close() override;
+    bool sweep(std::chrono::steady_clock::time_point cutoff) override;
+
+  private:
+    // The exchange reads the request and the client stream, writes the response and the gateway's
+    // own answers through its session.
+    friend class proxy_exchange<Stream>;
+
+    using self_ptr = std::shared_ptr<client_session>;
+    self_ptr self() { return this->shared_from_this(); }
+    tcp_stream& lowest() { return beast::get_lowest_layer(stream_); }
+
+    void start();
+    void on_handshake(error_code ec);
+    // PROXY protocol (proxy_protocol.hpp): the header, then who the client is.
+    void read_proxy_header();
+    void on_proxy_bytes(error_code ec, std::size_t n);
+
+    void do_read_header();
+    void read_client_head(bool try_first = false);
+    void on_client_bytes(error_code ec, std::size_t n);
+    void on_read_header(error_code ec, std::size_t);
+    void follow(const std::shared_ptr<const node_runtime>& rt);
+    void on_filter(filter_result r);
+    // The client's next request, once the last one is answered.
+    void next_request();
+
+    void arm_timer(std::chrono::steady_clock::time_point deadline);
+    void on_timer(std::uint64_t generation, error_code ec);
+
+    // Sends what to_client_ holds, then goes on with on_client_written. `relay`: a piece of a
+    // response relayed from the origin (the exchange goes on), else an answer from memory.
+    void write_client(bool relay);
+    void on_client_written(bool relay, error_code ec);
+    void send_response(unsigned status, const header_list& headers, std::string body,
+                       std::shared_ptr<const std::string> shared_body, bool close);
+    // `retry_after`: the value of a Retry-After field, "" for none; `extra`: more fields.
+    void send_error(unsigned status, std::string_view text, bool close,
+                    std::string_view retry_after = {}, header_list extra = {});
+    void on_write_memory_response(error_code ec);
+    void log_request();
+
+    void do_close();
+    void do_linger();
+    void on_linger(error_code ec, std::size_t);
+    void on_shutdown(error_code ec);
+
+    std::shared_ptr<worker_context> state_;
+    // The runtime this request is served under (taken when its head has arrived, see follow());
+    // cfg_ is its config.
+    std::shared_ptr<const node_runtime> runtime_;
+    const config::config* cfg_;
+    Stream stream_;
+    socket_reader client_read_;  // plain TCP: the client's request heads and bodies
+    beast::flat_buffer buffer_;
+    request_info info_;
+    client_identity identity_;
+    bool proxy_protocol_ = false;  // a PROXY header is awaited before anything else
+
+    // The deadline timer and the header wait.
+    steady_timer deadline_timer_;         // bounds the header, body and plain origin waits
+    std::uint64_t timer_generation_ = 0;  // of the last arm; older waits are stale
+    bool timer_armed_ = false;            // deadline_timer_ has a wait of timer_generation_
+    std::chrono::steady_clock::time_point header_deadline_;  // of the header read in progress
+    bool header_waiting_ = false;                            // a header read is in progress
+    bool client_untried_ = false;  // waits for a request without having tried the socket
+    bool client_retry_ = false;    // the sweep cancelled that wait to try the socket
+    std::chrono::steady_clock::time_point client_wait_since_;
+    bool header_timed_out_ = false;
+    bool header_started_ = false;  // header_deadline_ is header_timeout's (a request has begun)
+    bool first_request_ = true;
+    bool busy_ = false;  // a request is being handled
+    bool draining_ = false;
+    bool closed_ = false;
+    std::chrono::steady_clock::time_point linger_deadline_;  // of the lingering close
+
+    // The request in flight, its head parsed in place into a head kept for the connection's life
+    // so that its buffers keep their capacity.
+    request_head request_;
+    std::optional<head_parser<true>> parser_;
+    util::canonical_request canonical_;    // its target and Host, read once (views: parser_)
+    util::target_buffers target_buffers_;  // where canonical_ points when it rewrote something
+    filter_result filter_;
+    bool client_keep_alive_ = false;
+    std::chrono::steady_clock::time_point started_;  // for the access log
+
+    // The response, forwarded or answered from memory.
+    outgoing_message to_client_;
+    unsigned status_ = 0;           // for the access log and metrics
+    std::uint64_t bytes_sent_ = 0;  // body bytes, for the access log and response_min_rate
+    std::chrono::steady_clock::duration relay_wait_{};  // the relay's waits on the client
+    bool answer_close_ = false;  // the answer from memory ends the connection
+    std::string memory_body_;    // its body when we wrote it
+    std::shared_ptr<const std::string> memory_shared_;  // its body when a cache shares it
+
+    proxy_exchange<Stream> exchange_;
+};
+
+}  // namespace waitroom::gateway
