@@ -4,7 +4,7 @@
 
 #include <stdexcept>
 
-#include "http_session.hpp"
+#include "client_session.hpp"
 #include "worker_context.hpp"
 
 namespace waitroom::gateway {
@@ -126,11 +126,11 @@ void listener::on_accept(error_code ec, tcp_socket socket) {
     }
     socket.set_option(tcp::no_delay(true), ec);
     if (tls_) {
-        std::make_shared<http_session<ssl::stream<tcp_stream>>>(state_, std::move(socket),
+        std::make_shared<client_session<ssl::stream<tcp_stream>>>(state_, std::move(socket),
                                                                 tls_.get(), proxy_protocol_)
             ->run();
     } else {
-        std::make_shared<http_session<tcp_stream>>(state_, std::move(socket), nullptr,
+        std::make_shared<client_session<tcp_stream>>(state_, std::move(socket), nullptr,
                                                    proxy_protocol_)
             ->run();
     }

@@ -1,6 +1,6 @@
 #pragma once
 // One keep-alive connection to the origin, plain TCP or TLS. Owned by the origin_pool while
-// idle and by one http_session while it carries a request; `visit` hands the concrete stream
+// idle and by one client_session while it carries a request; `visit` hands the concrete stream
 // to generic code so the forwarding logic is written once for both kinds.
 
 #include <boost/asio/any_io_executor.hpp>

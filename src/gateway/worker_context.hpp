@@ -66,7 +66,7 @@ struct worker_context {
     }
 
     // A client's next request is waited for without first trying its socket when the last read
-    // found it empty (edge_read::kind::answer). An end of stream that came with the previous
+    // found it empty (socket_reader::kind::answer). An end of stream that came with the previous
     // request hides from that wait, so every such wait is tried once by a sweep that runs while
     // any is pending: a half-closed client is let go within two sweep intervals, not after
     // keepalive_timeout.
