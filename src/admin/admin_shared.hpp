@@ -26,11 +26,12 @@ struct admin_shared {
     std::atomic<std::shared_ptr<const admin_access>> access{std::make_shared<const admin_access>()};
     admin_server::access_source access_source;  // set before start; wins when it answers
 
+    // Once a source is set, it alone decides: a null answer refuses everything (never the open
+    // default of `access`).
     std::shared_ptr<const admin_access> current_access() const {
         if (access_source) {
-            if (auto a = access_source()) {
-                return a;
-            }
+            auto a = access_source();
+            return a ? a : admin_access::refuse_all();
         }
         return access.load(std::memory_order_acquire);
     }

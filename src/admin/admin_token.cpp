@@ -1,6 +1,7 @@
 #include "waitroom/admin/admin_token.hpp"
 
 #include <openssl/crypto.h>
+#include <openssl/rand.h>
 #include <openssl/sha.h>
 
 #include <cstdlib>
@@ -105,6 +106,20 @@ admin_token_load load_admin_token(const config::admin_settings& settings) {
 }
 
 admin_token::admin_token(std::string_view token) : digest_(sha256(token)) {}
+
+std::shared_ptr<const admin_access> admin_access::refuse_all() {
+    static const auto refuse = [] {
+        std::array<char, 32> secret{};
+        if (RAND_bytes(reinterpret_cast<unsigned char*>(secret.data()),
+                       static_cast<int>(secret.size())) != 1) {
+            std::abort();  // no randomness: nothing here would be safe
+        }
+        auto a = std::make_shared<admin_access>();
+        a->token.emplace(std::string_view(secret.data(), secret.size()));
+        return std::shared_ptr<const admin_access>(std::move(a));
+    }();
+    return refuse;
+}
 
 bool admin_token::matches(std::string_view presented) const {
     auto d = sha256(presented);

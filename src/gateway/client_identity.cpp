@@ -33,10 +33,10 @@ void client_identity::from_proxy_header(const ip_bytes& source, request_info& in
     info.client_ip_bytes = peer_bytes_;
 }
 
-void client_identity::resolve_fully(const request_head& req, const config::config& cfg, bool tls,
-                                    request_info& info) {
-    if (trust_cfg_ != &cfg) {
-        trust_cfg_ = &cfg;
+void client_identity::resolve_fully(const request_head& req, const config::config& cfg,
+                                    std::uint64_t generation, bool tls, request_info& info) {
+    if (trust_generation_ != generation) {
+        trust_generation_ = generation;
         peer_trusted_ = peer_bytes_ && is_trusted(cfg.trusted_proxies, *peer_bytes_);
         info.client_ip = peer_ip_;
         info.client_ip_bytes = peer_bytes_;

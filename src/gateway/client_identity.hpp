@@ -6,6 +6,7 @@
 
 #include <boost/asio/ip/address.hpp>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -24,14 +25,17 @@ class client_identity {
     // The source a PROXY header carried, also put into `info` as the client.
     void from_proxy_header(const ip_bytes& source, request_info& info);
 
-    // The client of `req` into `info` (client_ip, client_ip_bytes, tls) under `cfg`: the peer,
-    // unless the peer is a trusted proxy; then the X-Forwarded-For pick, and the scheme its
-    // X-Forwarded-Proto names. `tls`: the connection is TLS.
-    void resolve(const request_head& req, const config::config& cfg, bool tls, request_info& info) {
-        if (trust_cfg_ == &cfg && !peer_trusted_) {
+    // The client of `req` into `info` (client_ip, client_ip_bytes, tls) under `cfg`, the config
+    // of runtime generation `generation`: the peer, unless the peer is a trusted proxy; then the
+    // X-Forwarded-For pick, and the scheme its X-Forwarded-Proto names. `tls`: the connection
+    // is TLS. Whether the peer is trusted is decided once per generation (not per config
+    // address, which a later config may reuse).
+    void resolve(const request_head& req, const config::config& cfg, std::uint64_t generation,
+                 bool tls, request_info& info) {
+        if (trust_generation_ == generation && !peer_trusted_) {
             return;  // the usual case, inline: info names the peer already
         }
-        resolve_fully(req, cfg, tls, info);
+        resolve_fully(req, cfg, generation, tls, info);
     }
 
     const std::string& peer_ip() const { return peer_ip_; }
@@ -39,13 +43,13 @@ class client_identity {
     bool peer_trusted() const { return peer_trusted_; }
 
   private:
-    void resolve_fully(const request_head& req, const config::config& cfg, bool tls,
-                       request_info& info);
+    void resolve_fully(const request_head& req, const config::config& cfg,
+                       std::uint64_t generation, bool tls, request_info& info);
 
     std::string peer_ip_;
     std::optional<ip_bytes> peer_bytes_;
     bool peer_trusted_ = false;
-    const config::config* trust_cfg_ = nullptr;  // the config peer_trusted_ was decided under
+    std::uint64_t trust_generation_ = 0;  // the runtime peer_trusted_ was decided under (0: none)
 };
 
 }  // namespace waitroom::gateway

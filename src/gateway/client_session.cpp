@@ -389,7 +389,7 @@ void client_session<Stream>::on_read_header(error_code ec, std::size_t) {
     }
     info_.request = &canonical_;
     client_keep_alive_ = parser_->keep_alive();
-    identity_.resolve(req, *cfg_, is_tls, info_);
+    identity_.resolve(req, *cfg_, runtime_->generation, is_tls, info_);
     state_->ctx->filter().on_request(
         req, info_, [self = self()](filter_result r) { self->on_filter(std::move(r)); });
 }

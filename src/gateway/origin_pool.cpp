@@ -127,10 +127,14 @@ std::shared_ptr<origin_connection> origin_pool::take_idle(bool retryable) {
     return nullptr;
 }
 
+bool origin_pool::serves(const config::origin& o) const {
+    return configured_ && o.url == origin_.url && o.verify_tls == origin_.verify_tls &&
+           o.ca_file == origin_.ca_file && o.server_name == origin_.server_name &&
+           o.tls == origin_.tls && o.host == origin_.host && o.port == origin_.port;
+}
+
 void origin_pool::configure(const config::origin& o) {
-    if (configured_ && o.url == origin_.url && o.verify_tls == origin_.verify_tls &&
-        o.ca_file == origin_.ca_file && o.server_name == origin_.server_name &&
-        o.tls == origin_.tls && o.host == origin_.host && o.port == origin_.port) {
+    if (serves(o)) {
         origin_.connect_timeout = o.connect_timeout;
         origin_.timeout = o.timeout;
         origin_.max_connections = o.max_connections;

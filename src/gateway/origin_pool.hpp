@@ -37,6 +37,9 @@ class origin_pool : public std::enable_shared_from_this<origin_pool> {
     // Adopts the origin settings; when they differ from the current ones the idle connections
     // are closed and connections in use are not taken back. Cheap when nothing changed.
     void configure(const config::origin& o);
+    // The pool connects to the origin `o` names (its address and TLS settings; the timeouts and
+    // sizes may differ).
+    bool serves(const config::origin& o) const;
 
     // Hands a connected connection to `h` (always posted, never inline): an idle one unless
     // `fresh`, else a new one while below max_connections, else the next one released. A wait

@@ -151,6 +151,9 @@ void proxy_exchange<Stream>::do_forward(bool fresh) {
     auto& s = session_;
     // Idempotent and bodiless: a stale pooled connection is retried, so reuse needs no peek.
     const bool retryable = !request_has_body_ && is_idempotent(s.parser_->get().method());
+    if (!worker_.pool->serves(s.cfg_->origin)) {
+        return origin_moved();
+    }
     if (websocket_ && !claim_.take_tunnel(s.cfg_->origin)) {
         return s.send_error(503, "too many WebSocket tunnels",
                             request_has_body_ && !s.parser_->is_done(), "5",
@@ -174,6 +177,16 @@ void proxy_exchange<Stream>::do_forward(bool fresh) {
             on_origin(ec, std::move(c));
         },
         fresh, retryable);
+}
+
+// A reload moved this worker's pool to another origin after the request was decided under the
+// previous file: it is not sent to an origin whose rooms never saw it. Rare (only requests in
+// flight across such a reload); the client retries at once.
+template <class Stream>
+void proxy_exchange<Stream>::origin_moved() {
+    auto& s = session_;
+    s.send_error(503, "the origin changed with a reload", request_has_body_ && !s.parser_->is_done(),
+                 "1", origin_error_headers());
 }
 
 template <class Stream>
@@ -202,6 +215,11 @@ void proxy_exchange<Stream>::on_origin(error_code ec, std::shared_ptr<origin_con
         }
         return s.send_error(502, "origin unreachable", request_has_body_, {},
                             origin_error_headers());
+    }
+    if (!worker_.pool->serves(s.cfg_->origin)) {  // a reload moved the pool while this waited
+        worker_.pool->release(std::move(c), false);
+        claim_.give_back();
+        return origin_moved();
     }
     if (m != nullptr) {
         (c->requests_served > 0 ? m->origin_reused() : m->origin_opened()).inc(worker_.index);

@@ -195,11 +195,22 @@ mustache::data to_data(const room::page_model& m, const compiled& c) {
     return d;
 }
 
+// The pages' context: mustache's own, except that a partial ({{>name}}) names nothing. Mustache
+// would render the value of `name` as a template of its own, so a value that names itself (a room
+// name "{{>roomName}}" under a page with {{>roomName}}) recursed until the stack ran out, and
+// any text reaching the model would be run as a template. No page here uses partials.
+class page_context final : public mustache::context<std::string> {
+  public:
+    using mustache::context<std::string>::context;
+    const mustache::data* get_partial(const std::string&) const override { return nullptr; }
+};
+
 std::string render(mustache::mustache& tmpl, const compiled& c, const room::page_model& m) {
-    std::string out;
-    out.reserve(8192);
-    tmpl.render(to_data(m, c), [&out](const std::string& s) { out += s; });
-    return out;
+    const mustache::data data = to_data(m, c);
+    page_context ctx{&data};
+    std::ostringstream out;
+    tmpl.render(ctx, out);
+    return std::move(out).str();
 }
 
 struct room_entry {

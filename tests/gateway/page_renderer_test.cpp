@@ -133,6 +133,20 @@ TEST(PageRenderer, EscapesRoomNameWithScriptTag) {
     EXPECT_TRUE(contains(page, "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; co"));
 }
 
+// A partial names nothing: mustache would render the value it names as a template, so a room
+// name that names itself under a page that includes it recursed until the stack ran out (found
+// by the page_render fuzzer), and model text would run as a template.
+TEST(PageRenderer, APartialRendersNothingAndNeverRunsModelTextAsATemplate) {
+    config cfg;
+    cfg.rooms.push_back(make_room(
+        "shop", "en-US", write_template("partial.html", "[{{>roomName}}] {{roomName}}")));
+    page_renderer renderer(load_ok(cfg));
+    auto m = queued_model();
+    m.room_name = "{{>roomName}}";
+    const auto page = *renderer.queue_page("shop", "", page_key{}, m);
+    EXPECT_EQ(page, "[] {{&gt;roomName}}");
+}
+
 TEST(PageRenderer, BooleanSectionsFollowTheModel) {
     const auto path = write_template(
         "sections.html",

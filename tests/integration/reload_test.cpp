@@ -95,5 +95,35 @@ TEST_F(Reload, ARequestNeverMixesTheOriginOfOneFileWithTheRoomOfAnother) {
     }
 }
 
+// A request decided before a reload that moves the origin, whose body arrives after it: once its
+// worker has moved to the new origin (another request took the new file), it goes to neither
+// origin (503, retry at once), never to the new one on the old file's decision.
+TEST_F(Reload, ARequestDecidedBeforeTheOriginMovedIsNotSentToTheNewOrigin) {
+    test_origin second;
+    start(generation_config(origin_, "a"));
+    client_connection staged(port_);
+    ASSERT_TRUE(staged.connected());
+    ASSERT_TRUE(staged.write_raw(
+        "POST /echo HTTP/1.1\r\nHost: shop.test\r\nExpect: 100-continue\r\n"
+        "Content-Length: 4\r\n\r\n"));
+    // Its 100 Continue says the room (file A's) has decided on the head.
+    auto go_on = staged.read_response();
+    ASSERT_EQ(go_on.status, 100u) << describe(go_on);
+
+    switch_to(second, "b");
+    client_connection other(port_);
+    auto moved = other.get("/hello");
+    ASSERT_TRUE(from_origin(moved)) << describe(moved);
+    ASSERT_EQ(second.requests(), 1u);
+    ASSERT_EQ(cookie_room(moved), "b");
+
+    ASSERT_TRUE(staged.write_raw("abcd"));
+    auto r = staged.read_response();
+    EXPECT_EQ(r.status, 503u) << describe(r);
+    EXPECT_EQ(r.headers[http::field::retry_after], "1");
+    EXPECT_EQ(second.requests(), 1u) << "sent to the new origin on the old file's decision";
+    EXPECT_EQ(origin_.requests(), 0u);
+}
+
 }  // namespace
 }  // namespace waitroom::test

@@ -4,6 +4,7 @@
 // and, for an API without a token, the Host names it answers to (DNS rebinding defence).
 
 #include <array>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,6 +39,9 @@ class admin_token {
 struct admin_access {
     std::optional<admin_token> token;        // none: the API is open and Host is checked
     std::vector<std::string> allowed_hosts;  // admin.allowed_hosts (lowercase, no port)
+
+    // Rules no request passes: a token of random bytes that no one was given.
+    static std::shared_ptr<const admin_access> refuse_all();
 };
 
 // For an API without a token: a web page can make a visitor's browser call it by pointing a
