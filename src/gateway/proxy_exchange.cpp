@@ -151,7 +151,7 @@ void proxy_exchange<Stream>::do_forward(bool fresh) {
     auto& s = session_;
     // Idempotent and bodiless: a stale pooled connection is retried, so reuse needs no peek.
     const bool retryable = !request_has_body_ && is_idempotent(s.parser_->get().method());
-    if (!worker_.pool->serves(s.cfg_->origin)) {
+    if (pool_moved()) {
         return origin_moved();
     }
     if (websocket_ && !claim_.take_tunnel(s.cfg_->origin)) {
@@ -182,6 +182,13 @@ void proxy_exchange<Stream>::do_forward(bool fresh) {
 // A reload moved this worker's pool to another origin after the request was decided under the
 // previous file: it is not sent to an origin whose rooms never saw it. Rare (only requests in
 // flight across such a reload); the client retries at once.
+template <class Stream>
+bool proxy_exchange<Stream>::pool_moved() const {
+    // The usual case costs one pointer compare: the pool follows the worker's runtime, and the
+    // request was decided under that same one. Only across a reload are the origins compared.
+    return session_.runtime_ != worker_.runtime && !worker_.pool->serves(session_.cfg_->origin);
+}
+
 template <class Stream>
 void proxy_exchange<Stream>::origin_moved() {
     auto& s = session_;
@@ -216,7 +223,7 @@ void proxy_exchange<Stream>::on_origin(error_code ec, std::shared_ptr<origin_con
         return s.send_error(502, "origin unreachable", request_has_body_, {},
                             origin_error_headers());
     }
-    if (!worker_.pool->serves(s.cfg_->origin)) {  // a reload moved the pool while this waited
+    if (pool_moved()) {  // a reload moved the pool while this waited
         worker_.pool->release(std::move(c), false);
         claim_.give_back();
         return origin_moved();

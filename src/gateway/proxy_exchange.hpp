@@ -66,6 +66,7 @@ class proxy_exchange {
     // The request, to the origin (proxy_exchange.cpp).
     void do_forward(bool fresh);
     void on_origin(error_code ec, std::shared_ptr<origin_connection> c);
+    bool pool_moved() const;
     void origin_moved();
     void write_origin();
     void on_write_continue(error_code ec, std::size_t);
