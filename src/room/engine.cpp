@@ -1,247 +1,27 @@
+// The admission decision (DESIGN.md §4): a request routed to a room, then admitted, queued or
+// rejected from its cookie and the room state; a session revoked; several cookies of one room
+// ranked.
 #include "waitroom/room/engine.hpp"
-#include "waitroom/util/clock.hpp"
+#include "admission_rules.hpp"
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
-#include <ctime>
 
 namespace waitroom::room {
+
+using rules::ceil_div_ms;
+using rules::counted_waiting;
+using rules::front_slack;
+using rules::keeps_queue_place;
+using rules::make_limits;
+using rules::session_alive;
+using rules::trusted;
 
 namespace {
 
 std::atomic<std::uint64_t> next_generation{1};
 
-std::int64_t to_ms(config::time_point t) {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-}
-
-std::int64_t ceil_div_ms(std::int64_t ms, std::int64_t unit) {
-    return ms <= 0 ? 0 : (ms + unit - 1) / unit;
-}
-
-// Admissions per minute the queue can expect: the observed rate, or when nothing was admitted
-// lately the turnover of a full room (sessions ending), never above new_users_per_minute.
-double expected_rate(const settings& s, const room_state& st) {
-    double observed = static_cast<double>(st.counts().admitted_last_minute);
-    double session_min = std::max(1.0, static_cast<double>(s.session_ms) / 60'000.0);
-    double turnover = static_cast<double>(s.total_active_users) / session_min;
-    return std::min(static_cast<double>(s.new_users_per_minute), std::max(observed, turnover));
-}
-
-// Visitors the room admits while the next of its front comes back (min_refresh): a later bucket
-// may try once fewer than these are ahead of it. Zero below one per refresh, so a room with a
-// trickle of turnover keeps strict bucket order.
-std::int64_t front_slack(const settings& s, const room_state& st, const windowing& w) {
-    return static_cast<std::int64_t>(expected_rate(s, st) * static_cast<double>(w.min_refresh_ms) /
-                                     60'000.0);
-}
-
 }  // namespace
-
-std::uint32_t event_id_of(const config::event& ev) {
-    std::uint32_t h = 2166136261u;
-    for (unsigned char c : ev.name) {
-        h ^= c;
-        h *= 16777619u;
-    }
-    return h == 0 ? 1 : h;
-}
-
-std::string_view to_string(room_status_kind k) {
-    switch (k) {
-        case room_status_kind::not_queueing:
-            return "not_queueing";
-        case room_status_kind::queueing:
-            return "queueing";
-        case room_status_kind::event_prequeueing:
-            return "event_prequeueing";
-        case room_status_kind::suspended:
-            return "suspended";
-    }
-    return "not_queueing";
-}
-
-std::string_view to_string(config::queueing_method m) {
-    switch (m) {
-        case config::queueing_method::fifo:
-            return "fifo";
-        case config::queueing_method::random:
-            return "random";
-        case config::queueing_method::passthrough:
-            return "passthrough";
-        case config::queueing_method::reject:
-            return "reject";
-    }
-    return "fifo";
-}
-
-// ---- compiled_room ---------------------------------------------------------------------------
-
-event_phase compiled_room::phase_at(std::int64_t now_ms) const {
-    event_phase ph;
-    for (const auto& ev : cfg_->events) {
-        std::int64_t start = to_ms(ev.event_start_time);
-        std::int64_t end = to_ms(ev.event_end_time);
-        std::int64_t pre = ev.prequeue_start_time ? to_ms(*ev.prequeue_start_time) : start;
-        if (now_ms >= std::min(pre, start) && now_ms < end) {
-            ph.event = &ev;
-            ph.event_id = event_id_of(ev);
-            ph.start_ms = start;
-            ph.end_ms = end;
-            ph.prequeue_start_ms = std::min(pre, start);
-            ph.prequeueing = now_ms < start;
-            ph.active = !ph.prequeueing;
-            return ph;
-        }
-    }
-    return ph;
-}
-
-settings compiled_room::settings_at(const event_phase& ph) const {
-    const auto& r = *cfg_;
-    settings s;
-    s.total_active_users = r.total_active_users;
-    s.new_users_per_minute = r.new_users_per_minute;
-    s.session_ms = r.session_duration.count();
-    s.disable_session_renewal = r.disable_session_renewal;
-    s.method = r.method;
-    s.suspended = r.suspended;
-    s.queue_all = r.queue_all;
-    s.refresh_ms = std::max<std::int64_t>(1000, r.refresh_interval.count());
-    s.custom_page_html = &r.custom_page_html;
-    if (const config::event* ev = ph.event) {
-        // An event's set fields replace the room's, from prequeue to its end.
-        if (ev->total_active_users) {
-            s.total_active_users = *ev->total_active_users;
-        }
-        if (ev->new_users_per_minute) {
-            s.new_users_per_minute = *ev->new_users_per_minute;
-        }
-        if (ev->session_duration) {
-            s.session_ms = ev->session_duration->count();
-        }
-        if (ev->disable_session_renewal) {
-            s.disable_session_renewal = *ev->disable_session_renewal;
-        }
-        if (ev->queueing_method) {
-            s.method = *ev->queueing_method;
-        }
-        if (ev->suspended) {
-            s.suspended = *ev->suspended;
-        }
-        if (ev->custom_page_html) {
-            s.custom_page_html = &*ev->custom_page_html;
-        }
-    }
-    if (switches_ != nullptr) {
-        // An operator's run-time switch wins over the file and the event until a reload
-        // changes the file's value (room_overrides::reconcile).
-        s.queue_all = switches_->queue_all().value_or(s.queue_all);
-        s.suspended = switches_->suspended().value_or(s.suspended);
-    }
-    return s;
-}
-
-namespace {
-room_limits make_limits(const settings& s, const event_phase& ph, const windowing& w) {
-    room_limits l;
-    l.total_active_users = s.total_active_users;
-    l.new_users_per_minute = s.new_users_per_minute;
-    l.session_ms = s.session_ms;
-    l.abandon_after_ms = s.refresh_ms + w.abandon_margin_ms;
-    l.window_ms = w.window_ms;
-    l.rate_window_ms = w.rate_window_ms;
-    l.rate_span_ms = w.rate_span_ms;
-    l.rejoin_ms = w.queue_rejoin_ms;
-    l.needs_slots = !s.suspended && !s.queue_all && !ph.prequeueing &&
-                    s.method != config::queueing_method::passthrough;
-    return l;
-}
-
-// What decide() believes of a cookie, in one place for decide() and standing().
-
-// A cookie from the future (clock skew beyond a window, or a forged clock) is not trusted.
-bool trusted(const compiled_room& r, const payload& c, std::int64_t now_ms,
-             std::int64_t window_ms) {
-    return c.room == r.id() && c.bucket <= now_ms + window_ms &&
-           c.last_check_in <= now_ms + window_ms && c.accepted_at <= now_ms + window_ms;
-}
-
-// An admitted visitor's session still lives.
-bool session_alive(const payload& c, const settings& s, const room_limits& lim,
-                   std::int64_t now_ms) {
-    return s.disable_session_renewal
-               ? c.accepted_at + s.session_ms > now_ms
-               : active_window_live(floor_to(c.last_check_in, lim.window_ms), lim, now_ms);
-}
-
-// A queued cookie counted in a waiting window (a revoke's is not: its first request counts it).
-bool counted_waiting(const payload& c) {
-    return (c.flags & visitor_flags::uncounted) == 0;
-}
-
-// A queued cookie keeps its place while it is counted in a live waiting window. Out of one (it
-// lapsed, or it is a revoke's and was never counted) it keeps it for queue_rejoin_ms, and only
-// under the event it was issued under (`event_id`, the phase's now): a cookie held back past a
-// prequeue's start would otherwise stand ahead of everyone prequeued (and of the shuffle).
-// Without a check-in time it has no age, so it starts over.
-bool keeps_queue_place(const payload& c, const room_limits& lim, std::int64_t now_ms,
-                       const windowing& w, std::uint32_t event_id) {
-    if (c.last_check_in <= 0) {
-        return false;
-    }
-    if (counted_waiting(c) &&
-        waiting_window_live(floor_to(c.last_check_in, lim.window_ms), lim, now_ms)) {
-        return true;
-    }
-    return now_ms - c.last_check_in <= w.queue_rejoin_ms && c.event_id == event_id;
-}
-}  // namespace
-
-room_limits compiled_room::limits_at(std::int64_t now_ms) const {
-    auto ph = phase_at(now_ms);
-    return make_limits(settings_at(ph), ph, win_);
-}
-
-// ---- worker_state ----------------------------------------------------------------------------
-
-worker_state::room_view& worker_state::view(const engine& e, const compiled_room& r) {
-    std::uint64_t v = node_.version();
-    if (v != snap_version_ || engine_generation_ != e.generation()) {
-        bool new_snapshot = v != snap_version_;
-        snap_ = node_.snapshot();
-        snap_version_ = v;
-        engine_generation_ = e.generation();
-        views_.assign(e.rooms().size(), room_view{});
-        for (const auto& room : e.rooms()) {
-            const room_state* st = snap_->find(room.id());
-            views_[room.index()] = room_view{st != nullptr ? st : &empty_, &node_.pool(room.id()),
-                                             &deltas_[room.id()]};
-        }
-        if (new_snapshot) {
-            // Once per sync, hand the deltas over; never wait for the sync task.
-            node_.try_submit(deltas_);
-        }
-    }
-    return views_[r.index()];
-}
-
-void worker_state::flush() {
-    node_.submit(deltas_);
-}
-
-bool worker_state::revoked_here(std::uint64_t ticket) const {
-    const std::size_t n = std::min(revoked_count_, revoked_here_.size());
-    return std::find(revoked_here_.begin(), revoked_here_.begin() + static_cast<std::ptrdiff_t>(n),
-                     ticket) != revoked_here_.begin() + static_cast<std::ptrdiff_t>(n);
-}
-
-void worker_state::remember_revoked(std::uint64_t ticket) {
-    if (!revoked_here(ticket)) {
-        revoked_here_[revoked_count_++ % revoked_here_.size()] = ticket;
-    }
-}
 
 // ---- engine ----------------------------------------------------------------------------------
 
@@ -295,9 +75,8 @@ route_result engine::route(const request_view& req) const {
     return out;
 }
 
-decision engine::decide(const request_view& req, worker_state& ws,
-                        const payload* valid_cookie, std::int64_t now_ms, rng& random,
-                        attempt at) const {
+decision engine::decide(const request_view& req, worker_state& ws, const payload* valid_cookie,
+                        std::int64_t now_ms, rng& random, attempt at) const {
     route_result rr = route(req);
     if (rr.what != route_action::decide) {
         decision d;
@@ -309,9 +88,8 @@ decision engine::decide(const request_view& req, worker_state& ws,
     return decide(*rr.room, ws, valid_cookie, now_ms, random, at);
 }
 
-decision engine::decide(const compiled_room& r, worker_state& ws,
-                        const payload* valid_cookie, std::int64_t now_ms, rng& random,
-                        attempt at) const {
+decision engine::decide(const compiled_room& r, worker_state& ws, const payload* valid_cookie,
+                        std::int64_t now_ms, rng& random, attempt at) const {
     using config::queueing_method;
     decision d;
     d.room = &r;
@@ -514,111 +292,6 @@ decision engine::decide(const compiled_room& r, worker_state& ws,
     return d;
 }
 
-void engine::fill_page(const compiled_room& r, const settings& s, const event_phase& ph,
-                       const room_state& st, std::int64_t bucket, std::int64_t now_ms,
-                       bool eligible, decision& d) const {
-    using config::queueing_method;
-    page_model& p = d.page;
-    p.room_name = r.config().name.empty() ? r.id() : r.config().name;
-    p.in_waiting_room = d.what == action::queue;
-    p.queueing_method = to_string(s.method);
-    p.is_fifo_queue = s.method == queueing_method::fifo;
-    p.is_random_queue = s.method == queueing_method::random;
-    p.is_passthrough_queue = s.method == queueing_method::passthrough;
-    p.is_reject_queue = s.method == queueing_method::reject;
-    p.queue_all = s.queue_all;
-    if (st.known()) {
-        p.last_updated = st.last_updated_iso();
-        p.last_updated_ms = st.counts().as_of_ms;
-    } else {
-        p.last_updated = util::iso8601_utc(now_ms);
-        p.last_updated_ms = now_ms;
-    }
-    p.is_event_active = ph.active;
-    p.is_event_prequeueing = ph.prequeueing;
-    if (ph.event != nullptr) {
-        p.shuffle_at_event_start = ph.event->shuffle_at_event_start;
-        p.time_until_event_start = ceil_div_ms(ph.start_ms - now_ms, 60'000);
-        p.time_until_event_end = ceil_div_ms(ph.end_ms - now_ms, 60'000);
-        p.time_until_event_start_formatted = format_minutes(p.time_until_event_start);
-        p.time_until_event_end_formatted = format_minutes(p.time_until_event_end);
-    }
-    const std::int64_t free = st.free_capacity();
-    const std::int64_t waiting = st.waiting_total();
-    p.queue_is_full = p.in_waiting_room || waiting > 0 || (st.known() && free == 0);
-
-    std::int64_t refresh_ms = s.refresh_ms;
-    if (d.what == action::reject) {
-        d.refresh_seconds = 0;
-        p.refresh_interval_seconds = 0;
-        return;
-    }
-    const double rate = expected_rate(s, st);  // per minute
-    const std::int64_t older = st.waiting_before(bucket);
-    if (s.method == queueing_method::random) {
-        // Each refresh has the same chance; per minute about rate / waiting of the queue gets
-        // in, so the wait is geometric: the q-quantile is ln(1 − q) / ln(1 − chance) minutes.
-        p.queue_position = waiting / 2;
-        if (rate > 0 && !s.queue_all && !ph.prequeueing) {
-            double chance =
-                std::min(1.0, rate / static_cast<double>(std::max<std::int64_t>(1, waiting)));
-            auto quantile = [&](double q) -> std::int64_t {
-                if (chance >= 1.0) {
-                    return 1;
-                }
-                return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(
-                                                     std::log(1.0 - q) / std::log(1.0 - chance))));
-            };
-            p.wait_time_known = true;
-            p.wait_time_25_percentile = quantile(0.25);
-            p.wait_time_50_percentile = quantile(0.50);
-            p.wait_time_75_percentile = quantile(0.75);
-            p.wait_time = p.wait_time_50_percentile;
-        }
-    } else {
-        const std::int64_t ahead = older + st.waiting_in(bucket) / 2;
-        p.queue_position = ahead;
-        if (rate > 0 && !s.queue_all) {
-            // The queue ahead drains by admissions and by visitors giving up (h per minute):
-            // a' = −rate − h·a reaches 0 after ln(1 + h·a / rate) / h minutes.
-            const double h = st.abandon_per_minute();
-            const double a = static_cast<double>(ahead);
-            const double turn = h > 1e-6 ? std::log1p(h * a / rate) / h : a / rate;
-            std::int64_t minutes = static_cast<std::int64_t>(std::ceil(turn));
-            if (ph.prequeueing) {
-                minutes += ceil_div_ms(ph.start_ms - now_ms, 60'000);
-            }
-            p.wait_time_known = true;
-            p.wait_time = std::max<std::int64_t>(1, minutes);
-            p.wait_time_25_percentile = p.wait_time;
-            p.wait_time_50_percentile = p.wait_time;
-            p.wait_time_75_percentile = p.wait_time;
-        }
-        // Adaptive refresh: come back about when the turn is expected, soon when it is near.
-        if (ph.prequeueing) {
-            refresh_ms = std::clamp(ph.start_ms - now_ms,
-                                    std::min(win_.min_refresh_ms, s.refresh_ms), s.refresh_ms);
-        } else if (s.queue_all) {
-            refresh_ms = s.refresh_ms;
-        } else if (eligible) {
-            refresh_ms = std::min(win_.min_refresh_ms, s.refresh_ms);
-        } else if (rate > 0) {
-            double beyond = static_cast<double>(older - free - front_slack(s, st, win_));
-            double turn_ms = beyond <= 0 ? 0.0 : beyond / (rate / 60'000.0);
-            refresh_ms = std::clamp(static_cast<std::int64_t>(turn_ms),
-                                    std::min(win_.min_refresh_ms, s.refresh_ms), s.refresh_ms);
-        }
-    }
-    if (p.wait_time_known) {
-        p.wait_time_hours = p.wait_time / 60;
-        p.wait_time_hour_minutes = p.wait_time % 60;
-        p.wait_time_formatted = format_minutes(p.wait_time);
-    }
-    refresh_ms = std::max<std::int64_t>(refresh_ms, 1000);
-    d.refresh_seconds = ceil_div_ms(refresh_ms, 1000);
-    p.refresh_interval_seconds = d.refresh_seconds;
-}
-
 std::int64_t engine::arrival_bucket(const event_phase& ph, std::int64_t now_ms,
                                     std::uint64_t ticket) const {
     const std::int64_t W = win_.window_ms;
@@ -633,9 +306,8 @@ std::int64_t engine::arrival_bucket(const event_phase& ph, std::int64_t now_ms,
     return floor_to(now_ms, W);
 }
 
-payload engine::revoke(const compiled_room& r, worker_state& ws,
-                               const payload& current, std::int64_t now_ms,
-                               rng& random) const {
+payload engine::revoke(const compiled_room& r, worker_state& ws, const payload& current,
+                       std::int64_t now_ms, rng& random) const {
     const event_phase ph = r.phase_at(now_ms);
     const settings s = r.settings_at(ph);
     const room_limits lim = make_limits(s, ph, win_);
@@ -665,36 +337,7 @@ payload engine::revoke(const compiled_room& r, worker_state& ws,
     return p;
 }
 
-room_status engine::status(const compiled_room& r, const room_state& st,
-                           std::int64_t now_ms) const {
-    const event_phase ph = r.phase_at(now_ms);
-    const settings s = r.settings_at(ph);
-    room_status out;
-    if (ph.event != nullptr) {
-        out.event_id = ph.event->name;
-    }
-    out.estimated_queued_users = st.waiting_total();
-    out.estimated_total_active_users = st.counts().active;
-    if (s.suspended) {
-        out.status = room_status_kind::suspended;
-    } else if (ph.prequeueing) {
-        out.status = room_status_kind::event_prequeueing;
-    } else if (st.waiting_total() > 0 || s.queue_all) {
-        out.status = room_status_kind::queueing;
-    }
-    double rate = expected_rate(s, st);
-    if (out.estimated_queued_users > 0 && rate > 0) {
-        out.max_estimated_time_minutes = static_cast<std::int64_t>(
-            std::ceil(static_cast<double>(out.estimated_queued_users) / rate));
-        if (ph.prequeueing) {
-            out.max_estimated_time_minutes += ceil_div_ms(ph.start_ms - now_ms, 60'000);
-        }
-    }
-    return out;
-}
-
-bool engine::refused_ticket(const worker_state& ws, const room_state& st,
-                            const payload& c) {
+bool engine::refused_ticket(const worker_state& ws, const room_state& st, const payload& c) {
     return st.revoked(c.ticket) || (ws.revoked_count_ > 0 && ws.revoked_here(c.ticket));
 }
 

@@ -1,0 +1,94 @@
+#pragma once
+// The rules the engine's parts share (engine.cpp decides, estimates.cpp estimates,
+// compiled_room.cpp applies a room's phase): time arithmetic, the admission rate a queue can
+// expect, a room's limits at one instant, and what decide() believes of a cookie. Private to
+// src/room/.
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+
+#include "waitroom/room/engine.hpp"
+
+namespace waitroom::room::rules {
+
+inline std::int64_t to_ms(config::time_point t) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+inline std::int64_t ceil_div_ms(std::int64_t ms, std::int64_t unit) {
+    return ms <= 0 ? 0 : (ms + unit - 1) / unit;
+}
+
+// Admissions per minute the queue can expect: the observed rate, or when nothing was admitted
+// lately the turnover of a full room (sessions ending), never above new_users_per_minute.
+inline double expected_rate(const settings& s, const room_state& st) {
+    double observed = static_cast<double>(st.counts().admitted_last_minute);
+    double session_min = std::max(1.0, static_cast<double>(s.session_ms) / 60'000.0);
+    double turnover = static_cast<double>(s.total_active_users) / session_min;
+    return std::min(static_cast<double>(s.new_users_per_minute), std::max(observed, turnover));
+}
+
+// Visitors the room admits while the next of its front comes back (min_refresh): a later bucket
+// may try once fewer than these are ahead of it. Zero below one per refresh, so a room with a
+// trickle of turnover keeps strict bucket order.
+inline std::int64_t front_slack(const settings& s, const room_state& st, const windowing& w) {
+    return static_cast<std::int64_t>(expected_rate(s, st) * static_cast<double>(w.min_refresh_ms) /
+                                     60'000.0);
+}
+
+inline room_limits make_limits(const settings& s, const event_phase& ph, const windowing& w) {
+    room_limits l;
+    l.total_active_users = s.total_active_users;
+    l.new_users_per_minute = s.new_users_per_minute;
+    l.session_ms = s.session_ms;
+    l.abandon_after_ms = s.refresh_ms + w.abandon_margin_ms;
+    l.window_ms = w.window_ms;
+    l.rate_window_ms = w.rate_window_ms;
+    l.rate_span_ms = w.rate_span_ms;
+    l.rejoin_ms = w.queue_rejoin_ms;
+    l.needs_slots = !s.suspended && !s.queue_all && !ph.prequeueing &&
+                    s.method != config::queueing_method::passthrough;
+    return l;
+}
+
+// What decide() believes of a cookie, in one place for decide() and standing().
+//
+// A cookie from the future (clock skew beyond a window, or a forged clock) is not trusted.
+inline bool trusted(const compiled_room& r, const payload& c, std::int64_t now_ms,
+                    std::int64_t window_ms) {
+    return c.room == r.id() && c.bucket <= now_ms + window_ms &&
+           c.last_check_in <= now_ms + window_ms && c.accepted_at <= now_ms + window_ms;
+}
+
+// An admitted visitor's session still lives.
+inline bool session_alive(const payload& c, const settings& s, const room_limits& lim,
+                          std::int64_t now_ms) {
+    return s.disable_session_renewal
+               ? c.accepted_at + s.session_ms > now_ms
+               : active_window_live(floor_to(c.last_check_in, lim.window_ms), lim, now_ms);
+}
+
+// A queued cookie counted in a waiting window (a revoke's is not: its first request counts it).
+inline bool counted_waiting(const payload& c) {
+    return (c.flags & visitor_flags::uncounted) == 0;
+}
+
+// A queued cookie keeps its place while it is counted in a live waiting window. Out of one (it
+// lapsed, or it is a revoke's and was never counted) it keeps it for queue_rejoin_ms, and only
+// under the event it was issued under (`event_id`, the phase's now): a cookie held back past a
+// prequeue's start would otherwise stand ahead of everyone prequeued (and of the shuffle).
+// Without a check-in time it has no age, so it starts over.
+inline bool keeps_queue_place(const payload& c, const room_limits& lim, std::int64_t now_ms,
+                              const windowing& w, std::uint32_t event_id) {
+    if (c.last_check_in <= 0) {
+        return false;
+    }
+    if (counted_waiting(c) &&
+        waiting_window_live(floor_to(c.last_check_in, lim.window_ms), lim, now_ms)) {
+        return true;
+    }
+    return now_ms - c.last_check_in <= w.queue_rejoin_ms && c.event_id == event_id;
+}
+
+}  // namespace waitroom::room::rules

@@ -1,0 +1,149 @@
+// What a queued visitor is told: the page values (position, wait-time estimate, event times)
+// and the adaptive Refresh, and the room's status for the JSON API.
+#include "admission_rules.hpp"
+#include "waitroom/room/engine.hpp"
+#include "waitroom/util/clock.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace waitroom::room {
+
+using rules::ceil_div_ms;
+using rules::expected_rate;
+using rules::front_slack;
+
+void engine::fill_page(const compiled_room& r, const settings& s, const event_phase& ph,
+                       const room_state& st, std::int64_t bucket, std::int64_t now_ms,
+                       bool eligible, decision& d) const {
+    using config::queueing_method;
+    page_model& p = d.page;
+    p.room_name = r.config().name.empty() ? r.id() : r.config().name;
+    p.in_waiting_room = d.what == action::queue;
+    p.queueing_method = to_string(s.method);
+    p.is_fifo_queue = s.method == queueing_method::fifo;
+    p.is_random_queue = s.method == queueing_method::random;
+    p.is_passthrough_queue = s.method == queueing_method::passthrough;
+    p.is_reject_queue = s.method == queueing_method::reject;
+    p.queue_all = s.queue_all;
+    if (st.known()) {
+        p.last_updated = st.last_updated_iso();
+        p.last_updated_ms = st.counts().as_of_ms;
+    } else {
+        p.last_updated = util::iso8601_utc(now_ms);
+        p.last_updated_ms = now_ms;
+    }
+    p.is_event_active = ph.active;
+    p.is_event_prequeueing = ph.prequeueing;
+    if (ph.event != nullptr) {
+        p.shuffle_at_event_start = ph.event->shuffle_at_event_start;
+        p.time_until_event_start = ceil_div_ms(ph.start_ms - now_ms, 60'000);
+        p.time_until_event_end = ceil_div_ms(ph.end_ms - now_ms, 60'000);
+        p.time_until_event_start_formatted = format_minutes(p.time_until_event_start);
+        p.time_until_event_end_formatted = format_minutes(p.time_until_event_end);
+    }
+    const std::int64_t free = st.free_capacity();
+    const std::int64_t waiting = st.waiting_total();
+    p.queue_is_full = p.in_waiting_room || waiting > 0 || (st.known() && free == 0);
+
+    std::int64_t refresh_ms = s.refresh_ms;
+    if (d.what == action::reject) {
+        d.refresh_seconds = 0;
+        p.refresh_interval_seconds = 0;
+        return;
+    }
+    const double rate = expected_rate(s, st);  // per minute
+    const std::int64_t older = st.waiting_before(bucket);
+    if (s.method == queueing_method::random) {
+        // Each refresh has the same chance; per minute about rate / waiting of the queue gets
+        // in, so the wait is geometric: the q-quantile is ln(1 − q) / ln(1 − chance) minutes.
+        p.queue_position = waiting / 2;
+        if (rate > 0 && !s.queue_all && !ph.prequeueing) {
+            double chance =
+                std::min(1.0, rate / static_cast<double>(std::max<std::int64_t>(1, waiting)));
+            auto quantile = [&](double q) -> std::int64_t {
+                if (chance >= 1.0) {
+                    return 1;
+                }
+                return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(
+                                                     std::log(1.0 - q) / std::log(1.0 - chance))));
+            };
+            p.wait_time_known = true;
+            p.wait_time_25_percentile = quantile(0.25);
+            p.wait_time_50_percentile = quantile(0.50);
+            p.wait_time_75_percentile = quantile(0.75);
+            p.wait_time = p.wait_time_50_percentile;
+        }
+    } else {
+        const std::int64_t ahead = older + st.waiting_in(bucket) / 2;
+        p.queue_position = ahead;
+        if (rate > 0 && !s.queue_all) {
+            // The queue ahead drains by admissions and by visitors giving up (h per minute):
+            // a' = −rate − h·a reaches 0 after ln(1 + h·a / rate) / h minutes.
+            const double h = st.abandon_per_minute();
+            const double a = static_cast<double>(ahead);
+            const double turn = h > 1e-6 ? std::log1p(h * a / rate) / h : a / rate;
+            std::int64_t minutes = static_cast<std::int64_t>(std::ceil(turn));
+            if (ph.prequeueing) {
+                minutes += ceil_div_ms(ph.start_ms - now_ms, 60'000);
+            }
+            p.wait_time_known = true;
+            p.wait_time = std::max<std::int64_t>(1, minutes);
+            p.wait_time_25_percentile = p.wait_time;
+            p.wait_time_50_percentile = p.wait_time;
+            p.wait_time_75_percentile = p.wait_time;
+        }
+        // Adaptive refresh: come back about when the turn is expected, soon when it is near.
+        if (ph.prequeueing) {
+            refresh_ms = std::clamp(ph.start_ms - now_ms,
+                                    std::min(win_.min_refresh_ms, s.refresh_ms), s.refresh_ms);
+        } else if (s.queue_all) {
+            refresh_ms = s.refresh_ms;
+        } else if (eligible) {
+            refresh_ms = std::min(win_.min_refresh_ms, s.refresh_ms);
+        } else if (rate > 0) {
+            double beyond = static_cast<double>(older - free - front_slack(s, st, win_));
+            double turn_ms = beyond <= 0 ? 0.0 : beyond / (rate / 60'000.0);
+            refresh_ms = std::clamp(static_cast<std::int64_t>(turn_ms),
+                                    std::min(win_.min_refresh_ms, s.refresh_ms), s.refresh_ms);
+        }
+    }
+    if (p.wait_time_known) {
+        p.wait_time_hours = p.wait_time / 60;
+        p.wait_time_hour_minutes = p.wait_time % 60;
+        p.wait_time_formatted = format_minutes(p.wait_time);
+    }
+    refresh_ms = std::max<std::int64_t>(refresh_ms, 1000);
+    d.refresh_seconds = ceil_div_ms(refresh_ms, 1000);
+    p.refresh_interval_seconds = d.refresh_seconds;
+}
+
+room_status engine::status(const compiled_room& r, const room_state& st,
+                           std::int64_t now_ms) const {
+    const event_phase ph = r.phase_at(now_ms);
+    const settings s = r.settings_at(ph);
+    room_status out;
+    if (ph.event != nullptr) {
+        out.event_id = ph.event->name;
+    }
+    out.estimated_queued_users = st.waiting_total();
+    out.estimated_total_active_users = st.counts().active;
+    if (s.suspended) {
+        out.status = room_status_kind::suspended;
+    } else if (ph.prequeueing) {
+        out.status = room_status_kind::event_prequeueing;
+    } else if (st.waiting_total() > 0 || s.queue_all) {
+        out.status = room_status_kind::queueing;
+    }
+    double rate = expected_rate(s, st);
+    if (out.estimated_queued_users > 0 && rate > 0) {
+        out.max_estimated_time_minutes = static_cast<std::int64_t>(
+            std::ceil(static_cast<double>(out.estimated_queued_users) / rate));
+        if (ph.prequeueing) {
+            out.max_estimated_time_minutes += ceil_div_ms(ph.start_ms - now_ms, 60'000);
+        }
+    }
+    return out;
+}
+
+}  // namespace waitroom::room

@@ -1,0 +1,46 @@
+// A worker's view of the node's room state: the snapshot it decides on, refreshed once per sync,
+// and the counters it adds to until the sync task takes them.
+#include "waitroom/room/engine.hpp"
+
+#include <algorithm>
+
+namespace waitroom::room {
+
+worker_state::room_view& worker_state::view(const engine& e, const compiled_room& r) {
+    std::uint64_t v = node_.version();
+    if (v != snap_version_ || engine_generation_ != e.generation()) {
+        bool new_snapshot = v != snap_version_;
+        snap_ = node_.snapshot();
+        snap_version_ = v;
+        engine_generation_ = e.generation();
+        views_.assign(e.rooms().size(), room_view{});
+        for (const auto& room : e.rooms()) {
+            const room_state* st = snap_->find(room.id());
+            views_[room.index()] = room_view{st != nullptr ? st : &empty_, &node_.pool(room.id()),
+                                             &deltas_[room.id()]};
+        }
+        if (new_snapshot) {
+            // Once per sync, hand the deltas over; never wait for the sync task.
+            node_.try_submit(deltas_);
+        }
+    }
+    return views_[r.index()];
+}
+
+void worker_state::flush() {
+    node_.submit(deltas_);
+}
+
+bool worker_state::revoked_here(std::uint64_t ticket) const {
+    const std::size_t n = std::min(revoked_count_, revoked_here_.size());
+    return std::find(revoked_here_.begin(), revoked_here_.begin() + static_cast<std::ptrdiff_t>(n),
+                     ticket) != revoked_here_.begin() + static_cast<std::ptrdiff_t>(n);
+}
+
+void worker_state::remember_revoked(std::uint64_t ticket) {
+    if (!revoked_here(ticket)) {
+        revoked_here_[revoked_count_++ % revoked_here_.size()] = ticket;
+    }
+}
+
+}  // namespace waitroom::room
