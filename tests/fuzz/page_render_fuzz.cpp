@@ -7,7 +7,7 @@
 // built-in page first, which would cost a second per input. Built by tests/fuzz/run.sh with clang;
 // also replayed by page_render_fuzz_replay under g++.
 
-#include "page_renderer.cpp"
+#include "templates_internal.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -19,6 +19,7 @@
 namespace {
 
 using namespace waitroom;
+using namespace waitroom::pages::detail;
 
 // Reads the model's fields off the bytes, in order; zeros once they run out.
 class reader {

@@ -34,10 +34,10 @@ config_src="src/config/config.cpp src/config/load.cpp src/config/load_rooms.cpp
   src/config/load_sections.cpp src/config/yaml_reader.cpp src/config/values.cpp
   src/config/secret_file.cpp src/util/clock.cpp src/util/request_target.cpp"
 room_src="src/room/page_model.cpp"
-# page_render_fuzz.cpp includes page_renderer.cpp itself (to reach its internals).
+pages_src="src/pages/page_json.cpp src/pages/page_renderer.cpp src/pages/page_templates.cpp
+  src/pages/page_text.cpp src/pages/template_render.cpp @gen/src/pages/builtin_templates.cpp"
 state_src="src/state/redis/redis_protocol.cpp src/state/error.cpp
   @gen/src/state/redis/redis_scripts.cpp"
-pages_src="@gen/src/pages/builtin_templates.cpp"
 net_libs="-lssl -lcrypto -lspdlog -lfmt -pthread"
 
 declare -A sources libs
