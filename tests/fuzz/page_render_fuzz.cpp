@@ -2,9 +2,9 @@
 // first NUL) compiled as a config load compiles it (the boolean-text rewrite included), then
 // rendered with a model taken from the bytes after the NUL, as are the JSON and (for an empty
 // template) the built-in pages. Nothing may crash; compile_error must agree with the compiler, and
-// a template that compiles as written must still compile once rewritten. The renderer's source is
-// included so that its internals are fuzzed directly: loading a whole page_templates compiles every
-// built-in page first, which would cost a second per input. Built by tests/fuzz/run.sh with clang;
+// a template that compiles as written must still compile once rewritten. The internals are reached
+// through the pages' private header (templates_internal.hpp) and fuzzed directly: loading a whole
+// page_templates compiles every built-in page first, which would cost a second per input. Built by tests/fuzz/run.sh with clang;
 // also replayed by page_render_fuzz_replay under g++.
 
 #include "templates_internal.hpp"
