@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "git_commit.hpp"
 #include "waitroom/config/load.hpp"
 #include "waitroom/cookie/cli.hpp"
 #include "waitroom/server/logging.hpp"
@@ -218,7 +219,7 @@ int main(int argc, char** argv) {
         return exit_ok;
     }
     if (a.version) {
-        std::cout << "waitroomd " << WAITROOM_VERSION << '\n';
+        std::cout << "waitroomd " << WAITROOM_VERSION << " (commit " << WAITROOM_COMMIT << ")\n";
         return exit_ok;
     }
     try {

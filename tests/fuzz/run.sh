@@ -91,7 +91,7 @@ if command -v ccache >/dev/null 2>&1; then cxx=(ccache clang++); fi
 flags=(-std=c++20 -g -O1 -include ostream -fno-omit-frame-pointer -fsanitize="fuzzer-no-link,${sanitize}"
   -fno-sanitize-recover=undefined
   -DBOOST_ASIO_SEPARATE_COMPILATION -DBOOST_BEAST_SEPARATE_COMPILATION -DBOOST_ASIO_NO_DEPRECATED
-  -DBOOST_BEAST_USE_STD_STRING_VIEW -DSPDLOG_SHARED_LIB -DSPDLOG_COMPILED_LIB
+  -DSPDLOG_SHARED_LIB -DSPDLOG_COMPILED_LIB
   -DSPDLOG_FMT_EXTERNAL -I"${root}/src/cookie" -I"${root}/src/gateway" -I"${root}/src/pages"
   -I"${root}/src/state/redis" -I/usr/include/hiredis)
 # Every module's include root (include/<module>/), as the CMake targets export them.

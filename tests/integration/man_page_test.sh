@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The man page (deploy/waitroomd.8) renders without a groff warning, and it names every command
+# and option that `waitroomd --help` lists, so the two cannot drift apart unnoticed.
+#   man_page_test.sh WAITROOMD MAN_PAGE
+set -euo pipefail
+waitroomd="$1"
+page="$2"
+warnings="$(groff -man -ww -z -Tutf8 "$page" 2>&1)"
+if [[ -n "$warnings" ]]; then
+  echo "groff warns about $page:"; echo "$warnings"; exit 1
+fi
+text="$(groff -man -Tascii -P-cbou "$page" 2>/dev/null)"
+missing=0
+# Every word of the usage that is a command ("waitroomd check") or an option ("--room").
+words="$("$waitroomd" --help | grep -oE '(waitroomd [a-z]+|(^|[[:space:]])--?[a-zA-Z][a-z-]*)' |
+  sed -E 's/^waitroomd //; s/^[[:space:]]+//' | sort -u)"
+[[ -n "$words" ]] || { echo "no commands or options read from waitroomd --help"; exit 1; }
+for word in $words; do
+  if ! grep -qF -- "$word" <<<"$text"; then
+    echo "$page does not mention '$word' (from waitroomd --help)"; missing=1
+  fi
+done
+exit "$missing"
