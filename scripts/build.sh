@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Configures and builds waitroom with CMake + Ninja (ccache when present).
 #   scripts/build.sh [BUILD_DIR] [extra cmake args...]   (default build dir: build)
-# BUILD_TARGETS="a b" builds only those targets (and what they need), e.g. the demo's two.
+# WAITROOM_BUILD_TARGETS="a b" builds only those targets (and what they need), e.g. the demo's two.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir="${1:-build}"
@@ -10,4 +10,4 @@ export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 shift || true
 cmake -S . -B "$dir" -G Ninja "$@" >/dev/null
 # shellcheck disable=SC2086
-ninja -C "$dir" ${BUILD_TARGETS:-}
+ninja -C "$dir" ${WAITROOM_BUILD_TARGETS:-}

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh run
 # Only the gateway and the demo origin (not the tests and benchmarks): a first run takes minutes.
-BUILD_TARGETS="waitroomd waitroom-demo-origin" scripts/build.sh build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+WAITROOM_BUILD_TARGETS="waitroomd waitroom-demo-origin" scripts/build.sh build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
 origin_pid=
 cleanup() { [[ -n "$origin_pid" ]] && kill "$origin_pid" 2>/dev/null || true; }

@@ -38,12 +38,15 @@ finish() {
   rm -rf "${logs}"
 }
 trap finish EXIT
+# A stopped run (CI's timeout, Ctrl-C) is a failure, which the EXIT trap would not see.
+trap 'stage="${stage} (stopped by a signal)"; exit 143' TERM
+trap 'stage="${stage} (interrupted)"; exit 130' INT
 
 # "build: 100% tests passed, 0 tests failed out of 620 (browser 3, integration 97, ...)" from a
 # ctest log.
 count_tests() {
   local totals labels
-  totals="$(grep -E '^[0-9]+% tests passed' "$2" | tail -n 1)"
+  totals="$(grep -E '^[0-9]+% tests passed' "$2" | tail -n 1 || true)"
   labels="$(awk '/^Label Time Summary:/ { on = 1; next }
                  on && /^[a-z_]+ +=/ { gsub(/[()]/, ""); printf "%s%s %s", sep, $1, $(NF - 1); sep = ", " }
                  on && !/^[a-z_]+ +=/ { on = 0 }' "$2")"

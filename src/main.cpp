@@ -10,7 +10,6 @@
 #include <string_view>
 #include <vector>
 
-#include "git_commit.hpp"
 #include "waitroom/config/load.hpp"
 #include "waitroom/cookie/cli.hpp"
 #include "waitroom/server/logging.hpp"
@@ -19,6 +18,11 @@
 #ifndef WAITROOM_VERSION
 #define WAITROOM_VERSION "unknown"
 #endif
+
+namespace waitroom {
+// The commit waitroomd was built from, written at build time (cmake/git_commit.cmake).
+extern const char build_commit[];
+}  // namespace waitroom
 
 namespace {
 
@@ -219,7 +223,8 @@ int main(int argc, char** argv) {
         return exit_ok;
     }
     if (a.version) {
-        std::cout << "waitroomd " << WAITROOM_VERSION << " (commit " << WAITROOM_COMMIT << ")\n";
+        std::cout << "waitroomd " << WAITROOM_VERSION << " (commit " << waitroom::build_commit
+                  << ")\n";
         return exit_ok;
     }
     try {

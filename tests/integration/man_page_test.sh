@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# The man page (deploy/waitroomd.8) renders without a groff warning, and it names every command
-# and option that `waitroomd --help` lists, so the two cannot drift apart unnoticed.
-#   man_page_test.sh WAITROOMD MAN_PAGE
+# The man page (deploy/waitroomd.8) renders without a groff warning, carries the project's
+# version, and names every command and option that `waitroomd --help` lists, so the two cannot
+# drift apart unnoticed. Exit 77 (skipped) without groff (Debian's groff-base).
+#   man_page_test.sh WAITROOMD MAN_PAGE VERSION
 set -euo pipefail
 waitroomd="$1"
 page="$2"
+version="$3"
+command -v groff >/dev/null || { echo "groff not found (groff-base): skipped"; exit 77; }
+if ! grep -q "^\.TH WAITROOMD 8 .*\"waitroom ${version//./\\.}\"" "$page"; then
+  echo "$page: its .TH line does not name waitroom ${version}"; exit 1
+fi
 warnings="$(groff -man -ww -z -Tutf8 "$page" 2>&1)"
 if [[ -n "$warnings" ]]; then
   echo "groff warns about $page:"; echo "$warnings"; exit 1
