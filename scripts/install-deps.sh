@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs, from Debian 12's packages, what waitroom needs and this machine lacks. Idempotent:
 # packages already present are skipped, and apt is not touched at all when nothing is missing.
-#   scripts/install-deps.sh [build|run|test|bench|all]   (default: test)
+#   scripts/install-deps.sh [build|run|test|bench|package|all]   (default: test)
 set -euo pipefail
 
 profile="${1:-test}"
@@ -11,14 +11,16 @@ build_pkgs=(g++ cmake ninja-build ccache pkg-config libboost1.81-dev libssl-dev 
             libgmock-dev libbenchmark-dev)
 test_pkgs=(redis-server chromium fonts-ipafont-gothic fonts-dejavu-core nodejs npm clang libclang-rt-14-dev procps groff-base
            curl)
+package_pkgs=(dpkg-dev)
 bench_pkgs=(nginx-light wrk util-linux procps gnuplot-nox redis-server strace valgrind)
 
 case "$profile" in
   build|run) want=("${build_pkgs[@]}") ;;
-  test) want=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
+  test) want=("${build_pkgs[@]}" "${test_pkgs[@]}" "${package_pkgs[@]}") ;;
   bench) want=("${build_pkgs[@]}" "${bench_pkgs[@]}") ;;
-  all) want=("${build_pkgs[@]}" "${test_pkgs[@]}" "${bench_pkgs[@]}") ;;
-  *) echo "usage: $0 [build|run|test|bench|all]" >&2; exit 2 ;;
+  package) want=("${build_pkgs[@]}" "${package_pkgs[@]}") ;;
+  all) want=("${build_pkgs[@]}" "${test_pkgs[@]}" "${bench_pkgs[@]}" "${package_pkgs[@]}") ;;
+  *) echo "usage: $0 [build|run|test|bench|package|all]" >&2; exit 2 ;;
 esac
 
 missing=()
