@@ -128,7 +128,10 @@ page_templates::load_result page_templates::load(const config::config& cfg) {
             problems.push_back(std::move(p));
             return std::string::npos;
         }
-        t.templates.push_back(compiled{mustache::mustache{detail::with_boolean_text(text)},
+        // The rewrite keeps a template valid (the page_render fuzzer checks it); were it ever
+        // not to, the page would still render as written, its booleans printing nothing.
+        mustache::mustache rewritten{detail::with_boolean_text(text)};
+        t.templates.push_back(compiled{rewritten.is_valid() ? std::move(rewritten) : as_written,
                                        std::move(language), builtin});
         return t.templates.size() - 1;
     };

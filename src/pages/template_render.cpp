@@ -12,41 +12,98 @@ namespace {
 
 // Sections need real booleans, but Cloudflare-style templates also print them ({{queueAll}} →
 // "true"), and kainjow prints nothing for a boolean. So a plain variable tag naming a boolean is
-// renamed at compile time to a string twin. Only the default {{ }} delimiters are handled.
+// renamed at compile time to a string twin.
 constexpr std::array<std::string_view, 11> boolean_names = {
     "inWaitingRoom", "waitTimeKnown",      "queueIsFull",        "queueAll",
     "isFIFOQueue",   "isRandomQueue",      "isPassthroughQueue", "isRejectQueue",
     "isEventActive", "isEventPrequeueing", "shuffleAtEventStart"};
 constexpr std::string_view text_suffix = "__text";
 
+std::string_view trimmed(std::string_view s) {
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) {
+        s.remove_prefix(1);
+    }
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) {
+        s.remove_suffix(1);
+    }
+    return s;
+}
+
+// A set-delimiter tag's contents ("=<% %>="), read as kainjow reads it; false when it is not
+// one kainjow accepts.
+bool read_delimiters(std::string_view tag, std::string& begin, std::string& end) {
+    if (tag.size() < 5 || tag.back() != '=') {
+        return false;
+    }
+    const auto inner = trimmed(tag.substr(1, tag.size() - 2));
+    const auto space = inner.find(' ');
+    if (space == std::string_view::npos) {
+        return false;
+    }
+    const auto next = inner.find_first_not_of(' ', space + 1);
+    if (next == std::string_view::npos) {
+        return false;
+    }
+    const auto valid = [](std::string_view d) {
+        return std::none_of(d.begin(), d.end(), [](char c) {
+            return c == '=' || std::isspace(static_cast<unsigned char>(c));
+        });
+    };
+    const auto b = inner.substr(0, space);
+    const auto e = inner.substr(next);
+    if (!valid(b) || !valid(e)) {
+        return false;
+    }
+    begin.assign(b);
+    end.assign(e);
+    return true;
+}
+
 }  // namespace
 
+// Walks the tags as kainjow's parser does, delimiters changed by `{{=<% %>=}}` included, so
+// that only real variable tags are renamed, in the delimiters in force where they stand. Text
+// that is not a tag, set-delimiter tags and every other tag are copied as written.
 std::string with_boolean_text(std::string_view text) {
+    std::string begin = "{{";
+    std::string end = "}}";
     std::string out;
     out.reserve(text.size() + 64);
     std::size_t pos = 0;
     while (pos < text.size()) {
-        const auto open = text.find("{{", pos);
+        const auto open = text.find(begin, pos);
         if (open == std::string_view::npos) {
             break;
         }
-        const auto close = text.find("}}", open + 2);
+        auto contents = open + begin.size();
+        // {{{name}}}: unescaped, closed by "}}}", under the default delimiters only.
+        const bool unescaped = begin == "{{" && end == "}}" && contents < text.size() &&
+                               text[contents] == '{';
+        if (unescaped) {
+            ++contents;
+        }
+        const std::string_view close_with = unescaped ? std::string_view("}}}") : end;
+        const auto close = text.find(close_with, contents);
         if (close == std::string_view::npos) {
             break;
         }
-        auto name = text.substr(open + 2, close - open - 2);
-        while (!name.empty() && std::isspace(static_cast<unsigned char>(name.front()))) {
-            name.remove_prefix(1);
+        const auto tag = trimmed(text.substr(contents, close - contents));
+        const auto after = close + close_with.size();
+        out.append(text.substr(pos, open - pos));
+        if (!unescaped && !tag.empty() && tag.front() == '=') {
+            if (!read_delimiters(tag, begin, end)) {
+                pos = open;  // kainjow refuses the template here: keep the rest as written
+                break;
+            }
+            out.append(text.substr(open, after - open));
+        } else if (!unescaped &&
+                   std::find(boolean_names.begin(), boolean_names.end(), tag) !=
+                       boolean_names.end()) {
+            out.append(begin).append(tag).append(text_suffix).append(end);
+        } else {
+            out.append(text.substr(open, after - open));
         }
-        while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back()))) {
-            name.remove_suffix(1);
-        }
-        out.append(text.substr(pos, close + 2 - pos));
-        if (std::find(boolean_names.begin(), boolean_names.end(), name) != boolean_names.end()) {
-            out.resize(out.size() - (close + 2 - open));
-            out.append("{{").append(name).append(text_suffix).append("}}");
-        }
-        pos = close + 2;
+        pos = after;
     }
     out.append(text.substr(std::min(pos, text.size())));
     return out;

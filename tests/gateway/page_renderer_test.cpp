@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 namespace {
@@ -64,6 +65,11 @@ std::string write_template(const std::string& name, const std::string& text) {
     const auto path = dir / name;
     std::ofstream(path, std::ios::binary) << text;
     return path.string();
+}
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 bool contains(const std::string& haystack, const std::string& needle) {
@@ -180,6 +186,28 @@ TEST(PageRenderer, DefaultPageShowsPausedTextWhenWaitIsUnknown) {
     EXPECT_TRUE(contains(page, "Not yet known"));
     EXPECT_TRUE(contains(page, "Entry is paused"));
     EXPECT_FALSE(contains(page, "1 hour 5 minutes"));
+}
+
+// A template may change its delimiters ({{=<% %>=}}): booleans print under the delimiters in
+// force, and a boolean's name inside a set-delimiter tag is a delimiter, not a tag to rename (the
+// rename made such a template invalid, so it rendered nothing: found by the page_render fuzzer).
+TEST(PageRenderer, BooleansPrintUnderChangedDelimitersAndSetDelimiterTagsStayIntact) {
+    const auto path = write_template(
+        "delimiters.html",
+        "A{{queueAll}}{{=<% %>=}}|<% queueIsFull %>|<%={{ }}=%>{{inWaitingRoom}}|"
+        "{{=<% %>=}}<%={{ queueAll}}=%>{{ roomName queueAll}}|{{={{ }}=queueAll}}{{{queueAll}}}B");
+    ASSERT_EQ(page_templates::compile_error(read_file(path)), "");
+    config cfg;
+    cfg.rooms.push_back(make_room("shop", "en-US", path));
+    page_renderer renderer(load_ok(cfg));
+    auto m = queued_model();
+    m.queue_all = true;
+    m.queue_is_full = false;
+    // Then the delimiters are "{{" and "queueAll}}": the tag "{{ roomName queueAll}}" prints the
+    // room's name, and "{{={{ }}=queueAll}}" sets the default ones again, under which a
+    // triple-brace boolean prints nothing (as in kainjow).
+    EXPECT_EQ(*renderer.queue_page("shop", "", page_key{1, 1}, m),
+              "Atrue|false|true|Shop checkout|B");
 }
 
 TEST(PageRenderer, CustomTemplateGetsEveryCloudflareVariable) {
