@@ -24,13 +24,14 @@ done
 # sanitizer build's result and the fuzz runs.
 logs="$(mktemp -d)"
 summary=()
+completed=0  # set on the last line: an exit before it (a signal, say) is never a pass
 stage="the include check"
 finish() {
   local rc=$?
   echo
   echo "test.sh summary"
   for line in "${summary[@]}"; do echo "  ${line}"; done
-  if ((rc == 0)); then
+  if ((rc == 0 && completed)); then
     echo "  all tests passed"
   else
     echo "  FAILED in ${stage} (exit ${rc}); its output is above"
@@ -90,3 +91,4 @@ if ((fuzz_seconds > 0)) && [[ -x tests/fuzz/run.sh ]]; then
 else
   summary+=("fuzz: skipped (--fuzz-seconds 0)")
 fi
+completed=1

@@ -22,7 +22,14 @@ words="$("$waitroomd" --help | grep -oE '(waitroomd [a-z]+|(^|[[:space:]])--?[a-
   sed -E 's/^waitroomd //; s/^[[:space:]]+//' | sort -u)"
 [[ -n "$words" ]] || { echo "no commands or options read from waitroomd --help"; exit 1; }
 for word in $words; do
-  if ! grep -qF -- "$word" <<<"$text"; then
+  # A command as "waitroomd WORD" (or WORD at the start of a line, as COMMANDS lists them), an
+  # option as a whole word: "-c" inside "--config" or "self-hosted" does not count.
+  if [[ "$word" == -* ]]; then
+    pattern="(^|[^[:alnum:]-])${word}([^[:alnum:]-]|\$)"
+  else
+    pattern="(waitroomd |^ *)${word}([^[:alnum:]-]|\$)"
+  fi
+  if ! grep -qE -- "$pattern" <<<"$text"; then
     echo "$page does not mention '$word' (from waitroomd --help)"; missing=1
   fi
 done

@@ -14,10 +14,24 @@ demo_origin="$3"
 skip() { echo "skipped: $*"; exit 77; }
 [[ $(id -u) -eq 0 ]] || skip "needs root (dpkg -i)"
 command -v dpkg >/dev/null || skip "no dpkg"
-case "$(dpkg-query -W -f='${Status}' waitroomd 2>/dev/null || true)" in
-  *" installed" | *" config-files" | *" half-"* | *" unpacked")
-    skip "a waitroomd package is on this machine already" ;;
-esac
+# Written before the install, removed after the purge: a run killed in between (ctest's timeout
+# sends SIGKILL, which no trap sees) left its own install, which the next run purges first.
+ours=/run/waitroomd-package-test.installed
+status="$(dpkg-query -W -f='${db:Status-Status}' waitroomd 2>/dev/null || true)"
+if [[ -n "$status" && "$status" != not-installed && -e "$ours" ]]; then
+  echo "purging the install of an earlier run that was killed"
+  dpkg --purge waitroomd
+  status=""
+fi
+rm -f "$ours"
+# Anything of an operator's (a package in any state, its user, group or folders) is left alone.
+if [[ -n "$status" && "$status" != not-installed ]]; then
+  skip "a waitroomd package is on this machine already ($status)"
+fi
+if getent passwd waitroomd >/dev/null || getent group waitroomd >/dev/null ||
+   [[ -e /var/lib/waitroomd || -e /etc/waitroomd ]]; then
+  skip "a waitroomd user, group or folder exists already"
+fi
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 work="$(mktemp -d /tmp/waitroomd-package-test.XXXXXX)"
@@ -26,7 +40,10 @@ pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  if dpkg-query -W waitroomd >/dev/null 2>&1; then dpkg --purge waitroomd >/dev/null 2>&1 || true; fi
+  if [[ -e "$ours" ]]; then
+    dpkg --purge waitroomd >/dev/null 2>&1 || true
+    rm -f "$ours"
+  fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -35,7 +52,8 @@ trap cleanup EXIT
 # with -q it would stop early and, under pipefail, fail the pipeline on the writer's SIGPIPE.
 listening() {
   local _ local_address _rest state
-  cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | while read -r _ local_address _ state _rest; do
+  { cat /proc/net/tcp; cat /proc/net/tcp6 2>/dev/null || true; } |
+    while read -r _ local_address _ state _rest; do
     if [[ "$state" == 0A ]]; then echo $((16#${local_address##*:})); fi
   done
 }
@@ -60,6 +78,7 @@ deb="$("$src/scripts/package.sh" "$pkg_dir" | tail -n 1)"
 echo "package: $deb"
 
 echo "== install"
+touch "$ours"
 dpkg -i "$deb"
 [[ "$(dpkg-query -W -f='${Status}' waitroomd)" == "install ok installed" ]] || fail "not installed"
 /usr/bin/waitroomd --version | grep -q '^waitroomd ' || fail "--version"
@@ -73,6 +92,12 @@ key=/var/lib/waitroomd/waitroom.key
 grep -q '^ExecStart=/usr/bin/waitroomd -c /etc/waitroomd/waitroom.yaml$' \
   /usr/lib/systemd/system/waitroomd.service || fail "the unit does not start the packaged binary"
 grep -q '^User=waitroomd$' /usr/lib/systemd/system/waitroomd.service || fail "the unit's user"
+if grep -nE '/usr/local|/etc/waitroom([^d]|$)|/var/lib/waitroom([^d]|$)|=waitroom$' \
+     /usr/lib/systemd/system/waitroomd.service; then
+  fail "the unit still names a path or user of the sources' unit (above)"
+fi
+[[ "$(stat -c '%a %U %G' /etc/waitroomd/waitroom.yaml)" == "640 root waitroomd" ]] ||
+  fail "config: $(stat -c '%a %U %G' /etc/waitroomd/waitroom.yaml)"
 if command -v man >/dev/null; then
   man -P cat waitroomd 2>/dev/null | grep -q "waiting-room gateway" || fail "man waitroomd"
 fi
@@ -98,12 +123,14 @@ kill "${pids[1]}"; wait "${pids[1]}" 2>/dev/null || true
 
 echo "== purge"
 dpkg --purge waitroomd
+rm -f "$ours"
 dpkg-query -W waitroomd >/dev/null 2>&1 && fail "still known to dpkg after the purge"
 left=()
 for path in /usr/bin/waitroomd /etc/waitroomd /var/lib/waitroomd /usr/share/waitroomd \
             /usr/lib/systemd/system/waitroomd.service /usr/share/man/man8/waitroomd.8; do
   [[ -e "$path" ]] && left+=("$path")
 done
+dpkg-statoverride --list /etc/waitroomd/waitroom.yaml >/dev/null && left+=("the config's statoverride")
 getent passwd waitroomd >/dev/null && left+=("user waitroomd")
 getent group waitroomd >/dev/null && left+=("group waitroomd")
 ((${#left[@]} == 0)) || fail "left behind: ${left[*]}"
