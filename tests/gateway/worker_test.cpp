@@ -32,7 +32,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
-#include "gateway/test_client.hpp"
+#include "support/test_client.hpp"
 #include "head_parser.hpp"
 #include "support/poll.hpp"
 #include "support/test_origin.hpp"

@@ -15,7 +15,7 @@
 #include <string>
 #include <thread>
 
-#include "gateway/admin_fake_backend.hpp"
+#include "admin/admin_fake_backend.hpp"
 #include "waitroom/admin/admin_server.hpp"
 
 namespace {

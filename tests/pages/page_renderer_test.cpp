@@ -10,6 +10,9 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <system_error>
+
+#include <unistd.h>
 
 namespace {
 
@@ -58,9 +61,20 @@ std::shared_ptr<const page_templates> load_ok(const config& cfg) {
     return result.templates;
 }
 
-// A template file in a fresh folder under the test's working directory.
+// This run's folder under the system's temporary folder, removed when the run ends.
+struct scratch_dir {
+    fs::path path =
+        fs::temp_directory_path() / ("waitroom-page_renderer_test-" + std::to_string(::getpid()));
+    ~scratch_dir() {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+};
+
+// A template file in this run's scratch folder.
 std::string write_template(const std::string& name, const std::string& text) {
-    const fs::path dir = fs::current_path() / "page_renderer_test_files";
+    static const scratch_dir scratch;
+    const fs::path& dir = scratch.path;
     fs::create_directories(dir);
     const auto path = dir / name;
     std::ofstream(path, std::ios::binary) << text;

@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "gateway/admin_fake_backend.hpp"
-#include "gateway/test_client.hpp"
+#include "admin/admin_fake_backend.hpp"
+#include "support/test_client.hpp"
 
 namespace waitroom::admin {
 namespace {
