@@ -4,6 +4,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <filesystem>
@@ -57,6 +58,43 @@ TEST(AccessLog, WritesOneJsonLinePerRequestWithEscapedFields) {
               "{\"ts\":1800000000000,\"remote\":\"127.0.0.1\",\"method\":\"GET\","
               "\"target\":\"/a\\\"b\\\\c\\u0001\",\"host\":\"shop.example.com\",\"status\":200,"
               "\"bytes\":13,\"us\":250,\"room\":\"shop\",\"decision\":\"admit\"}\n");
+}
+
+// Bytes that are not UTF-8 (a hostile Host or target) become U+FFFD, one per byte, so the line
+// stays valid JSON; well-formed UTF-8 passes unchanged.
+TEST(AccessLog, WritesBytesThatAreNotUtf8AsReplacementCharacters) {
+    std::ostringstream out;
+    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
+    auto logger = std::make_shared<spdlog::logger>("access-utf8-test", sink);
+    logger->set_pattern("%v");
+    util::access_log log(logger);
+
+    util::access_record r;
+    r.method = "GET";
+    // A stray continuation, an overlong '/', a surrogate, a code point past U+10FFFF, a cut
+    // sequence at the end; then good 2-, 3- and 4-byte sequences.
+    r.host =
+        "a\x80"
+        "b\xc0\xaf"
+        "c\xed\xa0\x80"
+        "d\xf4\x90\x80\x80"
+        "e\xe2\x82";
+    r.target = "/caf\xc3\xa9/\xe2\x82\xac/\xf0\x9f\x98\x80";
+    log.write(r);
+    logger->flush();
+
+    const std::string line = out.str();
+    const std::string fffd = "\xef\xbf\xbd";
+    EXPECT_NE(line.find("\"host\":\"a" + fffd + "b" + fffd + fffd + "c" + fffd + fffd + fffd + "d" +
+                        fffd + fffd + fffd + fffd + "e" + fffd + fffd + "\""),
+              std::string::npos)
+        << line;
+    EXPECT_NE(line.find("\"target\":\"/caf\xc3\xa9/\xe2\x82\xac/\xf0\x9f\x98\x80\""),
+              std::string::npos)
+        << line;
+    // A strict parser takes the line (nlohmann refuses invalid UTF-8).
+    const auto j = nlohmann::json::parse(line);
+    EXPECT_EQ(j.at("target"), "/caf\xc3\xa9/\xe2\x82\xac/\xf0\x9f\x98\x80");
 }
 
 std::string read_file(const std::filesystem::path& p) {
