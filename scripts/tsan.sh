@@ -37,7 +37,9 @@ rm -rf "$reports" && mkdir -p "$reports"
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 history_size=4 log_path=$reports/tsan suppressions=$PWD/scripts/tsan.supp"
 status=0
 for t in "${tests[@]}"; do
-  bin="$(find "$dir/tests" -name "$t" -type f -perm -u+x | head -n 1)"
+  # The newest of that name: a test moved to another folder leaves its old binary behind.
+  bin="$(find "$dir/tests" -name "$t" -type f -perm -u+x -printf '%T@ %p\n' | sort -rn |
+    head -n 1 | cut -d' ' -f2-)"
   echo "tsan: $t"
   if ! (cd "$(dirname "$bin")" && "./$t" --gtest_brief=1); then
     echo "tsan: $t FAILED"

@@ -9,10 +9,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <stdexcept>
 #include <string>
 #include <system_error>
 
-#include <unistd.h>
+#include <stdlib.h>
 
 namespace {
 
@@ -61,10 +62,17 @@ std::shared_ptr<const page_templates> load_ok(const config& cfg) {
     return result.templates;
 }
 
-// This run's folder under the system's temporary folder, removed when the run ends.
+// This run's own folder under the system's temporary folder (mkdtemp: a new name, mode 0700),
+// removed when the run ends.
 struct scratch_dir {
-    fs::path path =
-        fs::temp_directory_path() / ("waitroom-page_renderer_test-" + std::to_string(::getpid()));
+    fs::path path = [] {
+        std::string name =
+            (fs::temp_directory_path() / "waitroom-page_renderer_test-XXXXXX").string();
+        if (::mkdtemp(name.data()) == nullptr) {
+            throw std::runtime_error("mkdtemp failed for " + name);
+        }
+        return fs::path(name);
+    }();
     ~scratch_dir() {
         std::error_code ec;
         fs::remove_all(path, ec);
@@ -158,8 +166,8 @@ TEST(PageRenderer, EscapesRoomNameWithScriptTag) {
 // by the page_render fuzzer), and model text would run as a template.
 TEST(PageRenderer, APartialRendersNothingAndNeverRunsModelTextAsATemplate) {
     config cfg;
-    cfg.rooms.push_back(make_room(
-        "shop", "en-US", write_template("partial.html", "[{{>roomName}}] {{roomName}}")));
+    cfg.rooms.push_back(
+        make_room("shop", "en-US", write_template("partial.html", "[{{>roomName}}] {{roomName}}")));
     page_renderer renderer(load_ok(cfg));
     auto m = queued_model();
     m.room_name = "{{>roomName}}";

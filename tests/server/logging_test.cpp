@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -95,6 +96,48 @@ TEST(AccessLog, WritesBytesThatAreNotUtf8AsReplacementCharacters) {
     // A strict parser takes the line (nlohmann refuses invalid UTF-8).
     const auto j = nlohmann::json::parse(line);
     EXPECT_EQ(j.at("target"), "/caf\xc3\xa9/\xe2\x82\xac/\xf0\x9f\x98\x80");
+}
+
+// C1 controls (U+0080..U+009F) and the line separators U+2028/U+2029 are escaped like the C0
+// ones, so no terminal acts on them and no splitlines() cuts the line; a long field is cut at
+// max_field_bytes and marked with "…", a sequence cut there becoming U+FFFD.
+TEST(AccessLog, EscapesC1ControlsAndLineSeparatorsAndCutsLongFields) {
+    std::ostringstream out;
+    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
+    auto logger = std::make_shared<spdlog::logger>("access-c1-test", sink);
+    logger->set_pattern("%v");
+    util::access_log log(logger);
+
+    util::access_record r;
+    r.host =
+        "a\xc2\x85"
+        "b\xc2\x9b"
+        "c\xe2\x80\xa8"
+        "d\xe2\x80\xa9"
+        "e\xc2\xa0";
+    std::string target(util::access_log::max_field_bytes - 1, 'x');
+    target += "\xc3\xa9tail";  // the cut falls inside "é"
+    r.target = target;
+    log.write(r);
+    logger->flush();
+
+    const std::string line = out.str();
+    EXPECT_NE(line.find("\"host\":\"a\\u0085b\\u009bc\\u2028d\\u2029e\xc2\xa0\""),
+              std::string::npos)
+        << line;
+    EXPECT_NE(line.find("\"target\":\"" + std::string(util::access_log::max_field_bytes - 1, 'x') +
+                        "\xef\xbf\xbd\xe2\x80\xa6\""),
+              std::string::npos)
+        << line.substr(0, 80);
+    EXPECT_EQ(line.find("tail"), std::string::npos);
+    EXPECT_EQ(std::count(line.begin(), line.end(), '\n'), 1);
+    const auto j = nlohmann::json::parse(line);
+    EXPECT_EQ(j.at("host"),
+              "a\xc2\x85"
+              "b\xc2\x9b"
+              "c\xe2\x80\xa8"
+              "d\xe2\x80\xa9"
+              "e\xc2\xa0");
 }
 
 std::string read_file(const std::filesystem::path& p) {

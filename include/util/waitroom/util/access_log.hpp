@@ -31,6 +31,11 @@ struct access_record {
 
 class access_log {
   public:
+    // At most this many bytes of one field are logged (then "…"): a 16 KiB target of bytes that
+    // each take 3 to 6 in the line must not make the logger's queue, bounded in lines, hold
+    // gigabytes while its file is slow.
+    static constexpr std::size_t max_field_bytes = 2048;
+
     explicit access_log(std::shared_ptr<spdlog::logger> logger) : logger_(std::move(logger)) {}
 
     // Formats one JSON line and queues it; never blocks on I/O (the logger drops the oldest
@@ -59,17 +64,28 @@ class access_log {
     spdlog::logger& logger() const { return *logger_; }
 
   private:
-    // `value` as a JSON string: quotes, backslashes and control characters escaped, and bytes
-    // that are not well-formed UTF-8 (RFC 3629: no overlongs, surrogates or code points past
-    // U+10FFFF) written as U+FFFD each, so that a hostile Host or target never makes the line
-    // invalid JSON. Hand-written rather than through a JSON library: it runs for every request
-    // on the worker's thread, and allocates nothing beyond the line.
+    // `value` as a JSON string: quotes, backslashes and control characters escaped (C1 controls
+    // and the line separators U+2028, U+2029 too, so that no tool splits or runs a line), and
+    // bytes that are not well-formed UTF-8 (RFC 3629: no overlongs, surrogates or code points
+    // past U+10FFFF) written as U+FFFD each, so that a hostile Host or target never makes the
+    // line invalid JSON. Hand-written rather than through a JSON library: it runs for every
+    // request on the worker's thread, and allocates nothing beyond the line.
     static void append_field(std::string& out, std::string_view key, std::string_view value) {
         out += ",\"";
         out += key;
         out += "\":\"";
         static constexpr char hex[] = "0123456789abcdef";
         static constexpr std::string_view replacement = "\xEF\xBF\xBD";
+        const auto escape = [&out](unsigned code) {
+            out += "\\u";
+            for (int shift = 12; shift >= 0; shift -= 4) {
+                out += hex[(code >> shift) & 0xf];
+            }
+        };
+        const bool cut = value.size() > max_field_bytes;
+        if (cut) {
+            value = value.substr(0, max_field_bytes);  // a sequence cut here becomes U+FFFD
+        }
         const auto* p = reinterpret_cast<const unsigned char*>(value.data());
         const std::size_t n = value.size();
         std::size_t i = 0;
@@ -80,9 +96,7 @@ class access_log {
                     out += '\\';
                     out += static_cast<char>(c);
                 } else if (c < 0x20 || c == 0x7f) {
-                    out += "\\u00";
-                    out += hex[c >> 4];
-                    out += hex[c & 0xf];
+                    escape(c);
                 } else {
                     out += static_cast<char>(c);
                 }
@@ -93,10 +107,20 @@ class access_log {
             if (len == 0) {
                 out += replacement;
                 ++i;
+            } else if (len == 2 && c == 0xc2 && p[i + 1] <= 0x9f) {
+                escape(p[i + 1]);  // U+0080..U+009F, the C1 controls
+                i += 2;
+            } else if (len == 3 && c == 0xe2 && p[i + 1] == 0x80 &&
+                       (p[i + 2] == 0xa8 || p[i + 2] == 0xa9)) {
+                escape(p[i + 2] == 0xa8 ? 0x2028 : 0x2029);
+                i += 3;
             } else {
                 out.append(value.substr(i, len));
                 i += len;
             }
+        }
+        if (cut) {
+            out += "\xE2\x80\xA6";  // …
         }
         out += '"';
     }
