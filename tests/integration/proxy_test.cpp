@@ -43,7 +43,7 @@ TEST_F(Proxy, ForwardsAPostBodyAndReturnsTheEcho) {
     EXPECT_EQ(origin_.last_request().method, "POST");
 }
 
-TEST_F(Proxy, RelaysAChunkedResponse) {
+TEST_F(Proxy, RelaysAChunkedResponseThroughTheDaemon) {
     start_default();
     auto r = http_get(port_, "/chunked");
     ASSERT_EQ(r.error, "");
