@@ -34,13 +34,18 @@ TEST(Logging, AccessLogOffWhenNoPathIsConfigured) {
     EXPECT_EQ(open_access_log(""), nullptr);
 }
 
-TEST(AccessLog, WritesOneJsonLinePerRequestWithEscapedFields) {
+// The line the access log writes for `r`, through an in-memory logger.
+std::string logged_line(const util::access_record& r) {
     std::ostringstream out;
-    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
-    auto logger = std::make_shared<spdlog::logger>("access-test", sink);
+    auto logger = std::make_shared<spdlog::logger>(
+        "access-test", std::make_shared<spdlog::sinks::ostream_sink_mt>(out));
     logger->set_pattern("%v");
-    util::access_log log(logger);
+    util::access_log(logger).write(r);
+    logger->flush();
+    return out.str();
+}
 
+TEST(AccessLog, WritesOneJsonLinePerRequestWithEscapedFields) {
     util::access_record r;
     r.remote = "127.0.0.1";
     r.method = "GET";
@@ -52,10 +57,7 @@ TEST(AccessLog, WritesOneJsonLinePerRequestWithEscapedFields) {
     r.room = "shop";
     r.decision = "admit";
     r.unix_ms = 1'800'000'000'000;
-    log.write(r);
-    logger->flush();
-
-    EXPECT_EQ(out.str(),
+    EXPECT_EQ(logged_line(r),
               "{\"ts\":1800000000000,\"remote\":\"127.0.0.1\",\"method\":\"GET\","
               "\"target\":\"/a\\\"b\\\\c\\u0001\",\"host\":\"shop.example.com\",\"status\":200,"
               "\"bytes\":13,\"us\":250,\"room\":\"shop\",\"decision\":\"admit\"}\n");
@@ -64,12 +66,6 @@ TEST(AccessLog, WritesOneJsonLinePerRequestWithEscapedFields) {
 // Bytes that are not UTF-8 (a hostile Host or target) become U+FFFD, one per byte, so the line
 // stays valid JSON; well-formed UTF-8 passes unchanged.
 TEST(AccessLog, WritesBytesThatAreNotUtf8AsReplacementCharacters) {
-    std::ostringstream out;
-    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
-    auto logger = std::make_shared<spdlog::logger>("access-utf8-test", sink);
-    logger->set_pattern("%v");
-    util::access_log log(logger);
-
     util::access_record r;
     r.method = "GET";
     // A stray continuation, an overlong '/', a surrogate, a code point past U+10FFFF, a cut
@@ -81,10 +77,7 @@ TEST(AccessLog, WritesBytesThatAreNotUtf8AsReplacementCharacters) {
         "d\xf4\x90\x80\x80"
         "e\xe2\x82";
     r.target = "/caf\xc3\xa9/\xe2\x82\xac/\xf0\x9f\x98\x80";
-    log.write(r);
-    logger->flush();
-
-    const std::string line = out.str();
+    const std::string line = logged_line(r);
     const std::string fffd = "\xef\xbf\xbd";
     EXPECT_NE(line.find("\"host\":\"a" + fffd + "b" + fffd + fffd + "c" + fffd + fffd + fffd + "d" +
                         fffd + fffd + fffd + fffd + "e" + fffd + fffd + "\""),
@@ -102,12 +95,6 @@ TEST(AccessLog, WritesBytesThatAreNotUtf8AsReplacementCharacters) {
 // ones, so no terminal acts on them and no splitlines() cuts the line; a long field is cut at
 // max_field_bytes and marked with "…", a sequence cut there becoming U+FFFD.
 TEST(AccessLog, EscapesC1ControlsAndLineSeparatorsAndCutsLongFields) {
-    std::ostringstream out;
-    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
-    auto logger = std::make_shared<spdlog::logger>("access-c1-test", sink);
-    logger->set_pattern("%v");
-    util::access_log log(logger);
-
     util::access_record r;
     r.host =
         "a\xc2\x85"
@@ -118,10 +105,7 @@ TEST(AccessLog, EscapesC1ControlsAndLineSeparatorsAndCutsLongFields) {
     std::string target(util::access_log::max_field_bytes - 1, 'x');
     target += "\xc3\xa9tail";  // the cut falls inside "é"
     r.target = target;
-    log.write(r);
-    logger->flush();
-
-    const std::string line = out.str();
+    const std::string line = logged_line(r);
     EXPECT_NE(line.find("\"host\":\"a\\u0085b\\u009bc\\u2028d\\u2029e\xc2\xa0\""),
               std::string::npos)
         << line;
