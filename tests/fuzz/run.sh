@@ -51,8 +51,9 @@ target page_render     "${pages_src} ${config_src} ${room_src}" "-lyaml-cpp -lsp
 target request_target  "src/util/request_target.cpp src/room/router.cpp" ""
 target redis_reply     "${state_src}"                      "-lhiredis -lcrypto"
 target proxy_protocol  "src/gateway/proxy_protocol.cpp src/room/router.cpp" ""
+target access_log      ""                                  "-lspdlog -lfmt -pthread"
 names=(cookie_decode request_head chunked_body config_load page_render request_target redis_reply
-  proxy_protocol)
+  proxy_protocol access_log)
 for n in "${!sources[@]}"; do
   [[ " ${names[*]} " == *" ${n} "* ]] || names+=("${n}")
 done
