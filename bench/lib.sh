@@ -24,8 +24,8 @@ require_tools() {
   done
 }
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; return 1; }
+# free_port, wait_port
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/ports.sh"
 
 # write_nginx_conf DIR SERVERS: DIR/nginx.conf for one worker, logs, pid and temp files in DIR,
 # no access log, keep-alive without a request limit, and SERVERS (upstream/server blocks) in http.

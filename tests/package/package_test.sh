@@ -48,29 +48,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# A loopback port nobody listens on (from /proc: no ss needed). grep reads all of its input:
-# with -q it would stop early and, under pipefail, fail the pipeline on the writer's SIGPIPE.
-listening() {
-  local _ local_address _rest state
-  { cat /proc/net/tcp; cat /proc/net/tcp6 2>/dev/null || true; } |
-    while read -r _ local_address _ state _rest; do
-    if [[ "$state" == 0A ]]; then echo $((16#${local_address##*:})); fi
-  done
-}
-free_port() {
-  local p
-  while :; do
-    p=$((20000 + RANDOM % 40000))
-    listening | grep -x "$p" >/dev/null || { echo "$p"; return; }
-  done
-}
-wait_port() {
-  for _ in $(seq 100); do
-    listening | grep -x "$1" >/dev/null && return 0
-    sleep 0.1
-  done
-  return 1
-}
+# free_port, wait_port: the bench scripts' own.
+. "$src/scripts/ports.sh"
 
 echo "== build"
 deb="$("$src/scripts/package.sh" "$pkg_dir" | tail -n 1)"

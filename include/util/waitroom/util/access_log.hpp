@@ -6,6 +6,7 @@
 
 #include <spdlog/logger.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -42,7 +43,10 @@ class access_log {
     // line when its queue is full rather than stall a worker).
     void write(const access_record& r) const {
         std::string line;
-        line.reserve(160 + r.target.size());
+        // The fields a client sends are logged up to max_field_bytes each: reserve for that,
+        // not for a 16 KiB target that is cut anyway.
+        line.reserve(160 + std::min(r.target.size(), max_field_bytes) +
+                     std::min(r.host.size(), max_field_bytes));
         line += "{\"ts\":";
         line += std::to_string(r.unix_ms);
         append_field(line, "remote", r.remote);
