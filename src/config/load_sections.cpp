@@ -229,8 +229,39 @@ void read_cookie(loader& l, const YAML::Node& n, cookie_settings& out) {
     }
 }
 
+namespace {
+
+// A non-empty list of "host:port" (state.sentinels, state.cluster_nodes).
+void read_redis_nodes(loader& l, fields& f, const char* key, std::vector<std::string>& out) {
+    auto v = f.get(key);
+    if (!v || !l.list(*v, f.at(key))) {
+        return;
+    }
+    const YAML::Node seq = *v;
+    if (seq.size() == 0) {
+        l.report(seq, f.at(key), "must list at least one \"host:port\"");
+    }
+    for (std::size_t i = 0; i < seq.size(); ++i) {
+        std::string path = f.at(key) + "[" + std::to_string(i) + "]";
+        auto s = l.string(seq[i], path);
+        if (!s) {
+            continue;
+        }
+        auto hp = parse_host_port(*s);
+        if (!hp || hp->host.empty() || hp->port == 0) {
+            l.report(seq[i], path, "must be \"host:port\", like 127.0.0.1:26379");
+            continue;
+        }
+        out.push_back(*s);
+    }
+}
+
+}  // namespace
+
 void read_state(loader& l, const YAML::Node& n, state_settings& out, YAML::Mark& backend_mark) {
-    fields f(l, n, "state", {"backend", "url", "sync_interval", "timeout"});
+    fields f(l, n, "state",
+             {"backend", "url", "sync_interval", "timeout", "sentinels", "master_name",
+              "cluster_nodes"});
     if (!f.ok()) {
         return;
     }
@@ -259,6 +290,36 @@ void read_state(loader& l, const YAML::Node& n, state_settings& out, YAML::Mark&
     }
     l.set_duration(f, "sync_interval", out.sync_interval, std::chrono::milliseconds{10});
     l.set_duration(f, "timeout", out.timeout, std::chrono::milliseconds{1});
+    read_redis_nodes(l, f, "sentinels", out.sentinels);
+    read_redis_nodes(l, f, "cluster_nodes", out.cluster_nodes);
+    if (auto v = f.get("master_name")) {
+        if (auto s = l.string(*v, f.at("master_name")); s && !s->empty()) {
+            out.master_name = *s;
+        } else if (s) {
+            l.report(*v, f.at("master_name"), "must not be empty");
+        }
+    }
+    if (!out.sentinels.empty() && out.master_name.empty()) {
+        l.report(*f.get("sentinels"), f.at("master_name"),
+                 "is required with state.sentinels (the name the sentinels monitor)");
+    }
+    if (out.sentinels.empty() && f.get("master_name")) {
+        l.report(*f.get("master_name"), f.at("master_name"),
+                 "needs state.sentinels (the sentinels that know the master)");
+    }
+    if (!out.sentinels.empty() && !out.cluster_nodes.empty()) {
+        l.report(*f.get("cluster_nodes"), f.at("cluster_nodes"),
+                 "cannot go with state.sentinels: a cluster fails over by itself");
+    }
+    if (!out.cluster_nodes.empty() && out.redis_db != 0) {
+        l.report(*f.get("cluster_nodes"), f.at("cluster_nodes"),
+                 "needs database 0 in state.url: Redis Cluster has no other");
+    }
+    for (const char* key : {"sentinels", "master_name", "cluster_nodes"}) {
+        if (auto v = f.get(key); v && out.backend != state_backend::redis) {
+            l.report(*v, f.at(key), "needs state.backend: redis");
+        }
+    }
 }
 
 void read_admin(loader& l, const YAML::Node& n, admin_settings& out) {

@@ -984,5 +984,75 @@ rooms:
               std::vector<std::string>{"config.yaml:1:1: must be a mapping of keys to values"});
 }
 
+TEST_F(Config, SentinelsAndClusterNodesAreListsOfHostPort) {
+    auto s = load(R"yaml(state:
+  backend: redis
+  url: "redis://:pw@unused:6379/2"
+  sentinels: ["10.0.0.1:26379", "sentinel-b.internal:26379"]
+  master_name: shop-master
+cookie: {keys: [{id: k1, secret_env: K1}]}
+)yaml");
+    ASSERT_TRUE(s.ok()) << format_problems(s.problems);
+    EXPECT_EQ(s.cfg->state.sentinels,
+              (std::vector<std::string>{"10.0.0.1:26379", "sentinel-b.internal:26379"}));
+    EXPECT_EQ(s.cfg->state.master_name, "shop-master");
+    EXPECT_EQ(s.cfg->state.redis_password, "pw");
+    EXPECT_EQ(s.cfg->state.redis_db, 2u);
+    EXPECT_TRUE(s.cfg->state.cluster_nodes.empty());
+
+    auto c = load(R"yaml(state: {backend: redis, cluster_nodes: ["127.0.0.1:7000", "[::1]:7001"]}
+cookie: {keys: [{id: k1, secret_env: K1}]}
+)yaml");
+    ASSERT_TRUE(c.ok()) << format_problems(c.problems);
+    EXPECT_EQ(c.cfg->state.cluster_nodes,
+              (std::vector<std::string>{"127.0.0.1:7000", "[::1]:7001"}));
+}
+
+TEST_F(Config, SentinelAndClusterSettingsThatCannotWorkAreRefused) {
+    auto r = load(R"yaml(state:
+  backend: redis
+  sentinels: ["10.0.0.1", "h:0", 7, "ok:26379"]
+cookie: {keys: [{id: k1, secret_env: K1}]}
+)yaml");
+    EXPECT_EQ(messages(r),
+              (std::vector<std::string>{
+                  "config.yaml:3:14: state.master_name: is required with state.sentinels (the "
+                  "name the sentinels monitor)",
+                  "config.yaml:3:15: state.sentinels[0]: must be \"host:port\", like "
+                  "127.0.0.1:26379",
+                  "config.yaml:3:27: state.sentinels[1]: must be \"host:port\", like "
+                  "127.0.0.1:26379",
+                  "config.yaml:3:34: state.sentinels[2]: must be \"host:port\", like "
+                  "127.0.0.1:26379",
+              }));
+    EXPECT_EQ(messages(load(R"yaml(state: {backend: redis, master_name: m, cluster_nodes: []}
+cookie: {keys: [{id: k1, secret_env: K1}]}
+)yaml")),
+              (std::vector<std::string>{
+                  "config.yaml:1:38: state.master_name: needs state.sentinels (the sentinels "
+                  "that know the master)",
+                  "config.yaml:1:56: state.cluster_nodes: must list at least one \"host:port\"",
+              }));
+    EXPECT_EQ(messages(load(R"yaml(state:
+  backend: redis
+  url: "redis://127.0.0.1:6379/3"
+  sentinels: ["a:1"]
+  master_name: m
+  cluster_nodes: ["b:2"]
+cookie: {keys: [{id: k1, secret_env: K1}]}
+)yaml")),
+              (std::vector<std::string>{
+                  "config.yaml:6:18: state.cluster_nodes: cannot go with state.sentinels: a "
+                  "cluster fails over by itself",
+                  "config.yaml:6:18: state.cluster_nodes: needs database 0 in state.url: Redis "
+                  "Cluster has no other",
+              }));
+    EXPECT_EQ(messages(load("state: {sentinels: [\"a:1\"], master_name: m}\n")),
+              (std::vector<std::string>{
+                  "config.yaml:1:20: state.sentinels: needs state.backend: redis",
+                  "config.yaml:1:42: state.master_name: needs state.backend: redis",
+              }));
+}
+
 }  // namespace
 }  // namespace waitroom::config

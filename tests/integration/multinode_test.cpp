@@ -9,7 +9,9 @@
 
 #include <chrono>
 #include <functional>
+#include <iostream>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -24,6 +26,8 @@
 
 namespace waitroom::test {
 namespace {
+
+using test::sentinel_set;
 
 using namespace std::chrono_literals;
 using json = nlohmann::json;
@@ -68,8 +72,22 @@ class MultiNode : public ::testing::Test {
     };
 
     // Starts the three nodes with one room `shop` (`room` adds to its flow mapping). Each
-    // node has its own id, public and admin listener; the cookie key and the store are shared.
-    void start_nodes(const std::string& room) {
+    // node has its own id, public and admin listener; the cookie key and the store are shared:
+    // redis_, or with `sentinels` set, the master that sentinels_ name.
+    void start_nodes(const std::string& room, bool sentinels = false) {
+        std::ostringstream state;
+        if (sentinels) {
+            sentinels_ = std::make_unique<sentinel_set>();
+            state << "state: {backend: redis, url: \"redis://127.0.0.1:1/0\", master_name: "
+                  << sentinels_->name() << ", sentinels: [";
+            for (std::size_t i = 0; i < 3; ++i) {
+                state << (i ? ", " : "") << "\"127.0.0.1:" << sentinels_->sentinel(i).port() << "\"";
+            }
+            state << "], sync_interval: 200ms, timeout: 400ms}\n";
+        } else {
+            state << "state: {backend: redis, url: \"redis://127.0.0.1:" << redis_.port()
+                  << "/0\", sync_interval: 200ms, timeout: 200ms}\n";
+        }
         const std::string key_file = dir_.write("k1.key", std::string(shared_key) + "\n");
         nodes_.resize(node_count);
         for (std::size_t i = 0; i < node_count; ++i) {
@@ -82,8 +100,7 @@ class MultiNode : public ::testing::Test {
               << "limits: {header_timeout: 1s, max_header_bytes: 8192, drain_timeout: 10s}\n"
               << "logging: {level: info}\n"
               << "cookie: {keys: [{id: k1, secret_file: \"" << key_file << "\"}]}\n"
-              << "state: {backend: redis, url: \"redis://127.0.0.1:" << redis_.port()
-              << "/0\", sync_interval: 200ms, timeout: 200ms}\n"
+              << state.str()
               << "testing: {time_scale: " << time_scale << "}\n"
               << "rooms:\n  - {id: shop, name: Shop, host: shop.test, " << room << "}\n";
             nodes_[i].config_path = dir_.write("node-" + std::to_string(i + 1) + ".yaml", c.str());
@@ -168,6 +185,7 @@ class MultiNode : public ::testing::Test {
 
     // Members are destroyed in reverse: the nodes stop before the origin and the store.
     redis_server redis_;
+    std::unique_ptr<sentinel_set> sentinels_;
     test_origin origin_;
     temp_dir dir_;
     std::vector<node> nodes_;
@@ -413,6 +431,102 @@ TEST_F(MultiNode, RidesOutARedisOutageAndRecoversWhenItReturns) {
         }
     }
     EXPECT_TRUE(all_running());
+}
+
+// Behind Redis Sentinel, the master SIGKILLed under load: the nodes ride out the failover
+// degraded (the admitted keep passing; the two free places are not given from the allowance,
+// which is a third of them per node, rounded down), then follow the sentinels to the promoted
+// replica and fill the two places, and no more.
+TEST_F(MultiNode, FollowsASentinelFailoverUnderLoadAndFillsTheRoomExactly) {
+    ASSERT_NO_FATAL_FAILURE(
+        start_nodes("total_active_users: 4, new_users_per_minute: 1000, session_duration: 5m, "
+                    "refresh_interval: 5s",
+                    true));
+    std::vector<visitor> admitted(2);
+    for (std::size_t i = 0; i < admitted.size(); ++i) {
+        auto r = send(admitted[i]);
+        ASSERT_TRUE(from_origin(r)) << "visitor " << i + 1 << ": " << describe(r);
+    }
+    // Every node knows both sessions: its allowance while degraded is then a third of the two
+    // free places, rounded down (none).
+    ASSERT_TRUE(poll_until(10s, 50ms, [&] {
+        for (std::size_t i = 0; i < node_count; ++i) {
+            auto r = admin(i, http::verb::get, "/rooms/shop/status");
+            auto j = json::parse(r.body, nullptr, false);
+            if (j.is_discarded() || j.value("estimated_total_active_users", 0) != 2) {
+                return false;
+            }
+        }
+        return true;
+    }));
+
+    const auto killed = std::chrono::steady_clock::now();
+    sentinels_->server(0).kill();
+    ASSERT_TRUE(poll_until(15s, 20ms, [&] { return all_ready(false); }))
+        << "a node still says ready without its store";
+    const auto degraded = std::chrono::steady_clock::now();
+
+    std::vector<visitor> fresh(8);
+    std::vector<bool> in(fresh.size(), false);
+    std::size_t fresh_in = 0;
+    std::optional<std::chrono::steady_clock::time_point> first_in;
+    std::optional<std::chrono::steady_clock::time_point> filled;
+    std::optional<std::chrono::steady_clock::time_point> ready_again;
+    poll_until(40s, 100ms, [&] {
+        for (auto& v : admitted) {
+            auto r = send(v);
+            EXPECT_TRUE(from_origin(r)) << "an admitted visitor was stopped: " << describe(r);
+        }
+        std::size_t before = fresh_in;
+        for (std::size_t k = 0; k < fresh.size(); ++k) {
+            auto r = send(fresh[k]);
+            if (from_origin(r) && !in[k]) {
+                in[k] = true;
+                ++fresh_in;
+                if (!first_in) {
+                    first_in = std::chrono::steady_clock::now();
+                }
+                if (fresh_in == 2) {
+                    filled = std::chrono::steady_clock::now();
+                }
+            } else if (!from_origin(r)) {
+                EXPECT_TRUE(is_queue_page(r)) << describe(r);
+            }
+        }
+        // A place given in a round after which no node is ready yet came from the allowance.
+        bool any_ready = false;
+        for (std::size_t i = 0; i < node_count; ++i) {
+            any_ready = any_ready || admin(i, http::verb::get, "/readyz").status == 200u;
+        }
+        EXPECT_TRUE(any_ready || fresh_in == before) << "a place was given while degraded";
+        if (!ready_again && all_ready(true)) {
+            ready_again = std::chrono::steady_clock::now();
+        }
+        // Filled, and a few syncs more, so that a place given twice would show.
+        return filled && std::chrono::steady_clock::now() - *filled > 3s;
+    });
+    ASSERT_TRUE(ready_again) << "the nodes did not follow the failover:\n"
+                             << nodes_[0].proc->output();
+    EXPECT_EQ(sentinels_->named_master(), sentinels_->server(1).port());
+    EXPECT_EQ(fresh_in, 2u) << "the two free places were not filled exactly; the store's nodes: "
+                            << sentinels_->server(1).cli("HGETALL wr:{shop}:nodes") << "\nstatus: "
+                            << admin(0, http::verb::get, "/rooms/shop/status").body
+                            << admin(1, http::verb::get, "/rooms/shop/status").body
+                            << admin(2, http::verb::get, "/rooms/shop/status").body;
+    ASSERT_TRUE(first_in);
+    EXPECT_TRUE(all_running());
+    if (::testing::Test::HasFailure()) {
+        for (auto& n : nodes_) {
+            std::cout << n.proc->output() << "\n----\n";
+        }
+    }
+    auto ms = [&](auto t) {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(t - killed).count();
+    };
+    std::cout << "[ failover ] after the master's SIGKILL: degraded at " << ms(degraded)
+              << " ms, every node ready again at " << ms(*ready_again)
+              << " ms, first admission at " << ms(*first_in) << " ms, room full again at "
+              << (filled ? ms(*filled) : -1) << " ms\n";
 }
 
 // Redis killed and restarted empty (no persistence): the store forgets the five sessions and

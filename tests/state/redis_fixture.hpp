@@ -16,6 +16,11 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -42,6 +47,28 @@ inline std::uint16_t free_loopback_port() {
     return ntohs(a.sin_port);
 }
 
+// A free loopback port below 55536 whose cluster bus port (+10000) is free too: Redis Cluster
+// listens on both.
+inline std::uint16_t free_cluster_port() {
+    auto bindable = [](std::uint16_t port) {
+        int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a.sin_port = htons(port);
+        bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+        ::close(fd);
+        return ok;
+    };
+    for (int i = 0; i < 1000; ++i) {
+        auto p = static_cast<std::uint16_t>(20000 + (::getpid() * 131 + i * 977) % 25000);
+        if (bindable(p) && bindable(static_cast<std::uint16_t>(p + 10000))) {
+            return p;
+        }
+    }
+    throw std::runtime_error("no free port pair for a cluster node");
+}
+
 inline bool loopback_port_open(std::uint16_t port) {
     int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
@@ -55,8 +82,12 @@ inline bool loopback_port_open(std::uint16_t port) {
 
 class redis_server {
   public:
-    explicit redis_server(std::vector<std::string> extra = {})
-        : port_(free_loopback_port()), extra_(std::move(extra)) {
+    // `conf`: a config file read first (a sentinel needs one it can rewrite).
+    explicit redis_server(std::vector<std::string> extra = {}, std::string conf = "",
+                          std::uint16_t port = 0)
+        : port_(port != 0 ? port : free_loopback_port()),
+          extra_(std::move(extra)),
+          conf_(std::move(conf)) {
         start();
     }
     ~redis_server() { kill(); }
@@ -68,9 +99,13 @@ class redis_server {
 
     // Starts (again) on the same port; waits until it accepts connections.
     void start() {
-        std::vector<std::string> args{
-            "redis-server", "--port", std::to_string(port_), "--bind", "127.0.0.1",  "--save", "",
-            "--appendonly", "no",     "--daemonize",         "no",     "--loglevel", "warning"};
+        std::vector<std::string> args{"redis-server"};
+        if (!conf_.empty()) {
+            args.push_back(conf_);
+        }
+        args.insert(args.end(),
+                    {"--port", std::to_string(port_), "--bind", "127.0.0.1", "--save", "",
+                     "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning"});
         args.insert(args.end(), extra_.begin(), extra_.end());
         std::vector<char*> argv;
         for (auto& a : args) {
@@ -128,7 +163,163 @@ class redis_server {
   private:
     std::uint16_t port_;
     std::vector<std::string> extra_;
+    std::string conf_;
     pid_t pid_ = -1;
+};
+
+// A folder of the test's own, removed with everything in it at the end.
+class scratch_dir {
+  public:
+    scratch_dir() {
+        std::string t = (std::filesystem::temp_directory_path() / "waitroom-redis-XXXXXX").string();
+        if (::mkdtemp(t.data()) == nullptr) {
+            throw std::runtime_error("mkdtemp failed");
+        }
+        path_ = t;
+    }
+    ~scratch_dir() {
+        std::error_code ec;
+        std::filesystem::remove_all(path_, ec);
+    }
+    scratch_dir(const scratch_dir&) = delete;
+    scratch_dir& operator=(const scratch_dir&) = delete;
+    std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+  private:
+    std::filesystem::path path_;
+};
+
+// Redis Sentinel on loopback: a master, its replica and three sentinels that watch it as
+// `name` (quorum 2), tuned to fail over within a few seconds of losing the master.
+class sentinel_set {
+  public:
+    explicit sentinel_set(std::string name = "wr-master") : name_(std::move(name)) {
+        servers_.push_back(std::make_unique<redis_server>());
+        servers_.push_back(std::make_unique<redis_server>(std::vector<std::string>{
+            "--replicaof", "127.0.0.1", std::to_string(servers_[0]->port())}));
+        for (int i = 0; i < 3; ++i) {
+            const std::string conf = dir_.file("sentinel-" + std::to_string(i) + ".conf");
+            std::ofstream(conf) << "sentinel monitor " << name_ << " 127.0.0.1 "
+                                << servers_[0]->port() << " 2\n"
+                                << "sentinel down-after-milliseconds " << name_ << " 1000\n"
+                                << "sentinel failover-timeout " << name_ << " 3000\n";
+            sentinels_.push_back(
+                std::make_unique<redis_server>(std::vector<std::string>{"--sentinel"}, conf));
+        }
+        // Ready when the replica has synced and every sentinel knows it.
+        for (int i = 0; i < 500; ++i) {
+            bool ok = servers_[1]->cli("INFO replication").find("master_link_status:up") !=
+                      std::string::npos;
+            for (auto& s : sentinels_) {
+                ok = ok && s->cli("SENTINEL REPLICAS " + name_).find(
+                               std::to_string(servers_[1]->port())) != std::string::npos;
+            }
+            if (ok) {
+                return;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds{20});
+        }
+        throw std::runtime_error("the sentinels did not see the replica");
+    }
+
+    const std::string& name() const { return name_; }
+    redis_server& server(std::size_t i) { return *servers_.at(i); }  // 0: first master
+    redis_server& sentinel(std::size_t i) { return *sentinels_.at(i); }
+    // The port the first sentinel names as master now (0 when it names none).
+    std::uint16_t named_master() const {
+        std::string out = sentinels_[0]->cli("SENTINEL GET-MASTER-ADDR-BY-NAME " + name_);
+        auto nl = out.rfind('\n');
+        try {
+            return nl == std::string::npos ? 0 : static_cast<std::uint16_t>(std::stoi(out.substr(nl + 1)));
+        } catch (const std::exception&) {
+            return 0;
+        }
+    }
+
+  private:
+    std::string name_;
+    scratch_dir dir_;
+    std::vector<std::unique_ptr<redis_server>> servers_;
+    std::vector<std::unique_ptr<redis_server>> sentinels_;
+};
+
+// Redis Cluster on loopback: three masters (no replicas) formed with `redis-cli --cluster
+// create`, so each holds a third of the hash slots.
+class cluster_set {
+  public:
+    cluster_set() {
+        for (int i = 0; i < 3; ++i) {
+            auto port = free_cluster_port();
+            nodes_.push_back(std::make_unique<redis_server>(
+                std::vector<std::string>{"--cluster-enabled", "yes", "--cluster-config-file",
+                                         dir_.file("nodes-" + std::to_string(port) + ".conf"),
+                                         "--cluster-node-timeout", "2000"},
+                "", port));
+        }
+        std::string cmd = "redis-cli --cluster create";
+        for (auto& n : nodes_) {
+            cmd += " 127.0.0.1:" + std::to_string(n->port());
+        }
+        cmd += " --cluster-replicas 0 --cluster-yes >/dev/null 2>&1";
+        if (std::system(cmd.c_str()) != 0) {
+            throw std::runtime_error("redis-cli --cluster create failed");
+        }
+        for (int i = 0; i < 500; ++i) {
+            bool ok = true;
+            for (auto& n : nodes_) {
+                ok = ok && n->cli("CLUSTER INFO").find("cluster_state:ok") != std::string::npos;
+            }
+            if (ok) {
+                return;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds{20});
+        }
+        throw std::runtime_error("the cluster did not come up");
+    }
+
+    redis_server& node(std::size_t i) { return *nodes_.at(i); }
+    std::string id(std::size_t i) { return node(i).cli("CLUSTER MYID"); }
+    // The node that serves `key` now (the others answer MOVED).
+    std::size_t owner_of(const std::string& key) {
+        for (std::size_t i = 0; i < nodes_.size(); ++i) {
+            std::string out = node(i).cli("EXISTS '" + key + "'");
+            if (out == "0" || out == "1") {
+                return i;
+            }
+        }
+        return nodes_.size();
+    }
+    // Moves `slot` and its keys from node `from` to node `to` as redis-cli's resharding does:
+    // IMPORTING and MIGRATING, MIGRATE of every key, then the new owner told to every node.
+    // `between` runs after the keys moved and before the owner changes (the ASK window).
+    template <class Between>
+    void migrate(unsigned slot, std::size_t from, std::size_t to, Between between) {
+        const std::string s = std::to_string(slot);
+        node(to).cli("CLUSTER SETSLOT " + s + " IMPORTING " + id(from));
+        node(from).cli("CLUSTER SETSLOT " + s + " MIGRATING " + id(to));
+        for (;;) {
+            std::string keys = node(from).cli("CLUSTER GETKEYSINSLOT " + s + " 100");
+            if (keys.empty()) {
+                break;
+            }
+            std::string list;
+            std::istringstream in(keys);
+            std::string k;
+            while (in >> k) {
+                list += " " + k;
+            }
+            node(from).cli("MIGRATE 127.0.0.1 " + std::to_string(node(to).port()) +
+                           " \"\" 0 5000 KEYS" + list);
+        }
+        between();
+        for (std::size_t i = 0; i < nodes_.size(); ++i) {
+            node(i).cli("CLUSTER SETSLOT " + s + " NODE " + id(to));
+        }
+    }
+
+  private:
+    scratch_dir dir_;
+    std::vector<std::unique_ptr<redis_server>> nodes_;
 };
 
 // Runs `ioc` until `ready()` holds, one handler at a time; gives up after `limit` of idleness.

@@ -24,6 +24,7 @@
 #include "waitroom/state/redis_store.hpp"
 #include "waitroom/state/sync_task.hpp"
 
+#include "state/redis_calls.hpp"
 #include "state/store_doubles.hpp"
 #include "support/room_config.hpp"
 
@@ -35,62 +36,7 @@ using test::redis_server;
 using test::run_until;
 
 using test::t0;
-
-room::room_limits limits(std::int64_t active, std::int64_t per_minute) {
-    room::room_limits l;
-    l.total_active_users = active;
-    l.new_users_per_minute = per_minute;
-    l.session_ms = 300'000;
-    l.abandon_after_ms = 25'000;
-    return l;
-}
-
-// A report from a busy node (a lease follows recent demand: a node that asked for no slot in
-// the last interval leases one).
-room_report report(const room::room_limits& l, const std::string& room = "shop",
-                   std::int64_t demand = 100) {
-    room_report r;
-    r.room = room;
-    r.limits = l;
-    r.deltas.demand = demand;
-    return r;
-}
-
-node_report node(const std::string& id, const std::string& dc, std::int64_t now,
-                 std::vector<room_report> rooms, std::int64_t ttl = 3000) {
-    node_report n;
-    n.node_id = id;
-    n.datacenter = dc;
-    n.now_ms = now;
-    n.node_ttl_ms = ttl;
-    n.rooms = std::move(rooms);
-    return n;
-}
-
-redis_options options(const redis_server& srv) {
-    redis_options o;
-    o.host = "127.0.0.1";
-    o.port = srv.port();
-    o.timeout = 500ms;
-    o.reconnect_min = 20ms;
-    o.reconnect_max = 200ms;
-    return o;
-}
-
-// One store call, run to completion on `ioc` (the local store answers inline).
-sync_result call_sync(boost::asio::io_context& ioc, store& s, node_report r) {
-    std::optional<sync_result> out;
-    s.sync(std::move(r), [&](sync_result res) { out = std::move(res); });
-    EXPECT_TRUE(run_until(ioc, [&] { return out.has_value(); }));
-    return out ? std::move(*out) : sync_result{make_error_code(errc::timeout), {}};
-}
-
-top_up_result call_top_up(boost::asio::io_context& ioc, store& s, top_up_request r) {
-    std::optional<top_up_result> out;
-    s.top_up(std::move(r), [&](top_up_result res) { out = res; });
-    EXPECT_TRUE(run_until(ioc, [&] { return out.has_value(); }));
-    return out ? *out : top_up_result{make_error_code(errc::timeout), 0};
-}
+using namespace redis_test;
 
 top_up_request top_up(const std::string& id, const std::string& dc, const room::room_limits& l,
                       std::int64_t want, std::int64_t now) {

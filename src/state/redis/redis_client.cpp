@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "redis_asio.hpp"
+#include "redis_sentinel.hpp"
 #include "waitroom/state/error.hpp"
 
 namespace waitroom::state::redis {
@@ -25,6 +26,8 @@ struct client::batch {
     bool lost = false;    // a command's reply will never come (connection gone)
     bool posted = false;  // completion is on its way
     bool done = false;    // the handler ran (or was given up on): ignore everything after
+    bool readonly = false;    // a reply said READONLY: the server is no longer the master
+    std::size_t hidden = 0;   // trailing commands of the client's own (WAIT), not the caller's
     asio::steady_timer timer;
     handler h;
     std::weak_ptr<client> owner;
@@ -42,6 +45,7 @@ struct client::batch {
         if (ec) {
             hd(ec, {});
         } else {
+            replies.resize(replies.size() - hidden);
             hd({}, std::move(replies));
         }
     }
@@ -68,13 +72,18 @@ static void on_reply(redisAsyncContext*, void* reply, void* privdata) {
     if (reply == nullptr) {
         b->lost = true;
     } else {
-        b->replies[s->index] = from_reply(*static_cast<redisReply*>(reply));
+        value& v = b->replies[s->index];
+        v = from_reply(*static_cast<redisReply*>(reply));
+        b->readonly = b->readonly || (v.is_error() && v.str.starts_with("READONLY"));
     }
     ++b->got;
     if (!b->posted && (b->lost || b->got == b->cmds.size())) {
         b->posted = true;
         asio::post(b->strand, [b] {
             b->complete(b->lost ? make_error_code(errc::unavailable) : std::error_code{});
+            if (auto o = b->owner.lock(); o && b->readonly) {
+                o->on_readonly();
+            }
         });
     }
 }
@@ -83,12 +92,19 @@ static void on_connect(const redisAsyncContext*, int) {
     // Nothing to do: the handshake's replies (or their failure) tell the outcome.
 }
 
-client::client(asio::any_io_executor strand, redis_options opt)
+client::client(asio::any_io_executor strand, redis_options opt, kind k)
     : strand_(std::move(strand)),
       opt_(std::move(opt)),
+      kind_(k),
+      target_{opt_.host, opt_.port},
       backoff_timer_(strand_),
       resolver_(strand_),
-      backoff_(opt_.reconnect_min) {}
+      backoff_(opt_.reconnect_min) {
+    if (kind_ == kind::data && !opt_.sentinels.empty()) {
+        locator_ = std::make_shared<sentinel_locator>(strand_, opt_.sentinels, opt_.master_name,
+                                                      opt_.timeout);
+    }
+}
 
 client::~client() {
     // Destroyed with the store, its executor still alive: nothing may be posted any more.
@@ -115,6 +131,9 @@ void client::stop() {
     phase_ = phase::stopped;
     backoff_timer_.cancel();
     resolver_.cancel();
+    if (locator_) {
+        locator_->stop();
+    }
     teardown();
     auto w = std::move(waiting_);
     waiting_.clear();
@@ -141,7 +160,18 @@ void client::arm_deadline(const std::shared_ptr<batch>& b, clock::time_point dea
 }
 
 void client::execute(std::vector<command> cmds, clock::time_point deadline, handler h) {
+    std::size_t hidden = 0;
+    if (locator_) {
+        // Answer only once a replica has the writes too: what a node was told then survives
+        // the master's loss. A replica acknowledges within a millisecond or so; without one
+        // (it is down, or was promoted and this is its old master's place) each call waits a
+        // tenth of its timeout, so that a sync's few round trips still fit in it.
+        auto wait_ms = std::max<long long>(1, opt_.timeout.count() / 10);
+        cmds.push_back({"WAIT", "1", std::to_string(wait_ms)});
+        hidden = 1;
+    }
     auto b = std::make_shared<batch>(strand_, std::move(cmds), std::move(h));
+    b->hidden = hidden;
     arm_deadline(b, deadline);
     switch (phase_) {
         case phase::stopped:
@@ -163,15 +193,41 @@ void client::execute(std::vector<command> cmds, clock::time_point deadline, hand
 
 void client::connect() {
     phase_ = phase::connecting;
+    if (!locator_) {
+        resolve();
+        return;
+    }
+    locator_->locate([w = weak_from_this()](std::optional<redis_endpoint> master) {
+        auto c = w.lock();
+        if (!c || c->phase_ != phase::connecting || c->ac_ != nullptr) {
+            return;
+        }
+        if (!master) {
+            c->on_gone();  // no sentinel named a master: back off and ask again
+            return;
+        }
+        c->target_ = std::move(*master);
+        c->resolve();
+    });
+}
+
+void client::on_readonly() {
+    // The server was demoted (a failover): reconnect, asking the sentinels again.
+    if (locator_) {
+        teardown();
+    }
+}
+
+void client::resolve() {
     boost::system::error_code not_ip;
-    asio::ip::make_address(opt_.host, not_ip);
+    asio::ip::make_address(target_.host, not_ip);
     if (!not_ip) {
-        open(opt_.host);
+        open(target_.host);
         return;
     }
     // hiredis resolves names with a blocking getaddrinfo; Asio's resolver does not block us.
     resolver_.async_resolve(
-        opt_.host, std::to_string(opt_.port),
+        target_.host, std::to_string(target_.port),
         [w = weak_from_this()](const boost::system::error_code& ec,
                                const asio::ip::tcp::resolver::results_type& results) {
             auto c = w.lock();
@@ -195,7 +251,7 @@ void client::connect() {
 }
 
 void client::open(const std::string& address) {
-    redisAsyncContext* ac = redisAsyncConnect(address.c_str(), opt_.port);
+    redisAsyncContext* ac = redisAsyncConnect(address.c_str(), target_.port);
     if (ac == nullptr || ac->err != 0) {
         if (ac != nullptr) {
             redisAsyncFree(ac);  // not attached yet: no cleanup hook runs
@@ -213,17 +269,24 @@ void client::open(const std::string& address) {
     redisAsyncSetConnectCallback(ac, on_connect);
 
     std::vector<command> hs;
-    if (!opt_.password.empty()) {
+    if (kind_ == kind::sentinel) {
+        hs.push_back({"PING"});
+    } else if (!opt_.password.empty()) {
         if (opt_.username.empty()) {
             hs.push_back({"AUTH", opt_.password});
         } else {
             hs.push_back({"AUTH", opt_.username, opt_.password});
         }
     }
-    if (opt_.db != 0) {
-        hs.push_back({"SELECT", std::to_string(opt_.db)});
+    if (kind_ == kind::data) {
+        if (opt_.db != 0) {
+            hs.push_back({"SELECT", std::to_string(opt_.db)});
+        }
+        if (locator_) {
+            hs.push_back({"ROLE"});
+        }
+        hs.push_back(script_load_command());
     }
-    hs.push_back(script_load_command());
     auto b = std::make_shared<batch>(
         strand_, std::move(hs),
         [w = weak_from_this()](std::error_code ec, std::vector<value> replies) {
@@ -243,8 +306,12 @@ void client::on_handshake(std::error_code ec, const std::vector<value>& replies)
     for (const auto& r : replies) {
         ok = ok && !r.is_error();
     }
-    // The server must know the script under the SHA the calls use.
-    ok = ok && !replies.empty() && replies.back().str == room_script_sha();
+    if (kind_ == kind::data) {
+        // The server must know the script under the SHA the calls use, and with sentinels it
+        // must be the master still (a sentinel can name a demoted one for a moment).
+        ok = ok && !replies.empty() && replies.back().str == room_script_sha();
+        ok = ok && (!locator_ || (replies.size() >= 2 && is_master_role(replies.end()[-2])));
+    }
     if (!ok) {
         teardown();
         return;

@@ -20,6 +20,8 @@ struct redisAsyncContext;
 
 namespace waitroom::state::redis {
 
+class sentinel_locator;
+
 class client : public std::enable_shared_from_this<client> {
   public:
     // All replies in command order (each may be an error reply), or an error_code
@@ -27,8 +29,11 @@ class client : public std::enable_shared_from_this<client> {
     using handler = std::function<void(std::error_code, std::vector<value>)>;
     using clock = std::chrono::steady_clock;
     struct batch;  // one pipeline in flight (public for hiredis's C callbacks)
+    // data: a server that runs the room script (AUTH, SELECT, SCRIPT LOAD on connecting; with
+    // opt.sentinels, the master they name, checked with ROLE). sentinel: a sentinel (PING).
+    enum class kind { data, sentinel };
 
-    client(boost::asio::any_io_executor strand, redis_options opt);
+    client(boost::asio::any_io_executor strand, redis_options opt, kind k = kind::data);
     ~client();
     client(const client&) = delete;
     client& operator=(const client&) = delete;
@@ -40,11 +45,14 @@ class client : public std::enable_shared_from_this<client> {
     void start();  // on the strand: connect now
     void stop();   // on the strand: drop the connection, fail everything, accept no more
     bool ready() const { return phase_ == phase::ready; }
+    // A reply said READONLY: with sentinels, drop the connection and ask them again.
+    void on_readonly();
 
   private:
     enum class phase { idle, connecting, ready, backoff, stopped };
 
     void connect();
+    void resolve();                         // target_ to an address, then open()
     void open(const std::string& address);  // the handshake, on a resolved address
     void on_handshake(std::error_code ec, const std::vector<value>& replies);
     void send(const std::shared_ptr<batch>& b);
@@ -59,6 +67,9 @@ class client : public std::enable_shared_from_this<client> {
 
     boost::asio::any_io_executor strand_;
     redis_options opt_;
+    kind kind_;
+    std::shared_ptr<sentinel_locator> locator_;  // with opt.sentinels
+    redis_endpoint target_;                      // the server of the connection
     phase phase_ = phase::idle;
     redisAsyncContext* ac_ = nullptr;
     reply_budget budget_;  // ac_'s reader bounds each reply with it (bound_replies)

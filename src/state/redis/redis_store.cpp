@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "redis_client.hpp"
+#include "redis_cluster.hpp"
 #include "redis_protocol.hpp"
 #include "waitroom/config/config.hpp"
 #include "waitroom/config/values.hpp"
@@ -15,6 +16,7 @@ namespace waitroom::state {
 
 namespace asio = boost::asio;
 using redis::client;
+using redis::cluster;
 using redis::command;
 using redis::value;
 
@@ -40,6 +42,18 @@ redis_options redis_options_from(const config::state_settings& s) {
     o.username = s.redis_username;
     o.password = s.redis_password;
     o.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(s.timeout);
+    auto endpoints = [](const std::vector<std::string>& list) {
+        std::vector<redis_endpoint> out;
+        for (const auto& text : list) {
+            if (auto hp = config::parse_host_port(text)) {
+                out.push_back({hp->host, hp->port});
+            }
+        }
+        return out;
+    };
+    o.sentinels = endpoints(s.sentinels);
+    o.master_name = s.master_name;
+    o.cluster_nodes = endpoints(s.cluster_nodes);
     return o;
 }
 
@@ -50,9 +64,13 @@ std::string redis_store::key(const std::string& prefix, const std::string& room,
 
 struct redis_store::impl : std::enable_shared_from_this<impl> {
     impl(asio::any_io_executor ex, redis_options o)
-        : strand(asio::make_strand(ex)),
-          opt(std::move(o)),
-          cli(std::make_shared<client>(strand, opt)) {}
+        : strand(asio::make_strand(ex)), opt(std::move(o)) {
+        if (opt.cluster_nodes.empty()) {
+            cli = std::make_shared<client>(strand, opt);
+        } else {
+            clu = std::make_shared<cluster>(strand, opt);
+        }
+    }
 
     struct sync_call {
         node_report report;
@@ -64,7 +82,19 @@ struct redis_store::impl : std::enable_shared_from_this<impl> {
 
     asio::any_io_executor strand;
     redis_options opt;
-    std::shared_ptr<client> cli;
+    std::shared_ptr<client> cli;   // one server, or the master the sentinels name
+    std::shared_ptr<cluster> clu;  // or a cluster: each room on its slot's master
+
+    void execute(std::vector<command> cmds, client::clock::time_point deadline,
+                 client::handler h) {
+        if (clu) {
+            clu->execute(std::move(cmds), deadline, std::move(h));
+        } else {
+            cli->execute(std::move(cmds), deadline, std::move(h));
+        }
+    }
+    void start() { clu ? clu->start() : cli->start(); }
+    void stop() { clu ? clu->stop() : cli->stop(); }
 
     // Sends the rooms `idx` of the call; after NOSCRIPT (the server lost its script cache) the
     // rooms that were refused go again, behind a SCRIPT LOAD in the same pipeline; a room the
@@ -80,7 +110,7 @@ struct redis_store::impl : std::enable_shared_from_this<impl> {
             cmds.push_back(
                 redis::sync_command(opt.key_prefix, call->report, call->report.rooms[i]));
         }
-        cli->execute(std::move(cmds), call->deadline,
+        execute(std::move(cmds), call->deadline,
                      [self = shared_from_this(), call, idx = std::move(idx), reload](
                          std::error_code ec, std::vector<value> replies) mutable {
                          self->on_sync(std::move(call), idx, reload, ec, replies);
@@ -138,7 +168,7 @@ struct redis_store::impl : std::enable_shared_from_this<impl> {
             cmds.push_back(redis::script_load_command());
         }
         cmds.push_back(cmd);  // `cmd` stays for a resend
-        cli->execute(
+        execute(
             std::move(cmds), deadline,
             [self = shared_from_this(), cmd = std::move(cmd), deadline, done = std::move(done),
              reload](std::error_code ec, std::vector<value> replies) mutable {
@@ -196,15 +226,15 @@ redis_store::redis_store(asio::any_io_executor ex, redis_options opt)
 redis_store::~redis_store() {
     // The client frees its connection when the last handler holding it is gone; stopping here
     // fails what is pending instead of leaving it to its timeouts.
-    asio::post(impl_->strand, [i = impl_] { i->cli->stop(); });
+    asio::post(impl_->strand, [i = impl_] { i->stop(); });
 }
 
 void redis_store::start() {
-    asio::post(impl_->strand, [i = impl_] { i->cli->start(); });
+    asio::post(impl_->strand, [i = impl_] { i->start(); });
 }
 
 void redis_store::stop() {
-    asio::post(impl_->strand, [i = impl_] { i->cli->stop(); });
+    asio::post(impl_->strand, [i = impl_] { i->stop(); });
 }
 
 void redis_store::sync(node_report report, sync_handler done) {

@@ -147,6 +147,12 @@ struct state_settings {
     unsigned redis_db = 0;
     std::string redis_username;  // "" = none (AUTH with the password only)
     std::string redis_password;  // "" = no AUTH
+    // Redis Sentinel: the sentinels to ask for the master of `master_name` (the url's host and
+    // port are then unused; its user, password and db still apply to the master).
+    std::vector<std::string> sentinels;  // "host:port" each
+    std::string master_name;
+    // Redis Cluster: seed nodes to read the slot map from (the url's host and port unused).
+    std::vector<std::string> cluster_nodes;  // "host:port" each
 };
 
 struct admin_settings {

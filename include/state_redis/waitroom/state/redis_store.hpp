@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "waitroom/state/store.hpp"
 
@@ -20,6 +21,13 @@ struct state_settings;
 }
 
 namespace waitroom::state {
+
+// A Redis server (or sentinel) by name or address and TCP port.
+struct redis_endpoint {
+    std::string host;
+    std::uint16_t port = 0;
+    friend bool operator==(const redis_endpoint&, const redis_endpoint&) = default;
+};
 
 struct redis_options {
     std::string host = "127.0.0.1";                  // name or address of the Redis server
@@ -31,6 +39,15 @@ struct redis_options {
     std::chrono::milliseconds reconnect_min{50};     // first wait after a lost connection
     std::chrono::milliseconds reconnect_max{1'000};  // backoff doubles up to this
     std::string key_prefix = "wr";                   // keys are "<prefix>:{<room>}:<what>"
+    // Sentinel: ask these for the master of `master_name` (host and port above unused); the
+    // master is re-asked after a lost connection, a READONLY reply or a server that is no
+    // longer master, and every write waits for a replica's acknowledgement (WAIT) so that a
+    // failover loses nothing a node was told.
+    std::vector<redis_endpoint> sentinels;
+    std::string master_name;
+    // Cluster: seed nodes for the slot map (host and port above unused); each room goes to the
+    // master of its hash slot, following MOVED and ASK.
+    std::vector<redis_endpoint> cluster_nodes;
 };
 
 // Parses `redis://[[user]:password@]host[:port][/db]`; nullopt when malformed.

@@ -1,0 +1,106 @@
+#include "redis_sentinel.hpp"
+
+#include <boost/asio/post.hpp>
+
+#include <charconv>
+
+#include "redis_client.hpp"
+
+namespace waitroom::state::redis {
+
+namespace asio = boost::asio;
+
+std::optional<redis_endpoint> parse_master_address(const value& v) {
+    if (v.type != value::kind::array || v.elements.size() != 2) {
+        return std::nullopt;
+    }
+    const value& host = v.elements[0];
+    const value& port = v.elements[1];
+    if (host.type != value::kind::string || port.type != value::kind::string ||
+        host.str.empty() || host.str.size() > 255) {
+        return std::nullopt;
+    }
+    std::uint16_t p = 0;
+    const char* end = port.str.data() + port.str.size();
+    auto [ptr, ec] = std::from_chars(port.str.data(), end, p);
+    if (ec != std::errc{} || ptr != end || p == 0) {
+        return std::nullopt;
+    }
+    return redis_endpoint{host.str, p};
+}
+
+bool is_master_role(const value& v) {
+    return v.type == value::kind::array && !v.elements.empty() &&
+           v.elements[0].type == value::kind::string && v.elements[0].str == "master";
+}
+
+sentinel_locator::sentinel_locator(asio::any_io_executor strand,
+                                   std::vector<redis_endpoint> sentinels,
+                                   std::string master_name, std::chrono::milliseconds timeout)
+    : strand_(std::move(strand)),
+      sentinels_(std::move(sentinels)),
+      master_name_(std::move(master_name)),
+      timeout_(timeout) {}
+
+sentinel_locator::~sentinel_locator() {
+    if (probe_) {
+        probe_->stop();
+    }
+}
+
+void sentinel_locator::locate(handler done) {
+    done_ = std::move(done);
+    ask(0);
+}
+
+void sentinel_locator::stop() {
+    done_ = nullptr;
+    if (auto p = std::move(probe_)) {
+        p->stop();
+    }
+}
+
+void sentinel_locator::ask(std::size_t tried) {
+    if (tried >= sentinels_.size()) {
+        finish(std::nullopt);
+        return;
+    }
+    const std::size_t i = (first_ + tried) % sentinels_.size();
+    redis_options o;
+    o.host = sentinels_[i].host;
+    o.port = sentinels_[i].port;
+    o.timeout = timeout_;
+    probe_ = std::make_shared<client>(strand_, std::move(o), client::kind::sentinel);
+    probe_->execute(
+        {{"SENTINEL", "GET-MASTER-ADDR-BY-NAME", master_name_}},
+        client::clock::now() + timeout_,
+        [w = weak_from_this(), tried, i](std::error_code ec, std::vector<value> replies) {
+            auto self = w.lock();
+            if (!self || !self->done_) {
+                return;
+            }
+            if (auto p = std::move(self->probe_)) {
+                p->stop();
+            }
+            std::optional<redis_endpoint> master;
+            if (!ec && replies.size() == 1) {
+                master = parse_master_address(replies[0]);
+            }
+            if (!master) {
+                self->ask(tried + 1);
+                return;
+            }
+            self->first_ = i;
+            self->finish(std::move(master));
+        });
+}
+
+void sentinel_locator::finish(std::optional<redis_endpoint> master) {
+    if (!done_) {
+        return;
+    }
+    asio::post(strand_, [d = std::move(done_), m = std::move(master)] { d(m); });
+    done_ = nullptr;
+}
+
+}  // namespace waitroom::state::redis
