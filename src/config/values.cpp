@@ -4,6 +4,10 @@
 
 #include <arpa/inet.h>
 
+#include <boost/url/grammar/ci_string.hpp>
+#include <boost/url/parse.hpp>
+#include <boost/url/url_view.hpp>
+
 #include <cctype>
 #include <chrono>
 #include <cstring>
@@ -77,8 +81,7 @@ std::string lower(std::string_view s) {
 }
 
 // Host (possibly "[v6]") and optional ":port" of an authority; port stays 0 when absent.
-std::optional<host_port> split_authority(std::string_view a, bool port_required,
-                                         bool* had_port = nullptr) {
+std::optional<host_port> split_authority(std::string_view a, bool port_required) {
     host_port out;
     std::string_view rest;
     if (!a.empty() && a.front() == '[') {
@@ -114,8 +117,57 @@ std::optional<host_port> split_authority(std::string_view a, bool port_required,
         return std::nullopt;
     }
     out.port = *port;
-    if (had_port != nullptr) {
-        *had_port = true;
+    return out;
+}
+
+namespace urls = boost::urls;
+
+// An absolute URL with an authority, as Boost.URL reads it (RFC 3986), or nullopt.
+std::optional<urls::url_view> parse_url(std::string_view s, std::string_view scheme,
+                                        std::string_view tls_scheme = {}) {
+    auto u = urls::parse_uri(s);
+    if (!u || !u->has_authority()) {
+        return std::nullopt;
+    }
+    if (!urls::grammar::ci_is_equal(u->scheme(), scheme) &&
+        (tls_scheme.empty() || !urls::grammar::ci_is_equal(u->scheme(), tls_scheme))) {
+        return std::nullopt;
+    }
+    // Boost.URL 1.81 lets a path follow the authority without a '/' (boostorg/url#636): it reads
+    // "u:a@b@h/0" as host "b" with path "@h/0", and "h:x/0" as an empty port and path "x/0".
+    // RFC 3986 wants the path empty or starting with '/', and anything else is refused here.
+    if (!u->encoded_path().empty() && !u->is_path_absolute()) {
+        return std::nullopt;
+    }
+    return *u;
+}
+
+// The host and port of a URL's authority. The host is a name of [A-Za-z0-9._-] (no escapes: it
+// goes as written to the resolver and to a Host header), a dotted quad or an IPv6 literal,
+// returned without brackets (an IPvFuture literal is refused; one with a zone does not parse). A
+// written port is 1-65535; an absent one comes back as 0.
+std::optional<host_port> url_authority(const urls::url_view& u) {
+    host_port out;
+    switch (u.host_type()) {
+        case urls::host_type::ipv4:
+        case urls::host_type::ipv6:
+            out.host = std::string(std::string_view(u.encoded_host_address()));
+            break;
+        case urls::host_type::name:
+            out.host = std::string(std::string_view(u.encoded_host()));
+            if (!is_host_name(out.host)) {
+                return std::nullopt;
+            }
+            break;
+        default:
+            return std::nullopt;
+    }
+    if (u.has_port()) {
+        auto port = parse_port(u.port());
+        if (!port || *port == 0) {
+            return std::nullopt;
+        }
+        out.port = *port;
     }
     return out;
 }
@@ -310,67 +362,50 @@ bool is_loopback_host(std::string_view host) {
 }
 
 std::optional<http_url> parse_http_url(std::string_view s) {
+    auto u = parse_url(s, "http", "https");
+    // Credentials, a query or a fragment have no place in an origin's URL: refused, not dropped.
+    if (!u || u->has_userinfo() || u->has_query() || u->has_fragment()) {
+        return std::nullopt;
+    }
+    auto auth = url_authority(*u);
+    if (!auth) {
+        return std::nullopt;
+    }
     http_url out;
-    std::string scheme_lower = lower(s.substr(0, 8));
-    std::size_t skip = 0;
-    if (scheme_lower.starts_with("https://")) {
-        out.tls = true;
-        skip = 8;
-    } else if (scheme_lower.starts_with("http://")) {
-        skip = 7;
-    } else {
-        return std::nullopt;
-    }
-    std::string_view rest = s.substr(skip);
-    if (rest.find_first_of("?#@ \t") != std::string_view::npos) {
-        return std::nullopt;
-    }
-    auto slash = rest.find('/');
-    bool had_port = false;
-    auto auth = split_authority(rest.substr(0, slash), false, &had_port);
-    if (!auth || (had_port && auth->port == 0)) {
-        return std::nullopt;
-    }
+    out.tls = urls::grammar::ci_is_equal(u->scheme(), "https");
     out.host = lower(auth->host);
-    out.port = had_port ? auth->port : (out.tls ? 443 : 80);
-    if (slash != std::string_view::npos) {
-        out.base_path = std::string(rest.substr(slash));
-        while (!out.base_path.empty() && out.base_path.back() == '/') {
-            out.base_path.pop_back();
-        }
+    out.port = auth->port != 0 ? auth->port : (out.tls ? 443 : 80);
+    out.base_path = std::string(std::string_view(u->encoded_path()));
+    while (!out.base_path.empty() && out.base_path.back() == '/') {
+        out.base_path.pop_back();
     }
     return out;
 }
 
 std::optional<redis_url> parse_redis_url(std::string_view s) {
-    redis_url out;
-    if (!lower(s.substr(0, 8)).starts_with("redis://")) {
+    auto u = parse_url(s, "redis");
+    // Options in a query (timeouts, TLS) are not read, so they are refused rather than ignored.
+    if (!u || u->has_query() || u->has_fragment()) {
         return std::nullopt;
     }
-    std::string_view rest = s.substr(8);
-    auto at = rest.rfind('@');
-    if (at != std::string_view::npos) {
-        std::string_view userinfo = rest.substr(0, at);
-        auto colon = userinfo.find(':');
-        if (colon == std::string_view::npos) {
-            out.password = std::string(userinfo);  // "redis://secret@host" as redis-cli reads it
-        } else {
-            out.username = std::string(userinfo.substr(0, colon));
-            out.password = std::string(userinfo.substr(colon + 1));
-        }
-        rest = rest.substr(at + 1);
-    }
-    auto slash = rest.find('/');
-    auto auth = split_authority(rest.substr(0, slash), false);
+    auto auth = url_authority(*u);
     if (!auth) {
         return std::nullopt;
     }
+    redis_url out;
     out.host = auth->host;
     if (auth->port != 0) {
         out.port = auth->port;
     }
-    if (slash != std::string_view::npos && slash + 1 < rest.size()) {
-        auto db = whole_number(rest.substr(slash + 1), 5);
+    if (u->has_password()) {
+        out.username = u->user();
+        out.password = u->password();
+    } else if (u->has_userinfo()) {
+        out.password = u->user();  // "redis://secret@host" as redis-cli reads it
+    }
+    std::string_view path = u->encoded_path();
+    if (path.size() > 1) {
+        auto db = whole_number(path.substr(1), 5);
         if (!db) {
             return std::nullopt;
         }
@@ -385,8 +420,9 @@ std::string redact_url(std::string_view url) {
         return std::string(url);
     }
     std::string_view rest = url.substr(scheme + 3);
-    // The user info ends at the last '@', as parse_redis_url reads it: a password may hold
-    // '/', '?' or '#', so no earlier delimiter is trusted.
+    // The user info is taken to end at the last '@': this also gets text that is no valid URL (a
+    // raw '/', '?', '#' or '@' in a password), and a log line had better hide too much than show
+    // a password.
     auto at = rest.rfind('@');
     if (at == std::string_view::npos) {
         return std::string(url);

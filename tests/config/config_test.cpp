@@ -622,7 +622,8 @@ admin: {token_file: admin.token}
 }
 
 TEST_F(Config, RedisPasswordIsKeptOutOfTheUrl) {
-    auto r = load(R"yaml(state: {backend: redis, url: "redis://app:pa/ss@word@db.internal:6380/2"}
+    auto r =
+        load(R"yaml(state: {backend: redis, url: "redis://app:pa%2Fss%40word@db.internal:6380/2"}
 cookie: {keys: [{id: k1, secret_env: K1}]}
 )yaml");
     ASSERT_TRUE(r.ok()) << format_problems(r.problems);
@@ -630,6 +631,14 @@ cookie: {keys: [{id: k1, secret_env: K1}]}
     EXPECT_EQ(r.cfg->state.redis_username, "app");
     EXPECT_EQ(r.cfg->state.redis_password, "pa/ss@word");
     EXPECT_EQ(r.cfg->state.redis_host, "db.internal");
+    // Unescaped, the same password is refused, and the refusal does not repeat it.
+    auto raw = load(R"yaml(state: {backend: redis, url: "redis://app:pa/ss@word@db.internal:6380/2"}
+cookie: {keys: [{id: k1, secret_env: K1}]}
+)yaml");
+    ASSERT_FALSE(raw.ok());
+    const std::string text = format_problems(raw.problems);
+    EXPECT_NE(text.find("state.url: must be a URL"), std::string::npos) << text;
+    EXPECT_EQ(text.find("ss@word"), std::string::npos) << text;
 }
 
 TEST_F(Config, EventTemplateMustExistToo) {

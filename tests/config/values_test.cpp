@@ -9,6 +9,25 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// A URL the test expects accepted: a refusal fails the test instead of crashing it.
+http_url http(std::string_view text) {
+    auto u = parse_http_url(text);
+    if (!u) {
+        ADD_FAILURE() << "refused: " << text;
+        return {};
+    }
+    return *u;
+}
+
+redis_url redis(std::string_view text) {
+    auto u = parse_redis_url(text);
+    if (!u) {
+        ADD_FAILURE() << "refused: " << text;
+        return {};
+    }
+    return *u;
+}
+
 TEST(ParseDuration, ReadsEveryUnitAndCombinations) {
     EXPECT_EQ(parse_duration("250ms"), duration{250});
     EXPECT_EQ(parse_duration("90s"), duration{90'000});
@@ -145,6 +164,47 @@ TEST(ParseHttpUrl, FillsSchemeHostPortAndBasePath) {
     EXPECT_FALSE(parse_http_url("127.0.0.1:3000"));
 }
 
+TEST(ParseHttpUrl, ReadsIpv6LiteralsAndKeepsPathEscapes) {
+    auto a = parse_http_url("http://[::FFFF:7F00:1]:8080/a%20b/");
+    ASSERT_TRUE(a);
+    EXPECT_EQ(a->host, "::ffff:7f00:1");
+    EXPECT_EQ(a->port, 8080);
+    EXPECT_EQ(a->base_path, "/a%20b");
+    EXPECT_EQ(http("http://h/@app").base_path, "/@app") << "'@' is a path character";
+}
+
+TEST(ParseHttpUrl, RefusesBadPortsHostsAndExtras) {
+    for (const char* bad : {"http://host:99999999999999999999",
+                            "http://host:65536",
+                            "http://host:+80",
+                            "http://host:-1",
+                            "http://host: 80",
+                            "http://host:",
+                            "http://host:80x",
+                            "http://host:x/y",
+                            "http://host:8080x/y",
+                            "http://[::1]x/",
+                            "http://:80",
+                            "http:///app",
+                            "http:host",
+                            "http://[::1",
+                            "http://::1/",
+                            "http://[v1.x]/",
+                            "http://[fe80::1%25eth0]/",
+                            "http://h%41/",
+                            "http://a b/",
+                            "http://h/a b",
+                            "http://h/a%zz",
+                            "http://user:pw@host",
+                            "http://@host",
+                            "http://a@b@host/",
+                            "http://host?",
+                            "http://host/#f"}) {
+        EXPECT_FALSE(parse_http_url(bad)) << bad;
+    }
+    EXPECT_FALSE(parse_http_url(std::string_view("http://host\0/", 13)));
+}
+
 TEST(ParseRedisUrl, ReadsCredentialsHostPortAndDatabase) {
     auto a = parse_redis_url("redis://user:pw@10.0.0.10:6380/2");
     ASSERT_TRUE(a);
@@ -159,6 +219,83 @@ TEST(ParseRedisUrl, ReadsCredentialsHostPortAndDatabase) {
     EXPECT_EQ(b->db, 0u);
     EXPECT_FALSE(parse_redis_url("http://localhost"));
     EXPECT_FALSE(parse_redis_url("redis://localhost/db"));
+}
+
+TEST(ParseRedisUrl, PercentDecodesUserAndPassword) {
+    auto a = parse_redis_url("redis://us%40er:p%3Ass@host:6379/2");
+    ASSERT_TRUE(a);
+    EXPECT_EQ(a->username, "us@er");
+    EXPECT_EQ(a->password, "p:ss");
+    EXPECT_EQ(a->host, "host");
+    EXPECT_EQ(a->port, 6379);
+    EXPECT_EQ(a->db, 2u);
+    EXPECT_EQ(redis("redis://:a%2Fb%3Fc%23d%25e@h").password, "a/b?c#d%e");
+    EXPECT_EQ(redis("redis://u:p:ss@h").password, "p:ss") << "the first ':' splits";
+    auto alone = parse_redis_url("redis://s%40cret@h");
+    ASSERT_TRUE(alone);
+    EXPECT_EQ(alone->username, "");
+    EXPECT_EQ(alone->password, "s@cret") << "user info without ':' is the password";
+    auto empty = parse_redis_url("redis://@h");
+    ASSERT_TRUE(empty);
+    EXPECT_EQ(empty->password, "");
+    // Binary-safe all the way: AUTH goes out with argument lengths.
+    EXPECT_EQ(redis("redis://u:p%00w@h").password, std::string("p\0w", 3));
+    EXPECT_FALSE(parse_redis_url("redis://u:p%zz@h"));
+    EXPECT_FALSE(parse_redis_url("redis://u:p%4@h"));
+}
+
+TEST(ParseRedisUrl, RefusesRawDelimitersInUserInfo) {
+    // Read by RFC 3986 these would put the host or the database somewhere in the password; an
+    // operator writes them escaped instead.
+    for (const char* bad : {"redis://u:a@b@h:1/2", "redis://u:a@b@h", "redis://u:x/y@h/3",
+                            "redis://u:p?q@h", "redis://u:p#q@h", "redis://u:p q@h"}) {
+        EXPECT_FALSE(parse_redis_url(bad)) << bad;
+    }
+}
+
+TEST(ParseRedisUrl, ReadsIpv6LiteralsAndRefusesBadPortsAndHosts) {
+    auto v6 = parse_redis_url("redis://[::1]:6380/1");
+    ASSERT_TRUE(v6);
+    EXPECT_EQ(v6->host, "::1");
+    EXPECT_EQ(v6->port, 6380);
+    EXPECT_EQ(v6->db, 1u);
+    EXPECT_EQ(redis("redis://h:0080").port, 80);
+    for (const char* bad : {"redis://h:99999999999999999999",
+                            "redis://h:65536",
+                            "redis://h:0",
+                            "redis://h:+80",
+                            "redis://h:-1",
+                            "redis://h: 80",
+                            "redis://h:",
+                            "redis://h:80x",
+                            "redis://h:6379%31",
+                            "redis://h:63x79/0",
+                            "redis://h:6379:1",
+                            "redis://:6379",
+                            "redis://",
+                            "redis:///0",
+                            "redis:h",
+                            "redis://[::1",
+                            "redis://::1/",
+                            "redis://[v1.x]/",
+                            "redis://[fe80::1%25eth0]/",
+                            "redis://h%41/",
+                            "redis://h_!/",
+                            "rediss://h",
+                            "redis+sentinel://h"}) {
+        EXPECT_FALSE(parse_redis_url(bad)) << bad;
+    }
+}
+
+TEST(ParseRedisUrl, RefusesQueriesFragmentsAndBadDatabases) {
+    EXPECT_EQ(redis("redis://h/").db, 0u);
+    EXPECT_EQ(redis("redis://h/99999").db, 99999u);
+    for (const char* bad :
+         {"redis://h/0?timeout=1", "redis://h?db=1", "redis://h/?", "redis://h/0#x", "redis://h#",
+          "redis://h/-1", "redis://h/+1", "redis://h/1/", "redis://h//", "redis://h/%31",
+          "redis://h/100000", "redis://h/99999999999999999999", "redis://h/ 1"}) {
+        EXPECT_FALSE(parse_redis_url(bad)) << bad;
+    }
 }
 
 TEST(ParseAuthority, ReadsAHostHeaderWithOrWithoutPort) {
@@ -193,12 +330,19 @@ TEST(RedactUrl, HidesThePasswordAndKeepsTheRest) {
     EXPECT_EQ(redact_url("redis://u:p/a?s#s@w@db:1/0"), "redis://u:***@db:1/0");
     EXPECT_EQ(redact_url("redis://127.0.0.1:6379/0"), "redis://127.0.0.1:6379/0");
     EXPECT_EQ(redact_url("not a url"), "not a url");
-    // What parse_redis_url reads as the password never survives redaction.
-    for (const char* url :
-         {"redis://user:pw@h", "redis://pw@h", "redis://u:a@b@h:1/2", "redis://u:x/y@h/3"}) {
+    EXPECT_EQ(redact_url("redis://us%40er:p%3Ass@h:1/2"), "redis://us%40er:***@h:1/2");
+    EXPECT_EQ(redact_url("redis://s%40cret@h/1"), "redis://***@h/1");
+    // What parse_redis_url reads as the password, decoded or as written, never survives.
+    for (std::string_view url :
+         {"redis://user:pw@h", "redis://pw@h", "redis://u:a%40b@h:1/2", "redis://u:x%2Fy@h/3",
+          "redis://u:%70%77%21@h", "redis://%73ecret%40@h"}) {
         auto parsed = parse_redis_url(url);
         ASSERT_TRUE(parsed) << url;
-        EXPECT_EQ(redact_url(url).find(parsed->password), std::string::npos) << url;
+        std::string redacted = redact_url(url);
+        EXPECT_EQ(redacted.find(parsed->password), std::string::npos) << url;
+        auto userinfo = url.substr(8, url.rfind('@') - 8);
+        auto written = userinfo.substr(userinfo.find(':') + 1);  // the whole of it without ':'
+        EXPECT_EQ(redacted.find(written), std::string::npos) << url;
     }
 }
 

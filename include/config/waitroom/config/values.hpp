@@ -41,8 +41,13 @@ std::optional<host_port> parse_authority(std::string_view text);
 // name "localhost" (any case). `host` as parse_host_port and parse_authority return it.
 bool is_loopback_host(std::string_view host);
 
+// URLs are read by Boost.URL to RFC 3986. In both kinds the host is a name of [A-Za-z0-9._-], a
+// dotted quad or a bracketed IPv6 literal (returned without brackets), and a written port is
+// 1-65535.
+
 // "http://host[:port][/base]" or "https://...". Host lowercased, port defaulted (80/443),
-// base path without trailing slash ("" for none). No user info, query or fragment.
+// base path as written (escapes kept) without trailing slash ("" for none). No user info, query
+// or fragment.
 struct http_url {
     bool tls = false;
     std::string host;
@@ -51,7 +56,10 @@ struct http_url {
 };
 std::optional<http_url> parse_http_url(std::string_view text);
 
-// "redis://[[user]:password@]host[:port][/db]".
+// "redis://[[user]:password@]host[:port][/db]"; "redis://password@host" as redis-cli reads it.
+// User and password are percent-decoded: '@', '/', '?', '#', '%' (and ':' in a user) are written
+// escaped ("p%40ss" for "p@ss"). A decoded NUL is kept, as AUTH sends it with its length. db is
+// 0-99999 (whether the server has it is the server's answer). No query or fragment.
 struct redis_url {
     std::string host;
     std::uint16_t port = 6379;
