@@ -285,7 +285,9 @@ void read_state(loader& l, const YAML::Node& n, state_settings& out, YAML::Mark&
             out.redis_username = url->username;
             out.redis_password = url->password;
         } else {
-            l.report(*u, f.at("url"), "must be a URL like redis://127.0.0.1:6379/0");
+            l.report(*u, f.at("url"),
+                     "must be a URL like redis://[user:password@]127.0.0.1:6379/0 (in the user and "
+                     "password, write @ / ? # % as %40 %2F %3F %23 %25)");
         }
     }
     l.set_duration(f, "sync_interval", out.sync_interval, std::chrono::milliseconds{10});

@@ -496,7 +496,9 @@ admin: {listen: localhost}
                   "config.yaml:3:36: listen[1].tls.key: is required (a PEM file)",
                   "config.yaml:4:15: origin.url: must be a URL like http://127.0.0.1:3000 or "
                   "https://shop.internal/base (http or https, no query)",
-                  "config.yaml:5:30: state.url: must be a URL like redis://127.0.0.1:6379/0",
+                  "config.yaml:5:30: state.url: must be a URL like "
+                  "redis://[user:password@]127.0.0.1:6379/0 (in the user and password, write @ / "
+                  "? # % as %40 %2F %3F %23 %25)",
                   "config.yaml:7:17: admin.listen: must be \"host:port\" or \"[IPv6]:port\", "
                   "like 0.0.0.0:8080 or [::]:8080",
               }));
