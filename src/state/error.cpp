@@ -20,6 +20,8 @@ class category_impl final : public std::error_category {
                 return "unexpected answer from the state store";
             case errc::no_engine:
                 return "no rooms configured yet";
+            case errc::lost:
+                return "state store connection lost with the call sent (outcome unknown)";
         }
         return "unknown state store error";
     }

@@ -207,11 +207,21 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
     }
     prune(l, now_ms);
     if (!applied_before) {
-        me.held = report.full ? std::max<std::int64_t>(0, report.held)
-                              : std::max<std::int64_t>(
-                                    0, me.held - report.deltas.slots_used - report.slots_returned);
+        me.held = report.full || report.held_exact
+                      ? std::max<std::int64_t>(0, report.held)
+                      : std::max<std::int64_t>(
+                            0, me.held - report.deltas.slots_used - report.slots_returned);
+        // A top-up whose answer the node never got: its slots are in no pool.
+        if (!report.full && report.lost_top_up != 0 && report.lost_top_up == me.top_up_id) {
+            me.held = std::max<std::int64_t>(0, me.held - me.top_up_granted);
+            me.top_up_id = 0;
+            me.top_up_granted = 0;
+        }
         // Demand decays by half each sync: the share follows the last couple of intervals.
         me.demand = me.demand / 2 + static_cast<double>(report.deltas.demand);
+    } else {
+        // The node never got this batch's answer, nor the slots it granted: they are in no pool.
+        me.held = std::max<std::int64_t>(0, me.held - me.last_granted);
     }
 
     if (l.needs_slots) {
@@ -255,6 +265,7 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
     } else {
         g.release = me.held;  // a room that admits nobody from slots gives them all back
     }
+    me.last_granted = g.granted;
     g.counts = counts(l, now_ms);
     g.overrides = overrides_;
     return g;
@@ -262,9 +273,12 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
 
 std::int64_t room_ledger::top_up(const std::string& node_id, const std::string& datacenter,
                                  const room_limits& limits, std::int64_t want, std::int64_t now_ms,
-                                 const std::string& epoch) {
+                                 const std::string& epoch, std::uint64_t id) {
     expire_nodes(now_ms, node_ttl_ms_);
     node_entry& me = touch(node_id, datacenter, now_ms);
+    // Remembered until the node's next sync, which may say that it never got this answer.
+    me.top_up_id = id;
+    me.top_up_granted = 0;
     if (!limits.needs_slots || want <= 0 || (!epoch.empty() && epoch != epoch_) ||
         now_ms < refill_until_) {
         return 0;
@@ -276,6 +290,7 @@ std::int64_t room_ledger::top_up(const std::string& node_id, const std::string& 
     const std::int64_t most = nodes_.size() > 1 ? (free_unheld + 1) / 2 : free_unheld;
     const std::int64_t g = std::min(want, most);
     me.held += g;
+    me.top_up_granted = g;
     return g;
 }
 

@@ -72,7 +72,8 @@ sync_task::sync_task(room::node_state& node, store& st, sync_options opt)
       opt_(std::move(opt)),
       // A restarted node must not reuse the id its last report had (the store would take a new
       // report for a repeat): start anywhere in 2^52, far from any id used before.
-      next_batch_((std::uint64_t{std::random_device{}()} << 20) + 1) {}
+      next_batch_((std::uint64_t{std::random_device{}()} << 20) + 1),
+      next_top_up_((std::uint64_t{std::random_device{}()} << 20) + 1) {}
 
 void sync_task::set_engine(std::shared_ptr<const room::engine> e) {
     follow_engine([e = std::move(e)] { return e; });
@@ -167,10 +168,16 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
         // A store that lost its memory lost this node's lease too: a re-report claims what the
         // pool holds of it (none while degraded: the pool holds only allowance).
         rr.held = a.in_episode ? 0 : pool.available();
+        // Leaving degraded mode, the node holds none of the store's lease: whatever the store
+        // granted it in answers lost in the outage is in no pool, and stops counting as held.
+        rr.held_exact = a.in_episode;
         {
             std::lock_guard lock(mu_);
             if (auto it = epochs_.find(r.id()); it != epochs_.end()) {
                 rr.epoch = it->second;
+            }
+            if (auto it = lost_top_ups_.find(r.id()); it != lost_top_ups_.end()) {
+                rr.lost_top_up = it->second;
             }
             auto before = reported_.find(r.id());
             rr.live = live_windows(before == reported_.end() ? nullptr : &before->second, rr.deltas,
@@ -237,7 +244,7 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
             std::lock_guard lock(mu_);
             // Only while the lease holds: past it the failure path below starts degraded mode,
             // which reckons with every delta back in the node (merged, as before batch ids).
-            keep_whole = (in_flight_resend_ || res.ec == errc::timeout) &&
+            keep_whole = (in_flight_resend_ || res.ec == errc::timeout || res.ec == errc::lost) &&
                          now_ms - last_success_ms_ <= opt_.lease_ttl_ms;
         }
         if (keep_whole) {
@@ -294,6 +301,16 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
     std::map<std::string, std::int64_t> demand;
     std::map<std::string, std::int64_t> holdback;  // room → slots kept out of the new lease
     const bool left_degraded = end_episodes(sent, adj, holdback);
+    {
+        std::lock_guard lock(mu_);
+        for (const auto& r : sent) {
+            // The store took back what it granted the lost top-up, if anything.
+            if (auto it = lost_top_ups_.find(r.room);
+                r.lost_top_up != 0 && it != lost_top_ups_.end() && it->second == r.lost_top_up) {
+                lost_top_ups_.erase(it);
+            }
+        }
+    }
     {
         // The revoked sessions this node knows now: the store's list, its own just reported,
         // and those it knew before while they last (a store refilling after it lost its memory

@@ -40,6 +40,19 @@ void sync_task::top_up(const std::string& room_id, std::int64_t now_ms,
                  });
         return;
     }
+    bool unsettled = false;
+    {
+        std::lock_guard lock(mu_);
+        unsettled = lost_top_ups_.contains(room_id);
+    }
+    if (unsettled) {
+        // The last top-up's answer never came: none until the next sync has settled it.
+        own.suspend_top_ups_until(now_ms + opt_.top_up_retry_ms);
+        if (done) {
+            done(false);
+        }
+        return;
+    }
     top_up_request req;
     {
         std::lock_guard lock(mu_);
@@ -72,6 +85,7 @@ void sync_task::top_up(const std::string& room_id, std::int64_t now_ms,
         req.want =
             std::max({opt_.top_up_min, it == last_demand_.end() ? 0 : it->second, 2 * asked});
         asked = req.want;
+        req.id = next_top_up_++;
         ++top_ups_;
         ++top_ups_by_room_[room_id];
     }
@@ -90,6 +104,10 @@ void sync_task::ask_store(top_up_request req) {
                                    again = std::move(again)](top_up_result res) mutable {
         room::slot_pool& pool = node_.pool(room_id);
         bool got = !res.ec && res.granted > 0;
+        if (res.ec) {
+            std::lock_guard lock(mu_);
+            lost_top_ups_[room_id] = again.id;  // it may have been granted all the same
+        }
         if (got) {
             pool.add(res.granted);
             pool.extend_until(now_ms + opt_.lease_ttl_ms);  // the store just saw this node
@@ -109,6 +127,7 @@ void sync_task::ask_store(top_up_request req) {
                 std::int64_t& asked = top_up_asked_[room_id];
                 again.want = std::max(2 * asked, short_by);
                 asked = again.want;
+                again.id = next_top_up_++;
                 ++top_ups_;
                 ++top_ups_by_room_[room_id];
                 ask_again = true;

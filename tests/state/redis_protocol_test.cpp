@@ -61,6 +61,7 @@ TEST(RedisProtocol, SyncCommandCarriesLimitsAndEveryDelta) {
     r.deltas.demand = 7;
     r.slots_returned = 1;
     r.deltas.revoke({18'446'744'073'709'551'615ull, -10'000});
+    r.lost_top_up = 77;
     auto c = sync_command("wr", n, r);
     ASSERT_GE(c.size(), 10u + 18u);
     EXPECT_EQ(c[0], "EVALSHA");
@@ -86,7 +87,8 @@ TEST(RedisProtocol, SyncCommandCarriesLimitsAndEveryDelta) {
     std::vector<std::string> tail(c.begin() + 30, c.end());
     EXPECT_EQ(tail,
               (std::vector<std::string>{"1", "0", "2", "2", "0", "2", "-10000", "-1", "1", "0", "0",
-                                        "4", "1", "18446744073709551615", "-10000"}));
+                                        "4", "1", "18446744073709551615", "-10000",
+                                        "-1", "77"}));  // not exact; the lost top-up
 }
 
 TEST(RedisProtocol, FullSyncCommandCarriesTheLiveWindowsAndTheHeldSlotsInsteadOfTheDeltas) {
@@ -109,19 +111,27 @@ TEST(RedisProtocol, FullSyncCommandCarriesTheLiveWindowsAndTheHeldSlotsInsteadOf
     EXPECT_EQ(c[28], "500/edge-2");
     EXPECT_EQ(c[29], "3");
     std::vector<std::string> tail(c.begin() + 30, c.end());
-    EXPECT_EQ(tail, (std::vector<std::string>{"1", "0", "6", "1", "0", "5", "0", "0"}));
+    EXPECT_EQ(tail,
+              (std::vector<std::string>{"1", "0", "6", "1", "0", "5", "0", "0", "-1", "0"}));
+    r.full = false;
+    r.held_exact = true;
+    c = sync_command("wr", n, r);
+    EXPECT_EQ(c[29], "-1");
+    EXPECT_EQ(c[c.size() - 2], "3");  // exact held slots
 }
 
-TEST(RedisProtocol, TopUpCommandNamesTheEpochTheNodeKnows) {
+TEST(RedisProtocol, TopUpCommandNamesTheEpochTheNodeKnowsAndItsId) {
     top_up_request req;
     req.node_id = "edge-1";
     req.room = "shop";
     req.want = 4;
     req.epoch = "500/edge-2";
+    req.id = 18'446'744'073'709'551'615ull;
     auto c = top_up_command("wr", req);
-    ASSERT_GE(c.size(), 2u);
-    EXPECT_EQ(c[c.size() - 2], "4");
-    EXPECT_EQ(c.back(), "500/edge-2");
+    ASSERT_GE(c.size(), 3u);
+    EXPECT_EQ(c[c.size() - 3], "4");
+    EXPECT_EQ(c[c.size() - 2], "500/edge-2");
+    EXPECT_EQ(c.back(), "18446744073709551615");
 }
 
 TEST(RedisProtocol, StaleAnswerAsksForTheLiveWindows) {

@@ -35,7 +35,8 @@ inline std::shared_ptr<room::engine> make_engine(std::uint32_t active, std::uint
 // - down: every call fails at once with errc::unavailable (an outage);
 // - hold_calls: calls reach the store only at release_all() (a request in flight);
 // - hold_answers: the store applies a sync now, its answer arrives at release_all();
-// - lose_next: the next sync is applied but answered errc::timeout (a lost reply).
+// - lose_next: the next sync is applied but answered errc::timeout (a lost reply);
+// - lose_next_top_up: the same for the next top-up.
 class scripted_store final : public store {
   public:
     scripted_store() : inner(own_) {}
@@ -92,6 +93,7 @@ class scripted_store final : public store {
     bool hold_calls = false;
     bool hold_answers = false;
     bool lose_next = false;
+    bool lose_next_top_up = false;
     int sync_calls = 0;
     int top_up_calls = 0;
     std::vector<std::uint64_t> batches;  // each sync's batch id, in call order
@@ -126,7 +128,13 @@ class scripted_store final : public store {
             done(r);
             return;
         }
-        inner.top_up(std::move(req), std::move(done));
+        inner.top_up(std::move(req), [this, done = std::move(done)](top_up_result r) {
+            if (lose_next_top_up) {
+                lose_next_top_up = false;
+                r = top_up_result{make_error_code(errc::timeout), 0};
+            }
+            done(r);
+        });
     }
 };
 

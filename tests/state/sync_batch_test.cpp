@@ -125,5 +125,108 @@ TEST(SyncBatch, EveryReportOfANodeHasANewBatch) {
     EXPECT_GT(st.batches[1], st.batches[0]);
 }
 
+// A sync answer lost after the store applied it carried a grant the node never got: the resend
+// of that batch gets it again (the store takes the lost one back), so the node's pool and the
+// store's count of its held slots agree. Before, the resend granted nothing and the slots stayed
+// held by nobody for as long as the node lived.
+TEST(SyncBatch, AResentBatchGetsTheGrantItsLostAnswerCarried) {
+    local_store st;
+    auto first = call(st, admitted_two(7, t0));
+    ASSERT_FALSE(first.ec);
+    ASSERT_GT(first.rooms[0].granted, 0);
+    auto again = call(st, admitted_two(7, t0 + 100));  // the first answer never arrived
+    ASSERT_FALSE(again.ec);
+    EXPECT_EQ(again.rooms[0].granted, first.rooms[0].granted);
+    EXPECT_EQ(st.held_total("shop"), again.rooms[0].granted);
+}
+
+top_up_request top_up_of(std::int64_t want, std::uint64_t id, std::int64_t now) {
+    top_up_request r;
+    r.node_id = "a";
+    r.datacenter = "dc";
+    r.room = "shop";
+    r.limits = limits();
+    r.want = want;
+    r.now_ms = now;
+    r.id = id;
+    return r;
+}
+
+// A top-up answer lost after the store granted it: the next sync names it and the store
+// takes its slots back; a name that is not the store's last top-up of the node changes nothing.
+TEST(SyncBatch, ALostTopUpNamedByTheNextSyncIsTakenBack) {
+    local_store lost;
+    local_store control;  // the same node without the top-up
+    for (auto* st : {&lost, &control}) {
+        ASSERT_FALSE(call(*st, admitted_two(1, t0)).ec);
+    }
+    std::optional<top_up_result> t;
+    lost.top_up(top_up_of(3, 41, t0 + 10), [&](top_up_result r) { t = r; });
+    ASSERT_TRUE(t && t->granted == 3);
+
+    auto named = admitted_two(2, t0 + 20);
+    named.rooms[0].lost_top_up = 41;
+    auto a = call(lost, named);
+    auto b = call(control, admitted_two(2, t0 + 20));
+    EXPECT_EQ(a.rooms[0].granted, b.rooms[0].granted);
+    EXPECT_EQ(lost.held_total("shop"), control.held_total("shop"));
+
+    lost.top_up(top_up_of(3, 42, t0 + 30), [&](top_up_result r) { t = r; });
+    ASSERT_EQ(t->granted, 3);
+    auto other = admitted_two(3, t0 + 40);
+    other.rooms[0].lost_top_up = 41;  // already settled: not the last top-up any more
+    ASSERT_FALSE(call(lost, other).ec);
+    ASSERT_FALSE(call(control, admitted_two(3, t0 + 40)).ec);
+    EXPECT_GT(lost.held_total("shop"), control.held_total("shop"));
+}
+
+// The sync task: a top-up whose answer never came is named in the room's next report, and no
+// further top-up of the room goes out until that report is answered.
+TEST(SyncBatch, TheNodeNamesItsLostTopUpAndAsksNoMoreUntilItIsSettled) {
+    scripted_store st;
+    one_node n(st);
+    ASSERT_FALSE(n.run(t0));
+    const int calls = st.top_up_calls;
+    st.lose_next_top_up = true;
+    std::optional<bool> got;
+    n.sync.top_up("shop", t0 + 10, [&](bool ok) { got = ok; });
+    ASSERT_TRUE(got.has_value());
+    EXPECT_FALSE(*got);
+    EXPECT_EQ(st.top_up_calls, calls + 1);
+    EXPECT_GT(st.inner.held_total("shop"), n.state.pool("shop").available());  // granted, lost
+
+    got.reset();
+    n.sync.top_up("shop", t0 + 20, [&](bool ok) { got = ok; });
+    EXPECT_EQ(got, std::optional<bool>(false));
+    EXPECT_EQ(st.top_up_calls, calls + 1);  // not asked: the lost one is not settled yet
+
+    ASSERT_FALSE(n.run(t0 + 1'000));
+    EXPECT_EQ(st.inner.held_total("shop"), n.state.pool("shop").available());
+    got.reset();
+    n.sync.top_up("shop", t0 + 1'010, [&](bool ok) { got = ok; });
+    ASSERT_TRUE(got.has_value());
+    EXPECT_EQ(st.top_up_calls, calls + 2);  // settled: top-ups go out again
+}
+
+// A sync applied by the store whose answer was lost past the lease (the node went degraded and
+// merged its deltas back) carried a grant the node never got. Leaving degraded mode the node
+// says exactly what it holds of the store's lease, so the store's count matches its pool again.
+TEST(SyncBatch, LeavingDegradedModeTheStoreCountsExactlyTheLeaseTheNodeHolds) {
+    scripted_store st;
+    one_node n(st);
+    ASSERT_FALSE(n.run(t0));
+    room::delta_set busy;
+    busy["shop"].demand = 10;
+    n.state.submit(busy);
+    st.lose_next = true;
+    EXPECT_EQ(n.run(t0 + 3'000), make_error_code(errc::timeout));  // past the lease
+    EXPECT_TRUE(n.sync.degraded(t0 + 3'000));
+    const std::int64_t leaked = st.inner.held_total("shop");
+    EXPECT_GT(leaked, 0);  // granted in the answer that never came
+    ASSERT_FALSE(n.run(t0 + 4'000));
+    EXPECT_FALSE(n.sync.degraded(t0 + 4'000));
+    EXPECT_EQ(st.inner.held_total("shop"), n.state.pool("shop").available());
+}
+
 }  // namespace
 }  // namespace waitroom::state

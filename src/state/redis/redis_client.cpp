@@ -80,7 +80,8 @@ static void on_reply(redisAsyncContext*, void* reply, void* privdata) {
     if (!b->posted && (b->lost || b->got == b->cmds.size())) {
         b->posted = true;
         asio::post(b->strand, [b] {
-            b->complete(b->lost ? make_error_code(errc::unavailable) : std::error_code{});
+            // Sent and then the connection went: the server may have run it.
+            b->complete(b->lost ? make_error_code(errc::lost) : std::error_code{});
             if (auto o = b->owner.lock(); o && b->readonly) {
                 o->on_readonly();
             }

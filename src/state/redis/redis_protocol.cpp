@@ -150,6 +150,10 @@ command sync_command(std::string_view prefix, const node_report& node, const roo
         c.push_back(std::to_string(rev.ticket));
         c.push_back(std::to_string(rev.window));
     }
+    // The last two arguments (the script reads them from the end).
+    c.push_back(r.held_exact && !r.full ? std::to_string(std::max<std::int64_t>(0, r.held))
+                                        : std::string("-1"));
+    c.push_back(std::to_string(r.lost_top_up));
     return c;
 }
 
@@ -158,6 +162,7 @@ command top_up_command(std::string_view prefix, const top_up_request& req) {
                             req.limits);
     c.push_back(std::to_string(req.want));
     c.push_back(req.epoch);
+    c.push_back(std::to_string(req.id));
     return c;
 }
 

@@ -12,6 +12,7 @@ enum class errc {
     timeout,      // the store did not answer in time
     protocol,     // the store answered something unexpected
     no_engine,    // the sync task has no rooms yet
+    lost,         // the connection went with the call sent: it may have been applied
 };
 
 const std::error_category& category();

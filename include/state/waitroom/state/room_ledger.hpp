@@ -30,9 +30,10 @@ class room_ledger {
     // Grants up to `want` slots from the capacity not leased yet.
     // Nothing for a node that names another epoch ("" names none): the counts miss its windows;
     // nothing either while live nodes may still have to re-report (see sync).
+    // `id` (0: none) is remembered with the grant until a sync names it lost.
     std::int64_t top_up(const std::string& node_id, const std::string& datacenter,
                         const room::room_limits& limits, std::int64_t want, std::int64_t now_ms,
-                        const std::string& epoch = {});
+                        const std::string& epoch = {}, std::uint64_t id = 0);
 
     // Current aggregated state (also what the admin API of a node sees after a sync).
     room::room_counts counts(const room::room_limits& limits, std::int64_t now_ms) const;
@@ -51,6 +52,11 @@ class room_ledger {
         double demand = 0;      // decayed demand (slot requests per interval)
         std::int64_t last_seen = 0;
         std::uint64_t batch = 0;  // the last batch of this node applied here (node_report::batch)
+        // Taken back when the node says it never got them: the grant of its last sync (a resend
+        // of that batch), and of its last top-up (room_report::lost_top_up).
+        std::int64_t last_granted = 0;
+        std::uint64_t top_up_id = 0;
+        std::int64_t top_up_granted = 0;
     };
     void apply(const room::room_deltas& d, const room::room_limits& l, std::int64_t now_ms);
     void apply_revocations(const room::room_deltas& d, const room::room_limits& l,

@@ -34,6 +34,14 @@ struct room_report {
     room::room_deltas live;
     std::int64_t held = 0;  // leased slots in the node's pool now (the lease a re-report claims)
     bool full = false;      // set by the store: this sync re-reports `live` and `held`
+    // The id of a top-up of this room whose answer never came (0: none). The store may have
+    // granted it all the same: those slots are in no pool, and the store takes them back.
+    std::uint64_t lost_top_up = 0;
+    // `held` is exact: the store sets its count of this node's lease to it (after this report's
+    // returns) instead of taking slots_used and slots_returned off its own count. Sent by a node
+    // leaving degraded mode, which holds nothing of the store's lease then (it hands the lapsed
+    // lease back): grants whose answers were lost in the outage stop counting as held.
+    bool held_exact = false;
 };
 
 // One sync of one node: also its heartbeat.
@@ -86,6 +94,9 @@ struct top_up_request {
     // As room_report::epoch: a store with another epoch grants nothing until this node's next
     // sync has re-reported its windows (its counts are missing them).
     std::string epoch;
+    // Unique per node (0: none); a later sync names it in room_report::lost_top_up when its
+    // answer never came.
+    std::uint64_t id = 0;
 };
 
 struct top_up_result {

@@ -184,6 +184,11 @@ class sync_task {
     std::uint64_t top_ups_ = 0;
     std::map<std::string, std::int64_t> last_demand_;   // room → demand in the last interval
     std::map<std::string, std::int64_t> top_up_asked_;  // room → last top-up asked since sync
+    std::uint64_t next_top_up_;                         // the next top-up's id (as batches)
+    // room → a top-up whose answer never came. The store may have granted it: the next report
+    // of the room names it so that the store takes those slots back, and until that report is
+    // answered the room asks for no more (the store remembers one top-up per node and room).
+    std::map<std::string, std::uint64_t> lost_top_ups_;
     std::map<std::string, std::vector<std::function<void(bool)>>> top_up_waiters_;
     std::map<std::string, std::uint64_t> top_ups_by_room_;  // room → top-ups asked (metric)
 

@@ -6,7 +6,10 @@
 --   1 admitted  hash  rate sub-window start (ms)  -> new admissions
 --   2 active    hash  window start (ms)           -> admitted visitors last seen in it
 --   3 waiting   hash  "bucket:window" (ms)        -> queued visitors
---   4 nodes     hash  node id -> "last_seen held demand batch datacenter"
+--   4 nodes     hash  node id -> "last_seen held demand batch g<granted> t<top-up id>:<granted>
+--                     datacenter": besides its lease, what the node's last sync and last top-up
+--                     granted, taken back when the node says it never got the answer (a record
+--                     without the g and t parts, as earlier versions wrote it, reads as 0)
 --   5 meta      hash  node_ttl (the TTL of the last sync; top-ups expire nodes with it),
 --                     epoch ("<now>/<node id>" of the first sync: a Redis that restarted empty
 --                     has none, so its next sync makes another and nodes see it changed),
@@ -32,7 +35,10 @@
 --           then m, then m pairs (window, delta) for active
 --           then k, then k triples (bucket, window, delta) for waiting
 --           then r, then r pairs (ticket, window) of revocations (window -1 = none live)
---   top_up: 14 want  15 epoch the node last had answered ("" = none)
+--           next to last: the node's exact held slots after this report's returns ("-1" =
+--              none: take slots_used and slots_returned off the count instead)
+--           last: the id of a top-up whose answer the node never got ("0" = none)
+--   top_up: 14 want  15 epoch the node last had answered ("" = none)  16 id ("0" = none)
 -- Returns, sync:   {granted, release, active, admitted_last_minute, held,
 --                   {bucket, queued, ...}, {datacenter, nodes, ...}, {queue_all, suspended},
 --                   epoch, {revoked ticket, ...}}
@@ -123,20 +129,26 @@ local function load_nodes(node_ttl)
     local raw = redis.call('HGETALL', KEYS[4])
     for i = 1, #raw, 2 do
         local id = raw[i]
-        local ls, held, demand, batch, dc =
-            string.match(raw[i + 1], '^(%S+) (%S+) (%S+) (%S+) (.*)$')
+        local ls, held, demand, batch, granted, tu_id, tu_granted, dc = string.match(
+            raw[i + 1], '^(%S+) (%S+) (%S+) (%S+) g(%d+) t(%d+):(%d+) (.*)$')
+        if ls == nil then
+            ls, held, demand, batch, dc = string.match(raw[i + 1], '^(%S+) (%S+) (%S+) (%S+) (.*)$')
+            granted, tu_id, tu_granted = '0', '0', '0'
+        end
         ls = tonumber(ls)
         if ls == nil or ls + node_ttl <= now then
             redis.call('HDEL', KEYS[4], id)
         else
             nodes[id] = {last_seen = ls, held = tonumber(held), demand = tonumber(demand),
-                         batch = batch, dc = dc}
+                         batch = batch, granted = tonumber(granted), tu_id = tu_id,
+                         tu_granted = tonumber(tu_granted), dc = dc}
             ids[#ids + 1] = id
         end
     end
     local me = nodes[node_id]
     if me == nil then
-        me = {last_seen = now, held = 0, demand = 0, batch = '0', dc = datacenter}
+        me = {last_seen = now, held = 0, demand = 0, batch = '0', granted = 0, tu_id = '0',
+              tu_granted = 0, dc = datacenter}
         nodes[node_id] = me
         ids[#ids + 1] = node_id
     end
@@ -149,7 +161,8 @@ end
 local function save_node(id, n)
     -- %.17g round-trips the decayed demand exactly (the default conversion keeps 14 digits).
     redis.call('HSET', KEYS[4], id,
-        string.format('%d %d %.17g %s %s', n.last_seen, n.held, n.demand, n.batch, n.dc))
+        string.format('%d %d %.17g %s g%d t%s:%d %s', n.last_seen, n.held, n.demand, n.batch,
+                      n.granted, n.tu_id, n.tu_granted, n.dc))
 end
 
 -- Sum of the live entries of a window hash, each floored at zero (room_ledger.cpp's
@@ -210,6 +223,9 @@ if op == 'top_up' then
         granted = math.min(want, most)
         me.held = me.held + granted
     end
+    -- Remembered until the node's next sync, which may say that it never got this answer.
+    me.tu_id = ARGV[16] or '0'
+    me.tu_granted = granted
     save_node(node_id, me)
     set_ttls(node_ttl)
     return granted
@@ -360,10 +376,24 @@ if not applied_before then
     if full then
         me.held = math.max(0, tonumber(ARGV[20]))
     else
-        me.held = math.max(0, me.held - tonumber(ARGV[15]) - tonumber(ARGV[16]))
+        local exact = tonumber(ARGV[#ARGV - 1])
+        if exact >= 0 then
+            me.held = exact
+        else
+            me.held = math.max(0, me.held - tonumber(ARGV[15]) - tonumber(ARGV[16]))
+        end
+        -- A top-up whose answer the node never got: its slots are in no pool.
+        local lost = ARGV[#ARGV]
+        if lost ~= '0' and lost == me.tu_id then
+            me.held = math.max(0, me.held - me.tu_granted)
+            me.tu_id, me.tu_granted = '0', 0
+        end
     end
     -- Demand decays by half each sync: the share follows the last couple of intervals.
     me.demand = me.demand / 2 + tonumber(ARGV[17])
+else
+    -- The node never got this batch's answer, nor the slots it granted: they are in no pool.
+    me.held = math.max(0, me.held - me.granted)
 end
 
 local granted, release = 0, 0
@@ -395,6 +425,7 @@ if L.needs_slots then
 else
     release = me.held  -- a room that admits nobody from slots gives them all back
 end
+me.granted = granted
 save_node(node_id, me)
 set_ttls(node_ttl)
 
