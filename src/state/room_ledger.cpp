@@ -211,9 +211,12 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
                       ? std::max<std::int64_t>(0, report.held)
                       : std::max<std::int64_t>(
                             0, me.held - report.deltas.slots_used - report.slots_returned);
-        // A top-up whose answer the node never got: its slots are in no pool.
+        // A top-up whose answer the node never got: its slots are in no pool (an exact count
+        // already leaves them out).
         if (!report.full && report.lost_top_up != 0 && report.lost_top_up == me.top_up_id) {
-            me.held = std::max<std::int64_t>(0, me.held - me.top_up_granted);
+            if (!report.held_exact) {
+                me.held = std::max<std::int64_t>(0, me.held - me.top_up_granted);
+            }
             me.top_up_id = 0;
             me.top_up_granted = 0;
         }

@@ -203,9 +203,16 @@ TEST(RedisCluster, ADeadMasterFailsOnlyItsOwnRoomsAndTheyComeBackWithIt) {
     ASSERT_FALSE(first.ec) << first.ec.message();
 
     c.node(2).kill();
-    EXPECT_TRUE(call_sync(ioc, st, node("a", "dc", t0 + 100, {on(0), on(2)})).ec);
+    // Room 0's part runs, room 2's cannot: the call's outcome is unknown as a whole.
+    auto both = on(0);
+    both.deltas.admitted.add(t0, 1);
+    both.epoch = first.rooms[0].epoch;
+    auto partly = node("a", "dc", t0 + 100, {both, on(2)});
+    partly.batch = 77;
+    EXPECT_EQ(call_sync(ioc, st, partly).ec, make_error_code(errc::lost));
     auto others = call_sync(ioc, st, node("a", "dc", t0 + 200, {on(0), on(1)}));
     EXPECT_FALSE(others.ec) << others.ec.message();
+    EXPECT_EQ(others.rooms[0].counts.admitted_last_minute, 1);
 
     c.node(2).start();  // empty (no persistence), with its slots from its cluster config
     auto back_report = on(2);

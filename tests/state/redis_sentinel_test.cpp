@@ -8,6 +8,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include <chrono>
+#include <fstream>
 #include <iostream>
 #include <string>
 
@@ -67,6 +68,8 @@ TEST(RedisSentinel, FindsTheMasterThroughTheSentinels) {
     ASSERT_FALSE(n.next(5s).ec);
     EXPECT_EQ(s.server(0).cli("EXISTS wr:{shop}:meta"), "1");
     EXPECT_EQ(s.server(0).cli("ROLE").substr(0, 6), "master");
+    // Every write waited for the replica.
+    EXPECT_NE(s.server(0).cli("INFO commandstats").find("cmdstat_wait:calls="), std::string::npos);
 }
 
 TEST(RedisSentinel, AsksTheNextSentinelWhenOneIsDownOrUnknown) {
@@ -139,6 +142,47 @@ TEST(RedisSentinel, FollowsAFailoverOrderedWhileTheOldMasterStaysUp) {
     }
     EXPECT_EQ(n.last.rooms[0].counts.admitted_last_minute, 10);
     EXPECT_EQ(s.server(1).cli("ROLE").substr(0, 6), "master");
+}
+
+// A replica that does not acknowledge (frozen): the master's answer could be lost in a
+// failover, so the call fails as lost, and its resend (same batch) counts once when the
+// replica is back.
+TEST(RedisSentinel, AWriteNoReplicaAcknowledgedFailsAsLostAndItsResendCountsOnce) {
+    sentinel_set s;
+    boost::asio::io_context ioc;
+    redis_store st(ioc.get_executor(), sentinel_options(s));
+    reporting_node n(ioc, st);
+    ASSERT_FALSE(n.next(5s).ec);
+    s.server(1).pause();
+    auto r = report(limits(1000, 1000));
+    r.deltas.admitted.add(t0, 1);
+    r.epoch = n.epoch;
+    auto rep = node("a", "dc", ++n.now, {r});
+    rep.batch = ++n.batch;
+    EXPECT_EQ(call_sync(ioc, st, rep).ec, make_error_code(errc::lost));
+    s.server(1).resume();
+    auto res = sync_until_answered(ioc, st, rep, 10s);
+    ASSERT_FALSE(res.ec) << res.ec.message();
+    EXPECT_EQ(res.rooms[0].counts.admitted_last_minute, 2);
+}
+
+// A sentinel that names a master nobody can reach (stale, or lying): the store moves on to the
+// next sentinel instead of asking the same one forever.
+TEST(RedisSentinel, ASentinelNamingAnUnreachableMasterIsPassedOver) {
+    sentinel_set s;
+    test::scratch_dir dir;
+    const std::string conf = dir.file("stale.conf");
+    std::ofstream(conf) << "sentinel monitor " << s.name() << " 127.0.0.1 "
+                        << test::free_loopback_port() << " 2\n";
+    redis_server stale({"--sentinel"}, conf);
+    boost::asio::io_context ioc;
+    auto o = sentinel_options(s);
+    o.sentinels.insert(o.sentinels.begin(), {"127.0.0.1", stale.port()});
+    redis_store st(ioc.get_executor(), o);
+    reporting_node n(ioc, st);
+    auto res = n.next(10s);
+    ASSERT_FALSE(res.ec) << res.ec.message();
+    EXPECT_EQ(s.server(0).cli("EXISTS wr:{shop}:meta"), "1");
 }
 
 }  // namespace

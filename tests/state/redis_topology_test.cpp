@@ -139,6 +139,16 @@ TEST(RedisSentinel, ReadsTheMasterAddressAndRefusesAnythingElse) {
     }
 }
 
+TEST(RedisSentinel, CountsTheReplicasAMasterHas) {
+    auto replica = array({text("127.0.0.1"), text("6380"), text("12")});
+    EXPECT_EQ(connected_replicas(array({text("master"), integer(12), array({replica, replica})})),
+              2u);
+    EXPECT_EQ(connected_replicas(array({text("master"), integer(12), array({})})), 0u);
+    EXPECT_EQ(connected_replicas(array({text("master"), integer(12)})), 0u);
+    EXPECT_EQ(connected_replicas(array({text("slave"), text("h"), array({replica})})), 0u);
+    EXPECT_EQ(connected_replicas(error("ERR")), 0u);
+}
+
 TEST(RedisSentinel, OnlyAMasterRolePasses) {
     EXPECT_TRUE(is_master_role(array({text("master"), integer(12), array({})})));
     EXPECT_FALSE(is_master_role(array({text("slave"), text("127.0.0.1"), integer(6379)})));

@@ -61,6 +61,25 @@ struct slot {
 
 }  // namespace
 
+// With sentinels each pipeline ends in WAIT 1 and ROLE (client::execute). An answer the
+// replica did not acknowledge could be lost in a failover: with a replica connected and none
+// acknowledging in time, the call fails as lost (its resend is answered without counting it
+// twice, on this master or the next). Without a replica there is nothing to promote, and
+// nothing to wait for. A server that is no longer master drops the connection (READONLY).
+static std::error_code check_replicated(client::batch& b) {
+    const std::size_t n = b.replies.size();
+    const value& wait = b.replies[n - 2];
+    const value& role = b.replies[n - 1];
+    if (!is_master_role(role)) {
+        b.readonly = true;
+        return make_error_code(errc::lost);
+    }
+    if (wait.type == value::kind::integer && wait.integer < 1 && connected_replicas(role) > 0) {
+        return make_error_code(errc::lost);
+    }
+    return {};
+}
+
 // Runs inside hiredis (reply, or null when the context is freed): records, then posts the
 // completion so that no user code and no hiredis call runs inside hiredis.
 static void on_reply(redisAsyncContext*, void* reply, void* privdata) {
@@ -74,14 +93,19 @@ static void on_reply(redisAsyncContext*, void* reply, void* privdata) {
     } else {
         value& v = b->replies[s->index];
         v = from_reply(*static_cast<redisReply*>(reply));
-        b->readonly = b->readonly || (v.is_error() && v.str.starts_with("READONLY"));
+        // "READONLY …", or inside a script error ("ERR Error running script … -READONLY …").
+        b->readonly = b->readonly || (v.is_error() && v.str.find("READONLY") != std::string::npos);
     }
     ++b->got;
     if (!b->posted && (b->lost || b->got == b->cmds.size())) {
         b->posted = true;
         asio::post(b->strand, [b] {
             // Sent and then the connection went: the server may have run it.
-            b->complete(b->lost ? make_error_code(errc::lost) : std::error_code{});
+            std::error_code ec = b->lost ? make_error_code(errc::lost) : std::error_code{};
+            if (!ec && b->hidden == 2) {
+                ec = check_replicated(*b);
+            }
+            b->complete(ec);
             if (auto o = b->owner.lock(); o && b->readonly) {
                 o->on_readonly();
             }
@@ -164,12 +188,14 @@ void client::execute(std::vector<command> cmds, clock::time_point deadline, hand
     std::size_t hidden = 0;
     if (locator_) {
         // Answer only once a replica has the writes too: what a node was told then survives
-        // the master's loss. A replica acknowledges within a millisecond or so; without one
-        // (it is down, or was promoted and this is its old master's place) each call waits a
-        // tenth of its timeout, so that a sync's few round trips still fit in it.
+        // the master's loss (check_replicated). A replica acknowledges within a millisecond or
+        // so; without one (down, or this master was just promoted) each call waits a tenth of
+        // its timeout, so that a sync's few round trips still fit in it. ROLE tells how many
+        // replicas there are, and that this is the master still.
         auto wait_ms = std::max<long long>(1, opt_.timeout.count() / 10);
         cmds.push_back({"WAIT", "1", std::to_string(wait_ms)});
-        hidden = 1;
+        cmds.push_back({"ROLE"});
+        hidden = 2;
     }
     auto b = std::make_shared<batch>(strand_, std::move(cmds), std::move(h));
     b->hidden = hidden;
@@ -363,6 +389,9 @@ void client::teardown() {
 }
 
 void client::on_gone() {
+    if (locator_ && phase_ == phase::connecting) {
+        locator_->distrust_last();  // the master it named could not be used
+    }
     ac_ = nullptr;
     if (phase_ != phase::stopped) {
         phase_ = phase::backoff;

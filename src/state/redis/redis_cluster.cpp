@@ -97,8 +97,8 @@ std::optional<redirect> parse_redirect(const value& v, const redis_endpoint& fro
 std::optional<std::vector<slot_range>> parse_cluster_slots(const value& v,
                                                            const redis_endpoint& from) {
     using kind = value::kind;
-    if (v.type != kind::array) {
-        return std::nullopt;
+    if (v.type != kind::array || v.elements.size() > cluster_slots) {
+        return std::nullopt;  // more ranges than slots: not a cluster's answer
     }
     std::vector<slot_range> out;
     for (const value& e : v.elements) {
@@ -134,9 +134,10 @@ struct cluster::call {
     std::size_t parts = 0;  // node pipelines of this round in flight
     std::error_code ec;
     std::vector<item> again;  // to send again in the next round
-    int rounds = 0;
+    int redirects = 0;        // rounds of MOVED, ASK and NOSCRIPT (TRYAGAIN: the deadline)
+    bool sent = false;        // some part reached a server: it may have applied its commands
     bool done = false;
-    std::shared_ptr<asio::steady_timer> pause;
+    std::shared_ptr<asio::steady_timer> pause;  // TRYAGAIN's pause, or the wait for a map
 };
 
 cluster::cluster(asio::any_io_executor strand, redis_options opt)
@@ -220,6 +221,12 @@ void cluster::execute(std::vector<command> cmds, clock::time_point deadline, han
         dispatch(c, std::move(items));
         return;
     }
+    c->pause = std::make_shared<asio::steady_timer>(strand_, deadline);
+    c->pause->async_wait([w = weak_from_this(), c](const boost::system::error_code& e) {
+        if (auto self = w.lock(); self && !e) {
+            self->finish(c, make_error_code(errc::timeout));  // still no slot map
+        }
+    });
     waiting_.push_back([self = shared_from_this(), c, items = std::move(items)](bool ok) mutable {
         if (ok) {
             self->dispatch(c, std::move(items));
@@ -231,6 +238,9 @@ void cluster::execute(std::vector<command> cmds, clock::time_point deadline, han
 }
 
 void cluster::dispatch(const std::shared_ptr<call>& c, std::vector<item> items) {
+    if (c->done) {
+        return;  // timed out waiting for the slot map
+    }
     std::map<std::string, std::pair<redis_endpoint, std::vector<item>>> groups;
     for (auto& it : items) {
         auto ep = it.to ? it.to : master_of(c->cmds, it.index);
@@ -282,6 +292,8 @@ void cluster::on_part(const std::shared_ptr<call>& c, const std::vector<item>& i
     if (!ec && replies.size() != expected) {
         ec = make_error_code(errc::protocol);
     }
+    // A part that was answered, or lost or timed out once sent, may have run.
+    c->sent = c->sent || !ec || ec == errc::lost || ec == errc::timeout;
     if (ec) {
         c->ec = c->ec ? c->ec : ec;
     }
@@ -295,11 +307,13 @@ void cluster::on_part(const std::shared_ptr<call>& c, const std::vector<item>& i
                 // The slot has a new master: note it now, and read the whole map again (a
                 // resharding moves many slots).
                 auto m = std::find(masters_.begin(), masters_.end(), r->to);
-                if (m == masters_.end()) {
+                if (m == masters_.end() && masters_.size() < max_masters) {
                     masters_.push_back(r->to);
                     m = masters_.end() - 1;
                 }
-                slot_master_[r->slot] = static_cast<std::uint16_t>(m - masters_.begin());
+                if (m != masters_.end()) {
+                    slot_master_[r->slot] = static_cast<std::uint16_t>(m - masters_.begin());
+                }
                 refresh();
             }
             c->again.push_back({it.index, r->to, r->ask, it.load, false});
@@ -324,14 +338,19 @@ void cluster::on_part(const std::shared_ptr<call>& c, const std::vector<item>& i
     }
     auto again = std::move(c->again);
     c->again.clear();
-    // MOVED, ASK and NOSCRIPT take a round each, TRYAGAIN a few: a migration is short.
-    if (again.empty() || ++c->rounds > 8) {
+    if (again.empty()) {
         finish(c, {});
         return;
     }
+    // MOVED, ASK and NOSCRIPT take a round each and are bounded; TRYAGAIN (a slot's keys on
+    // both sides of a migration) is retried until the call's deadline.
     bool pause = false;
     for (const auto& it : again) {
         pause = pause || it.pause;
+    }
+    if (!pause && ++c->redirects > 8) {
+        finish(c, make_error_code(errc::protocol));  // a redirection loop
+        return;
     }
     if (!pause) {
         dispatch(c, std::move(again));
@@ -360,6 +379,15 @@ void cluster::finish(const std::shared_ptr<call>& c, std::error_code ec) {
         return;
     }
     c->done = true;
+    if (c->pause) {
+        c->pause->cancel();
+    }
+    // Some parts may have run on their masters while others failed: the caller must treat the
+    // whole call as of unknown outcome (a sync is then resent under its batch, which the rooms
+    // that ran answer without counting it again).
+    if (ec && c->sent) {
+        ec = make_error_code(errc::lost);
+    }
     asio::post(strand_, [c, ec] {
         auto h = std::move(c->h);
         if (ec) {
@@ -410,24 +438,46 @@ void cluster::ask_slots(std::vector<redis_endpoint> candidates, std::size_t next
             if (!ec && replies.size() == 1) {
                 ranges = parse_cluster_slots(replies[0], ep);
             }
-            if (!ranges || ranges->empty()) {
+            if (!ranges || ranges->empty() || !self->apply_map(*ranges)) {
                 self->ask_slots(std::move(candidates), next + 1);
                 return;
             }
-            self->masters_.clear();
-            std::fill(self->slot_master_.begin(), self->slot_master_.end(), none);
-            for (const auto& r : *ranges) {
-                auto m = std::find(self->masters_.begin(), self->masters_.end(), r.master);
-                if (m == self->masters_.end()) {
-                    self->masters_.push_back(r.master);
-                    m = self->masters_.end() - 1;
-                }
-                auto idx = static_cast<std::uint16_t>(m - self->masters_.begin());
-                std::fill(self->slot_master_.begin() + r.first,
-                          self->slot_master_.begin() + r.last + 1, idx);
-            }
             self->after_refresh(true);
         });
+}
+
+bool cluster::apply_map(const std::vector<slot_range>& ranges) {
+    std::vector<redis_endpoint> masters;
+    std::map<std::string, std::uint16_t> index;
+    std::vector<std::uint16_t> owner(cluster_slots, none);
+    for (const auto& r : ranges) {
+        auto [it, fresh] =
+            index.try_emplace(name(r.master), static_cast<std::uint16_t>(masters.size()));
+        if (fresh) {
+            if (masters.size() >= max_masters) {
+                return false;  // not a map to trust: keep the one we have
+            }
+            masters.push_back(r.master);
+        }
+        std::fill(owner.begin() + r.first, owner.begin() + r.last + 1, it->second);
+    }
+    masters_ = std::move(masters);
+    slot_master_ = std::move(owner);
+    // Connections to nodes that are neither a master now nor a seed go: a failed-over or
+    // removed node is not dialled again and again, and a stray MOVED leaves nothing behind.
+    for (auto it = nodes_.begin(); it != nodes_.end();) {
+        const bool keep =
+            index.contains(it->first) ||
+            std::any_of(opt_.cluster_nodes.begin(), opt_.cluster_nodes.end(),
+                        [&](const redis_endpoint& s) { return name(s) == it->first; });
+        if (keep) {
+            ++it;
+        } else {
+            it->second->stop();
+            it = nodes_.erase(it);
+        }
+    }
+    return true;
 }
 
 void cluster::after_refresh(bool ok) {

@@ -86,6 +86,9 @@ class cluster : public std::enable_shared_from_this<cluster> {
     void refresh();  // reads the slot map (once at a time); then runs what waited for it
     void ask_slots(std::vector<redis_endpoint> candidates, std::size_t next);
     void after_refresh(bool ok);
+    // Takes a slot map read from a node; false (and the old map kept) when it names more than
+    // max_masters masters.
+    bool apply_map(const std::vector<slot_range>& ranges);
 
     boost::asio::any_io_executor strand_;
     redis_options opt_;
@@ -94,6 +97,7 @@ class cluster : public std::enable_shared_from_this<cluster> {
     std::vector<redis_endpoint> masters_;
     std::vector<std::uint16_t> slot_master_;  // index into masters_; `none` when unknown
     static constexpr std::uint16_t none = 0xFFFF;
+    static constexpr std::size_t max_masters = 1000;  // Redis Cluster's own advice is ≤ 1000
     bool refreshing_ = false;
     bool known_ = false;  // a slot map was read
     clock::time_point last_refresh_{};

@@ -34,6 +34,13 @@ bool is_master_role(const value& v) {
            v.elements[0].type == value::kind::string && v.elements[0].str == "master";
 }
 
+std::size_t connected_replicas(const value& v) {
+    if (!is_master_role(v) || v.elements.size() < 3 || v.elements[2].type != value::kind::array) {
+        return 0;
+    }
+    return v.elements[2].elements.size();
+}
+
 sentinel_locator::sentinel_locator(asio::any_io_executor strand,
                                    std::vector<redis_endpoint> sentinels,
                                    std::string master_name, std::chrono::milliseconds timeout)
@@ -58,6 +65,10 @@ void sentinel_locator::stop() {
     if (auto p = std::move(probe_)) {
         p->stop();
     }
+}
+
+void sentinel_locator::distrust_last() {
+    first_ = (first_ + 1) % sentinels_.size();
 }
 
 void sentinel_locator::ask(std::size_t tried) {

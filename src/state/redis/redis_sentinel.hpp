@@ -24,6 +24,8 @@ class client;
 std::optional<redis_endpoint> parse_master_address(const value& v);
 // True when `v` is a ROLE answer that says "master".
 bool is_master_role(const value& v);
+// The replicas connected to a master, from its ROLE answer (0 when it is not one).
+std::size_t connected_replicas(const value& v);
 
 class sentinel_locator : public std::enable_shared_from_this<sentinel_locator> {
   public:
@@ -39,6 +41,9 @@ class sentinel_locator : public std::enable_shared_from_this<sentinel_locator> {
     // within its timeout. Posted, never inline. One question at a time.
     void locate(handler done);
     void stop();  // on the strand: drops the question in flight; `done` is not called
+    // The master last named could not be used (no connection, or not a master): the next
+    // question starts with the next sentinel, so one stale sentinel cannot hold the store.
+    void distrust_last();
 
   private:
     void ask(std::size_t tried);

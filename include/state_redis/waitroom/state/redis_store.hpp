@@ -41,8 +41,9 @@ struct redis_options {
     std::string key_prefix = "wr";                   // keys are "<prefix>:{<room>}:<what>"
     // Sentinel: ask these for the master of `master_name` (host and port above unused); the
     // master is re-asked after a lost connection, a READONLY reply or a server that is no
-    // longer master, and every write waits for a replica's acknowledgement (WAIT) so that a
-    // failover loses nothing a node was told.
+    // longer master, and every write waits for a replica's acknowledgement (WAIT): a call that
+    // no connected replica acknowledged in time fails as errc::lost, so that a failover loses
+    // nothing a node was told.
     std::vector<redis_endpoint> sentinels;
     std::string master_name;
     // Cluster: seed nodes for the slot map (host and port above unused); each room goes to the

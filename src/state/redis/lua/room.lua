@@ -382,10 +382,11 @@ if not applied_before then
         else
             me.held = math.max(0, me.held - tonumber(ARGV[15]) - tonumber(ARGV[16]))
         end
-        -- A top-up whose answer the node never got: its slots are in no pool.
+        -- A top-up whose answer the node never got: its slots are in no pool (an exact count
+        -- already leaves them out).
         local lost = ARGV[#ARGV]
         if lost ~= '0' and lost == me.tu_id then
-            me.held = math.max(0, me.held - me.tu_granted)
+            if exact < 0 then me.held = math.max(0, me.held - me.tu_granted) end
             me.tu_id, me.tu_granted = '0', 0
         end
     end
