@@ -1,6 +1,7 @@
 // libFuzzer entry point for the Redis reply decoder: any bytes from the server, read by
 // hiredis's reply reader as the client reads them, copied out (from_reply) and decoded as the
-// room script's answers (sync grant, top-up, overrides, NOSCRIPT). The reader has the client's
+// room script's answers (sync grant, top-up, overrides, NOSCRIPT) and as a cluster's or a
+// sentinel's (redirections, slot map, master address, ROLE). The reader has the client's
 // bounded reply builders (bound_replies). Nothing may crash or allocate past the bound, and the
 // replies must be the same whether the bytes arrive at once or in small reads.
 // Built by tests/fuzz/run.sh with clang; also replayed by redis_reply_fuzz_replay under g++.
@@ -88,6 +89,30 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         (void)redis::parse_top_up(v, granted);
         room_switch_values sw;
         (void)redis::parse_overrides(v, sw);
+        // What a cluster node or a sentinel says about where to go: any answer is either
+        // refused or names a usable endpoint and slots in range.
+        const redis_endpoint from{"10.0.0.9", 7000};
+        if (auto r = redis::parse_redirect(v, from)) {
+            if (r->slot >= redis::cluster_slots || r->to.port == 0 || r->to.host.empty()) {
+                std::abort();
+            }
+        }
+        if (auto ranges = redis::parse_cluster_slots(v, from)) {
+            for (const auto& r : *ranges) {
+                if (r.first > r.last || r.last >= redis::cluster_slots || r.master.port == 0 ||
+                    r.master.host.empty()) {
+                    std::abort();
+                }
+            }
+        }
+        if (auto m = redis::parse_master_address(v)) {
+            if (m->port == 0 || m->host.empty()) {
+                std::abort();
+            }
+        }
+        if (redis::connected_replicas(v) > 0 && !redis::is_master_role(v)) {
+            std::abort();
+        }
     }
     return 0;
 }

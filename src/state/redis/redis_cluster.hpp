@@ -25,31 +25,6 @@
 
 namespace waitroom::state::redis {
 
-inline constexpr std::uint16_t cluster_slots = 16384;
-
-// The hash slot of `key`: CRC16 (XMODEM) of its hash tag (the part between the first '{' and the
-// next '}', when not empty) or else of the whole key, modulo 16384, as Redis computes it.
-std::uint16_t key_slot(std::string_view key);
-
-// A "MOVED <slot> <host>:<port>" or "ASK <slot> <host>:<port>" error reply. An empty host means
-// the host of the node that answered (`from`).
-struct redirect {
-    bool ask = false;
-    std::uint16_t slot = 0;
-    redis_endpoint to;
-};
-std::optional<redirect> parse_redirect(const value& v, const redis_endpoint& from);
-
-// A CLUSTER SLOTS answer as ranges of slots and their masters; nullopt when it is not one.
-// Ranges whose master has no known address ("?") are left out; an empty host is `from`'s.
-struct slot_range {
-    std::uint16_t first = 0;
-    std::uint16_t last = 0;
-    redis_endpoint master;
-};
-std::optional<std::vector<slot_range>> parse_cluster_slots(const value& v,
-                                                           const redis_endpoint& from);
-
 class cluster : public std::enable_shared_from_this<cluster> {
   public:
     using handler = client::handler;

@@ -387,4 +387,140 @@ std::error_code parse_top_up(const value& v, std::int64_t& granted) {
     return {};
 }
 
+namespace {
+
+// CRC16-CCITT (XMODEM): polynomial 0x1021, initial value 0, as Redis Cluster's key hashing.
+std::uint16_t crc16(std::string_view bytes) {
+    std::uint16_t crc = 0;
+    for (unsigned char b : bytes) {
+        crc ^= static_cast<std::uint16_t>(b << 8);
+        for (int i = 0; i < 8; ++i) {
+            crc = (crc & 0x8000) != 0 ? static_cast<std::uint16_t>((crc << 1) ^ 0x1021)
+                                      : static_cast<std::uint16_t>(crc << 1);
+        }
+    }
+    return crc;
+}
+
+std::optional<std::uint16_t> to_port(std::string_view s) {
+    std::uint16_t p = 0;
+    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), p);
+    if (ec != std::errc{} || ptr != s.data() + s.size() || p == 0) {
+        return std::nullopt;
+    }
+    return p;
+}
+
+}  // namespace
+
+std::uint16_t key_slot(std::string_view key) {
+    auto open = key.find('{');
+    if (open != std::string_view::npos) {
+        auto close = key.find('}', open + 1);
+        if (close != std::string_view::npos && close > open + 1) {
+            key = key.substr(open + 1, close - open - 1);
+        }
+    }
+    return crc16(key) % cluster_slots;
+}
+
+std::optional<redirect> parse_redirect(const value& v, const redis_endpoint& from) {
+    redirect r;
+    std::string_view s = v.str;
+    if (!v.is_error()) {
+        return std::nullopt;
+    }
+    if (s.starts_with("MOVED ")) {
+        s.remove_prefix(6);
+    } else if (s.starts_with("ASK ")) {
+        r.ask = true;
+        s.remove_prefix(4);
+    } else {
+        return std::nullopt;
+    }
+    auto space = s.find(' ');
+    if (space == std::string_view::npos) {
+        return std::nullopt;
+    }
+    std::string_view slot = s.substr(0, space);
+    std::string_view where = s.substr(space + 1);
+    auto [ptr, ec] = std::from_chars(slot.data(), slot.data() + slot.size(), r.slot);
+    auto colon = where.rfind(':');
+    if (ec != std::errc{} || ptr != slot.data() + slot.size() || r.slot >= cluster_slots ||
+        colon == std::string_view::npos) {
+        return std::nullopt;
+    }
+    auto port = to_port(where.substr(colon + 1));
+    std::string_view host = where.substr(0, colon);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+        host = host.substr(1, host.size() - 2);
+    }
+    if (!port || host == "?" || host.size() > 255) {
+        return std::nullopt;
+    }
+    r.to = {host.empty() ? from.host : std::string(host), *port};
+    return r;
+}
+
+std::optional<std::vector<slot_range>> parse_cluster_slots(const value& v,
+                                                           const redis_endpoint& from) {
+    using kind = value::kind;
+    if (v.type != kind::array || v.elements.size() > cluster_slots) {
+        return std::nullopt;  // more ranges than slots: not a cluster's answer
+    }
+    std::vector<slot_range> out;
+    for (const value& e : v.elements) {
+        if (e.type != kind::array || e.elements.size() < 3 ||
+            e.elements[0].type != kind::integer || e.elements[1].type != kind::integer ||
+            e.elements[2].type != kind::array || e.elements[2].elements.size() < 2) {
+            return std::nullopt;
+        }
+        const std::int64_t first = e.elements[0].integer;
+        const std::int64_t last = e.elements[1].integer;
+        const value& host = e.elements[2].elements[0];
+        const value& port = e.elements[2].elements[1];
+        if (first < 0 || last < first || last >= cluster_slots || host.type != kind::string ||
+            host.str.size() > 255 || port.type != kind::integer || port.integer <= 0 ||
+            port.integer > 65535) {
+            return std::nullopt;
+        }
+        if (host.str == "?") {
+            continue;
+        }
+        out.push_back({static_cast<std::uint16_t>(first), static_cast<std::uint16_t>(last),
+                       {host.str.empty() ? from.host : host.str,
+                        static_cast<std::uint16_t>(port.integer)}});
+    }
+    return out;
+}
+
+std::optional<redis_endpoint> parse_master_address(const value& v) {
+    if (v.type != value::kind::array || v.elements.size() != 2) {
+        return std::nullopt;
+    }
+    const value& host = v.elements[0];
+    const value& port = v.elements[1];
+    if (host.type != value::kind::string || port.type != value::kind::string ||
+        host.str.empty() || host.str.size() > 255) {
+        return std::nullopt;
+    }
+    auto p = to_port(port.str);
+    if (!p) {
+        return std::nullopt;
+    }
+    return redis_endpoint{host.str, *p};
+}
+
+bool is_master_role(const value& v) {
+    return v.type == value::kind::array && !v.elements.empty() &&
+           v.elements[0].type == value::kind::string && v.elements[0].str == "master";
+}
+
+std::size_t connected_replicas(const value& v) {
+    if (!is_master_role(v) || v.elements.size() < 3 || v.elements[2].type != value::kind::array) {
+        return 0;
+    }
+    return v.elements[2].elements.size();
+}
+
 }  // namespace waitroom::state::redis

@@ -1,14 +1,17 @@
 #pragma once
 // The Redis store's wire format without any socket ("sans-io"): the EVALSHA argument lists
-// of the room script (lua/room.lua) for a sync or a top-up, and the decoding of its replies.
+// of the room script (lua/room.lua) for a sync or a top-up, and the decoding of its replies;
+// Redis Cluster's key slots, redirections and slot map, and Redis Sentinel's answers.
 // Unit-tested without a server; redis_client only moves these bytes.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
 #include <vector>
 
+#include "waitroom/state/redis_store.hpp"
 #include "waitroom/state/store.hpp"
 
 struct redisReply;   // hiredis's reply tree
@@ -74,5 +77,39 @@ std::error_code parse_grant(const value& v, const std::string& room, std::int64_
 std::error_code parse_top_up(const value& v, std::int64_t& granted);
 // The script's {queue_all, suspended} (-1 unset, 0, 1): its overrides answer, a grant's last part.
 std::error_code parse_overrides(const value& v, room_switch_values& out);
+
+// Redis Cluster: the slots of keys, MOVED and ASK redirections, the CLUSTER SLOTS map.
+inline constexpr std::uint16_t cluster_slots = 16384;
+
+// The hash slot of `key`: CRC16 (XMODEM) of its hash tag (the part between the first '{' and the
+// next '}', when not empty) or else of the whole key, modulo 16384, as Redis computes it.
+std::uint16_t key_slot(std::string_view key);
+
+// A "MOVED <slot> <host>:<port>" or "ASK <slot> <host>:<port>" error reply. An empty host means
+// the host of the node that answered (`from`).
+struct redirect {
+    bool ask = false;
+    std::uint16_t slot = 0;
+    redis_endpoint to;
+};
+std::optional<redirect> parse_redirect(const value& v, const redis_endpoint& from);
+
+// A CLUSTER SLOTS answer as ranges of slots and their masters; nullopt when it is not one.
+// Ranges whose master has no known address ("?") are left out; an empty host is `from`'s.
+struct slot_range {
+    std::uint16_t first = 0;
+    std::uint16_t last = 0;
+    redis_endpoint master;
+};
+std::optional<std::vector<slot_range>> parse_cluster_slots(const value& v,
+                                                           const redis_endpoint& from);
+
+// Redis Sentinel: its answers and the ROLE of the server it named.
+// The master's address in a sentinel's answer (an array of host and port); nullopt otherwise.
+std::optional<redis_endpoint> parse_master_address(const value& v);
+// True when `v` is a ROLE answer that says "master".
+bool is_master_role(const value& v);
+// The replicas connected to a master, from its ROLE answer (0 when it is not one).
+std::size_t connected_replicas(const value& v);
 
 }  // namespace waitroom::state::redis

@@ -2,44 +2,12 @@
 
 #include <boost/asio/post.hpp>
 
-#include <charconv>
 
 #include "redis_client.hpp"
 
 namespace waitroom::state::redis {
 
 namespace asio = boost::asio;
-
-std::optional<redis_endpoint> parse_master_address(const value& v) {
-    if (v.type != value::kind::array || v.elements.size() != 2) {
-        return std::nullopt;
-    }
-    const value& host = v.elements[0];
-    const value& port = v.elements[1];
-    if (host.type != value::kind::string || port.type != value::kind::string ||
-        host.str.empty() || host.str.size() > 255) {
-        return std::nullopt;
-    }
-    std::uint16_t p = 0;
-    const char* end = port.str.data() + port.str.size();
-    auto [ptr, ec] = std::from_chars(port.str.data(), end, p);
-    if (ec != std::errc{} || ptr != end || p == 0) {
-        return std::nullopt;
-    }
-    return redis_endpoint{host.str, p};
-}
-
-bool is_master_role(const value& v) {
-    return v.type == value::kind::array && !v.elements.empty() &&
-           v.elements[0].type == value::kind::string && v.elements[0].str == "master";
-}
-
-std::size_t connected_replicas(const value& v) {
-    if (!is_master_role(v) || v.elements.size() < 3 || v.elements[2].type != value::kind::array) {
-        return 0;
-    }
-    return v.elements[2].elements.size();
-}
 
 sentinel_locator::sentinel_locator(asio::any_io_executor strand,
                                    std::vector<redis_endpoint> sentinels,

@@ -20,13 +20,6 @@ namespace waitroom::state::redis {
 
 class client;
 
-// The master's address in a sentinel's answer (an array of host and port); nullopt otherwise.
-std::optional<redis_endpoint> parse_master_address(const value& v);
-// True when `v` is a ROLE answer that says "master".
-bool is_master_role(const value& v);
-// The replicas connected to a master, from its ROLE answer (0 when it is not one).
-std::size_t connected_replicas(const value& v);
-
 class sentinel_locator : public std::enable_shared_from_this<sentinel_locator> {
   public:
     using handler = std::function<void(std::optional<redis_endpoint>)>;
