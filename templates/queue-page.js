@@ -185,8 +185,8 @@
         });
       }
 
-      // From here the script asks for the page itself: stop the declarative refresh (Refresh
-      // header and meta tag). Browsers that do not cancel it with stop() reload as without script.
+      // From here the script asks for the page itself: stop the declarative refresh (the Refresh
+      // header). Browsers that do not cancel it with stop() reload as without script.
       var start = function () { window.stop(); schedule(interval); };
       if (document.readyState === "complete") { start(); } else { window.addEventListener("load", start); }
     })();

@@ -1,7 +1,8 @@
 #pragma once
 // The built-in page templates (templates/queue.*.html, templates/reject.*.html), the style they
-// share (templates/page.css) and the queue pages' script (templates/queue-page.js), compiled into
-// the binary by src/pages/CMakeLists.txt so the daemon needs no template folder at run time.
+// share (templates/page.css) and the queue pages' own style and script (templates/queue-page.css,
+// queue-page.js), compiled into the binary by src/pages/CMakeLists.txt so the daemon needs no
+// template folder at run time.
 
 #include <cstddef>
 #include <string_view>

@@ -88,7 +88,8 @@ try {
     if (route.request().resourceType() === "fetch") {
       checkIns++;
     }
-    body = body.replace(/<dd>\d+<\/dd>/, `<dd>${position}</dd>`);
+    body = body.replace(/<dd>\d+<\/dd>/, `<dd>${position}</dd>`)
+      .replace(/<title>\(\d+\) /, `<title>(${position}) `);
     await route.fulfill({ response: res, body });
   });
   await page.clock.install();
@@ -99,9 +100,12 @@ try {
   const announced = () => page.locator("#announce").textContent();
   // Runs the page's clock to its next check-in and waits for that check-in's values.
   const checkIn = async (pos) => {
+    // A check-in the clock already started ends first (its countdown then starts again).
+    const seconds = () => page.locator("#countdown").textContent().then(Number);
+    await until(5000, async () => (await seconds()) > 0, "the countdown to start again");
     position = pos;
     const before = checkIns;
-    const left = Number(await page.locator("#countdown").textContent());
+    const left = await seconds();
     await page.clock.runFor(left * 1000);
     await until(5000, async () => checkIns > before &&
       (await page.locator(".stat dd").first().textContent()) === String(pos), "a check-in");

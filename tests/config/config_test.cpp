@@ -111,7 +111,7 @@ TEST_F(Config, AdmissionSoundIsARoomSwitchThatTakesOnlyABoolean) {
   - {name: Shop, total_active_users: 1, new_users_per_minute: 1, admission_sound_enabled: loud}
 )yaml");
     EXPECT_EQ(messages(bad), (std::vector<std::string>{
-                                 "config.yaml:2:89: rooms[0].admission_sound_enabled: must be "
+                                 "config.yaml:2:91: rooms[0].admission_sound_enabled: must be "
                                  "true or false"}));
 }
 
