@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <optional>
 #include <string_view>
 
 #include "admin_dashboard.hpp"
@@ -49,6 +51,7 @@ namespace {
 
 constexpr std::string_view rooms_prefix = "/rooms/";
 constexpr std::string_view status_suffix = "/status";
+constexpr std::string_view preview_suffix = "/preview";
 
 admin_reply json_reply(unsigned status, const json& body) {
     admin_reply r;
@@ -64,10 +67,12 @@ admin_reply method_not_allowed(std::string_view allow) {
     return r;
 }
 
-// The room id of /rooms/{id} or /rooms/{id}/status; "" when the path is neither.
+// The room id of /rooms/{id}, /rooms/{id}/status or /rooms/{id}/preview; "" when the path is
+// none of them.
 struct room_path {
+    enum class kind { room, status, preview };
     std::string_view id;
-    bool status = false;
+    kind what = kind::room;
 };
 
 room_path parse_room_path(std::string_view path) {
@@ -78,7 +83,10 @@ room_path parse_room_path(std::string_view path) {
     room_path out;
     if (rest.ends_with(status_suffix)) {
         rest.remove_suffix(status_suffix.size());
-        out.status = true;
+        out.what = room_path::kind::status;
+    } else if (rest.ends_with(preview_suffix)) {
+        rest.remove_suffix(preview_suffix.size());
+        out.what = room_path::kind::preview;
     }
     if (rest.empty() || rest.find('/') != std::string_view::npos) {
         return {};
@@ -110,6 +118,91 @@ std::optional<admin_reply> parse_patch(std::string_view body, admin_room_patch& 
         return admin_routes::error(400, "set queue_all or suspended");
     }
     return std::nullopt;
+}
+
+struct preview_query {
+    admin_preview_state state = admin_preview_state::queued;
+    std::string_view language;  // "" = the room's own
+};
+
+// A language tag as BCP 47 writes one ("de-DE", "ja"): letters, then subtags of letters and
+// digits. Checked here so that nothing else reaches the backend or a reply.
+bool is_language_tag(std::string_view s) {
+    const auto alnum = [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    };
+    const auto first = s.find('-');
+    const auto primary = s.substr(0, first);
+    if (s.size() > 35 || primary.size() < 2 || primary.size() > 3 ||
+        !std::all_of(primary.begin(), primary.end(),
+                     [&](char c) { return alnum(c) && !(c >= '0' && c <= '9'); })) {
+        return false;
+    }
+    std::size_t run = 0;
+    for (std::size_t i = primary.size(); i < s.size(); ++i) {
+        if (s[i] == '-') {
+            if (i + 1 == s.size() || (i > primary.size() && run == 0)) {
+                return false;
+            }
+            run = 0;
+        } else if (!alnum(s[i]) || ++run > 8) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// Validates the query of a preview: `state` (queued, event or reject) and `lang`, each at most
+// once, and nothing else. Values are taken as written: none of them needs an escape.
+std::optional<admin_reply> parse_preview_query(std::string_view query, preview_query& out) {
+    bool seen_state = false;
+    bool seen_lang = false;
+    while (!query.empty()) {
+        const auto amp = query.find('&');
+        const auto pair = query.substr(0, amp);
+        query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+        if (pair.empty()) {
+            continue;
+        }
+        const auto eq = pair.find('=');
+        const auto name = pair.substr(0, eq);
+        const auto value = eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
+        if (name == "state") {
+            if (seen_state) {
+                return admin_routes::error(400, "state given more than once", "state");
+            }
+            seen_state = true;
+            if (value == "queued") {
+                out.state = admin_preview_state::queued;
+            } else if (value == "event") {
+                out.state = admin_preview_state::event;
+            } else if (value == "reject") {
+                out.state = admin_preview_state::reject;
+            } else {
+                return admin_routes::error(400, "state must be queued, event or reject", "state");
+            }
+        } else if (name == "lang") {
+            if (seen_lang) {
+                return admin_routes::error(400, "lang given more than once", "lang");
+            }
+            seen_lang = true;
+            if (!is_language_tag(value)) {
+                return admin_routes::error(400, "lang must be a language tag like de-DE", "lang");
+            }
+            out.language = value;
+        } else {
+            return admin_routes::error(400, "unknown query parameter; expected state or lang");
+        }
+    }
+    return std::nullopt;
+}
+
+std::string joined(const std::vector<std::string>& items) {
+    std::string out;
+    for (const auto& item : items) {
+        out += (out.empty() ? "" : ", ") + item;
+    }
+    return out;
 }
 
 }  // namespace
@@ -226,7 +319,13 @@ void admin_routes::handle(const admin_request& req, const admin_access& access,
     if (room.id.empty()) {
         return done(error(404, "no such path"));
     }
-    if (room.status) {
+    if (room.what == room_path::kind::preview) {
+        if (method != http::verb::get) {
+            return done(method_not_allowed("GET"));
+        }
+        return done(preview(room.id, target));
+    }
+    if (room.what == room_path::kind::status) {
         if (method != http::verb::get) {
             return done(method_not_allowed("GET"));
         }
@@ -262,6 +361,38 @@ void admin_routes::handle(const admin_request& req, const admin_access& access,
         }
         done(error(500, "unexpected patch result"));
     });
+}
+
+admin_reply admin_routes::preview(std::string_view id, std::string_view target) const {
+    // The path is judged first: an unknown room is a 404 whatever the query.
+    if (!backend_->room_status(id)) {
+        return error(404, "no such room");
+    }
+    const auto mark = target.find('?');
+    preview_query q;
+    if (auto bad = parse_preview_query(
+            mark == std::string_view::npos ? std::string_view() : target.substr(mark + 1), q)) {
+        return std::move(*bad);
+    }
+    auto page = backend_->preview_page(id, q.state, q.language);
+    switch (page.result) {
+        case admin_preview_result::rendered:
+            break;
+        case admin_preview_result::unknown_room:
+            return error(404, "no such room");
+        case admin_preview_result::unknown_language:
+            return error(400, "lang must be one of " + joined(page.languages), "lang");
+    }
+    admin_reply r;
+    r.content_type = "text/html; charset=utf-8";
+    r.body = std::move(page.html);
+    // The page is the operator's template with its scripts: it runs in a sandbox of its own
+    // origin, so it can read nothing of the admin API's (the dashboard's token included), and
+    // it may not call out (its queue script would poll this address).
+    r.headers.emplace_back("Content-Security-Policy",
+                           "sandbox allow-scripts; connect-src 'none'; form-action 'none'; "
+                           "frame-ancestors 'self'");
+    return r;
 }
 
 }  // namespace waitroom::admin

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -39,6 +40,9 @@ class admin_routes {
                              std::string_view field = {});
 
   private:
+    // GET /rooms/{id}/preview?state=queued|event|reject&lang=xx-XX
+    admin_reply preview(std::string_view id, std::string_view target) const;
+
     std::shared_ptr<admin_backend> backend_;
 };
 

@@ -302,6 +302,7 @@ void read_room(loader& l, const YAML::Node& n, const std::string& path, room& r,
               "suspended",
               "queueing_status_code",
               "json_response_enabled",
+              "admission_sound_enabled",
               "refresh_interval",
               "custom_page_html",
               "default_template_language",
@@ -394,6 +395,7 @@ void read_room(loader& l, const YAML::Node& n, const std::string& path, room& r,
         }
     }
     l.set_bool(f, "json_response_enabled", r.json_response_enabled);
+    l.set_bool(f, "admission_sound_enabled", r.admission_sound_enabled);
     l.set_duration(f, "refresh_interval", r.refresh_interval, std::chrono::seconds{1});
     read_template(l, f, r.custom_page_html);
     if (auto v = f.get("default_template_language")) {

@@ -1,5 +1,7 @@
 #include "waitroom/gateway/room_admin_backend.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <string>
 
 namespace waitroom::gateway {
@@ -131,6 +133,41 @@ void room_admin_backend::patch_room(std::string_view id, const admin::admin_room
             o.status = room_status(room_id);
             done(std::move(o));
         });
+}
+
+admin::admin_preview room_admin_backend::preview_page(std::string_view id,
+                                                      admin::admin_preview_state state,
+                                                      std::string_view language) {
+    admin::admin_preview out;
+    auto rt = filter_.runtime();
+    const room::compiled_room* r = rt->engine ? rt->engine->find(id) : nullptr;
+    if (r == nullptr || !rt->templates) {
+        out.result = admin::admin_preview_result::unknown_room;
+        return out;
+    }
+    // Only a built-in language, named exactly (any case): a preview shows what is there.
+    std::string_view builtin;
+    for (const auto lang : pages::page_templates::languages()) {
+        out.languages.emplace_back(lang);
+        if (std::equal(lang.begin(), lang.end(), language.begin(), language.end(),
+                       [](char a, char b) {
+                           return std::tolower(static_cast<unsigned char>(a)) ==
+                                  std::tolower(static_cast<unsigned char>(b));
+                       })) {
+            builtin = lang;
+        }
+    }
+    if (!language.empty() && builtin.empty()) {
+        out.result = admin::admin_preview_result::unknown_language;
+        return out;
+    }
+    out.languages.clear();
+    const auto page_state = state == admin::admin_preview_state::event ? pages::preview_state::event
+                            : state == admin::admin_preview_state::reject
+                                ? pages::preview_state::reject
+                                : pages::preview_state::queued;
+    out.html = rt->templates->preview(r->config(), page_state, builtin);
+    return out;
 }
 
 admin::admin_readiness room_admin_backend::readiness() {

@@ -143,9 +143,10 @@ struct page_renderer::impl {
         return victim.body;
     }
 
-    std::string render_index(std::size_t index, const room::page_model& model) {
+    std::string render_index(std::size_t index, const room::page_model& model,
+                             const detail::room_page_options& options) {
         auto& c = own[index];
-        return detail::render(c.tmpl, c, model);
+        return detail::render(c.tmpl, c, model, options);
     }
 };
 
@@ -179,7 +180,7 @@ page_body page_renderer::queue_page(std::string_view room_id, std::string_view e
         }
     }
     return impl_->lookup(page_kind::queue, room_id, event_name, key, model,
-                         [&] { return impl_->render_index(index, model); });
+                         [&] { return impl_->render_index(index, model, e.options); });
 }
 
 page_body page_renderer::reject_page(std::string_view room_id, const page_key& key,
@@ -189,7 +190,7 @@ page_body page_renderer::reject_page(std::string_view room_id, const page_key& k
         return e.reject_static;
     }
     return impl_->lookup(page_kind::reject, room_id, {}, key, model,
-                         [&] { return impl_->render_index(e.reject_template, model); });
+                         [&] { return impl_->render_index(e.reject_template, model, e.options); });
 }
 
 page_body page_renderer::json(std::string_view room_id, const page_key& key,

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -67,6 +68,79 @@ void locate(std::string_view text, const std::string& message, int& line, int& c
 std::string without_offset(const std::string& message) {
     const auto at = message.rfind(" at ");
     return at == std::string::npos ? message : message.substr(0, at);
+}
+
+// A built-in page with the shared pieces it names put in place: a line `{{! include NAME }}`
+// becomes the text of templates/NAME. In a copy made for a custom page the line is a mustache
+// comment and renders nothing, so the copy still works (without the shared style and script).
+std::string with_includes(std::string_view text) {
+    std::string out;
+    std::size_t pos = 0;
+    constexpr std::string_view open = "{{! include ";
+    constexpr std::string_view close = " }}";
+    while (true) {
+        const auto at = text.find(open, pos);
+        const auto end = at == std::string_view::npos ? at : text.find(close, at + open.size());
+        if (end == std::string_view::npos) {
+            break;
+        }
+        out.append(text.substr(pos, at - pos));
+        out.append(builtin_text(text.substr(at + open.size(), end - at - open.size())));
+        pos = end + close.size();
+    }
+    out.append(text.substr(pos));
+    return out;
+}
+
+std::size_t language_index(std::string_view language) {
+    const auto lang = page_templates::resolve_language(language);
+    return static_cast<std::size_t>(
+        std::find(builtin_languages.begin(), builtin_languages.end(), lang) -
+        builtin_languages.begin());
+}
+
+// What a preview shows in `state`: a queue in the middle of a busy hour, an event 95 minutes off,
+// a turned-away visitor. Fixed values, so that a preview is the same from one call to the next.
+room::page_model sample_model(const config::room& room, preview_state state) {
+    room::page_model m;
+    m.room_name = room.name;
+    m.refresh_interval_seconds =
+        std::chrono::duration_cast<std::chrono::seconds>(room.refresh_interval).count();
+    m.last_updated = "2026-01-01T12:00:00Z";
+    m.last_updated_ms = 1767268800000;
+    const bool random = room.method == config::queueing_method::random;
+    m.queueing_method = random ? "random" : "fifo";
+    m.is_fifo_queue = !random;
+    m.is_random_queue = random;
+    if (state == preview_state::reject) {
+        m.queueing_method = "reject";
+        m.is_fifo_queue = false;
+        m.is_random_queue = false;
+        m.is_reject_queue = true;
+        return m;
+    }
+    m.in_waiting_room = true;
+    m.queue_is_full = true;
+    m.queue_position = 137;
+    if (state == preview_state::event) {
+        m.queue_all = true;
+        m.is_event_prequeueing = true;
+        m.time_until_event_start = 95;
+        m.time_until_event_start_formatted = room::format_minutes(95);
+        m.time_until_event_end = 215;
+        m.time_until_event_end_formatted = room::format_minutes(215);
+        m.shuffle_at_event_start =
+            !room.events.empty() && room.events.front().shuffle_at_event_start;
+        return m;
+    }
+    m.wait_time_known = true;
+    m.wait_time = 12;
+    m.wait_time_formatted = room::format_minutes(12);
+    m.wait_time_hour_minutes = 12;
+    m.wait_time_25_percentile = 4;
+    m.wait_time_50_percentile = 9;
+    m.wait_time_75_percentile = 15;
+    return m;
 }
 
 }  // namespace
@@ -152,13 +226,13 @@ page_templates::load_result page_templates::load(const config::config& cfg) {
     std::vector<std::size_t> reject_index;
     for (const auto lang : builtin_languages) {
         const std::string name = "queue." + std::string(lang);
-        add(builtin_text(name), "templates/" + name + ".html", "(built-in)", std::string(lang),
-            true);
+        add(with_includes(builtin_text(name)), "templates/" + name + ".html", "(built-in)",
+            std::string(lang), true);
     }
     for (const auto lang : builtin_languages) {
         const std::string name = "reject." + std::string(lang);
-        reject_index.push_back(add(builtin_text(name), "templates/" + name + ".html", "(built-in)",
-                                   std::string(lang), true));
+        reject_index.push_back(add(with_includes(builtin_text(name)), "templates/" + name + ".html",
+                                   "(built-in)", std::string(lang), true));
     }
     if (!problems.empty()) {
         return {nullptr, std::move(problems)};
@@ -182,11 +256,10 @@ page_templates::load_result page_templates::load(const config::config& cfg) {
         const auto& room = cfg.rooms[r];
         const std::string where = "rooms[" + std::to_string(r) + "]";
         const auto lang = resolve_language(room.default_template_language);
-        const auto lang_index = static_cast<std::size_t>(
-            std::find(builtin_languages.begin(), builtin_languages.end(), lang) -
-            builtin_languages.begin());
+        const auto lang_index = language_index(lang);
         room_entry e;
         e.queue_template = lang_index;
+        e.options.admission_sound = room.admission_sound_enabled;
         if (!room.custom_page_html.empty()) {
             std::string text;
             const auto path = where + ".custom_page_html";
@@ -222,6 +295,31 @@ page_templates::load_result page_templates::load(const config::config& cfg) {
         return {nullptr, std::move(problems)};
     }
     return {std::move(out), {}};
+}
+
+std::string page_templates::preview(const config::room& room, preview_state state,
+                                    std::string_view language) const {
+    const auto& t = *impl_;
+    const auto it = t.rooms.find(room.id);
+    const room_entry& e = it == t.rooms.end() ? t.fallback : it->second;
+    const auto lang = language_index(language.empty() ? room.default_template_language : language);
+    std::size_t index = lang;
+    if (state == preview_state::reject) {
+        index = e.custom ? e.reject_template : builtin_languages.size() + lang;
+    } else if (e.custom) {
+        index = e.queue_template;
+        if (state == preview_state::event && !room.events.empty()) {
+            for (const auto& [name, idx] : e.events) {
+                if (name == room.events.front().name) {
+                    index = idx;
+                    break;
+                }
+            }
+        }
+    }
+    // A copy: kainjow's render is not const, and these templates are shared by the workers.
+    compiled c = t.templates[index];
+    return detail::render(c.tmpl, c, sample_model(room, state), e.options);
 }
 
 }  // namespace waitroom::pages

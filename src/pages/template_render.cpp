@@ -13,10 +13,10 @@ namespace {
 // Sections need real booleans, but Cloudflare-style templates also print them ({{queueAll}} →
 // "true"), and kainjow prints nothing for a boolean. So a plain variable tag naming a boolean is
 // renamed at compile time to a string twin.
-constexpr std::array<std::string_view, 11> boolean_names = {
-    "inWaitingRoom", "waitTimeKnown",      "queueIsFull",        "queueAll",
-    "isFIFOQueue",   "isRandomQueue",      "isPassthroughQueue", "isRejectQueue",
-    "isEventActive", "isEventPrequeueing", "shuffleAtEventStart"};
+constexpr std::array<std::string_view, 12> boolean_names = {
+    "inWaitingRoom", "waitTimeKnown",      "queueIsFull",         "queueAll",
+    "isFIFOQueue",   "isRandomQueue",      "isPassthroughQueue",  "isRejectQueue",
+    "isEventActive", "isEventPrequeueing", "shuffleAtEventStart", "admissionSoundEnabled"};
 constexpr std::string_view text_suffix = "__text";
 
 std::string_view trimmed(std::string_view s) {
@@ -112,7 +112,8 @@ std::string with_boolean_text(std::string_view text) {
 namespace {
 
 // The unit's own mustache data from a model; numbers become decimal strings, booleans sections.
-mustache::data to_data(const room::page_model& m, const compiled& c) {
+mustache::data to_data(const room::page_model& m, const compiled& c,
+                       const room_page_options& options) {
     const bool localize = c.builtin && c.language != "en-US";
     const auto num = [](std::int64_t v) { return mustache::data{std::to_string(v)}; };
     const auto text = [](std::string_view v) { return mustache::data{std::string(v)}; };
@@ -153,8 +154,13 @@ mustache::data to_data(const room::page_model& m, const compiled& c) {
     flag("shuffleAtEventStart", m.shuffle_at_event_start);
     d.set("queuePosition", num(m.queue_position));
     d.set("roomName", text(m.room_name));
-    // Ours, for the built-in page; custom templates may use it too.
+    // Ours, for the built-in page; custom templates may use them too.
     d.set("progressPercent", num(progress_percent(m.queue_position)));
+    // The tab title's "(12) ": the position where the page shows one (a FIFO queue), else "".
+    d.set("queuePositionTitle",
+          text(m.in_waiting_room && m.is_fifo_queue ? "(" + std::to_string(m.queue_position) + ") "
+                                                    : std::string()));
+    flag("admissionSoundEnabled", options.admission_sound);
     return d;
 }
 
@@ -170,8 +176,9 @@ class page_context final : public mustache::context<std::string> {
 
 }  // namespace
 
-std::string render(mustache::mustache& tmpl, const compiled& c, const room::page_model& m) {
-    const mustache::data data = to_data(m, c);
+std::string render(mustache::mustache& tmpl, const compiled& c, const room::page_model& m,
+                   const room_page_options& options) {
+    const mustache::data data = to_data(m, c, options);
     page_context ctx{&data};
     std::ostringstream out;
     tmpl.render(ctx, out);

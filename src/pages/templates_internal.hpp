@@ -32,13 +32,19 @@ struct compiled {
     bool builtin = false;  // built-in pages get *Formatted values in their own language
 };
 
+// What a room's settings add to its pages' values (ours, not Cloudflare's).
+struct room_page_options {
+    bool admission_sound = false;  // admissionSoundEnabled: rooms[].admission_sound_enabled
+};
+
 // The template text with every plain variable tag that names a boolean renamed to its string
 // twin (see template_render.cpp); compiled in place of the text as written.
 std::string with_boolean_text(std::string_view text);
 
 // The page of `m` through `tmpl` (c's own template or a thread's copy of it: kainjow's render is
 // not const). Partials render nothing.
-std::string render(mustache::mustache& tmpl, const compiled& c, const room::page_model& m);
+std::string render(mustache::mustache& tmpl, const compiled& c, const room::page_model& m,
+                   const room_page_options& options = {});
 
 struct room_entry {
     std::size_t queue_template = 0;   // index into impl::templates
@@ -46,6 +52,7 @@ struct room_entry {
     bool custom = false;              // room has custom_page_html
     page_body reject_static;          // built-in reject page, rendered at load
     std::vector<std::pair<std::string, std::size_t>> events;  // event name → custom template
+    room_page_options options;
 };
 
 struct string_hash {
@@ -56,8 +63,9 @@ struct string_hash {
 }  // namespace detail
 
 struct page_templates::impl {
-    std::vector<detail::compiled>
-        templates;  // built-in queue pages first, one per language, then custom
+    // Built-in queue pages first, one per language, then the built-in reject pages in the same
+    // order, then custom.
+    std::vector<detail::compiled> templates;
     std::vector<page_body> builtin_rejects;  // per language, for rooms not in the config
     std::unordered_map<std::string, detail::room_entry, detail::string_hash, std::equal_to<>> rooms;
     detail::room_entry fallback;  // unknown room: en-US built-ins

@@ -91,6 +91,35 @@ class fake_admin_backend : public admin::admin_backend {
         }
         done(std::move(out));
     }
+    // Echoes what it was asked in a page that holds the language verbatim, so that a test can see
+    // the query reach the backend; "xx-XX" is the one language it does not know.
+    admin::admin_preview preview_page(std::string_view id, admin::admin_preview_state state,
+                                      std::string_view language) override {
+        admin::admin_preview out;
+        if (!room_status(id)) {
+            out.result = admin::admin_preview_result::unknown_room;
+            return out;
+        }
+        if (language == "xx-XX") {
+            out.result = admin::admin_preview_result::unknown_language;
+            out.languages = {"en-US", "de-DE"};
+            return out;
+        }
+        std::lock_guard lock(mutex_);
+        previews_.push_back({std::string(id), state, std::string(language)});
+        out.html = "<p>" + std::string(id) + " " + std::to_string(static_cast<int>(state)) + " [" +
+                   std::string(language) + "]</p>";
+        return out;
+    }
+    struct preview_call {
+        std::string id;
+        admin::admin_preview_state state;
+        std::string language;
+    };
+    std::vector<preview_call> previews() const {
+        std::lock_guard lock(mutex_);
+        return previews_;
+    }
     admin::admin_readiness readiness() override {
         std::lock_guard lock(mutex_);
         return ready_;
@@ -116,6 +145,7 @@ class fake_admin_backend : public admin::admin_backend {
     mutable std::mutex mutex_;
     std::vector<admin::admin_room_status> rooms_;
     std::vector<patch_call> patches_;
+    std::vector<preview_call> previews_;
     admin::admin_readiness ready_;
     std::string metrics_ = "# no metrics\n";
     std::optional<std::string> fail_next_;

@@ -124,7 +124,8 @@ TEST_F(AdminServer, ServesTheDashboardPageWithoutAToken) {
 }
 
 TEST_F(AdminServer, RefusesEveryOtherEndpointWithoutAToken) {
-    for (const char* path : {"/readyz", "/metrics", "/rooms", "/rooms/shop/status", "/nowhere"}) {
+    for (const char* path : {"/readyz", "/metrics", "/rooms", "/rooms/shop/status",
+                             "/rooms/shop/preview?state=queued", "/nowhere"}) {
         auto r = get(path, "");
         EXPECT_EQ(r.result_int(), 401) << path;
         EXPECT_EQ(r[http::field::www_authenticate], "Bearer realm=\"waitroom-admin\"") << path;
@@ -133,6 +134,7 @@ TEST_F(AdminServer, RefusesEveryOtherEndpointWithoutAToken) {
     auto p = call(http::verb::patch, "/rooms/shop", "", R"({"queue_all": true})");
     EXPECT_EQ(p.result_int(), 401);
     EXPECT_TRUE(backend_->patches().empty());
+    EXPECT_TRUE(backend_->previews().empty());
 }
 
 TEST_F(AdminServer, RefusesAMalformedAuthorizationHeaderWith401) {
@@ -294,6 +296,80 @@ TEST_F(AdminServer, AnswersAPatchTheBackendCouldNotApplyWith503) {
     auto r = patch("/rooms/shop", R"({"suspended": true})");
     EXPECT_EQ(r.result_int(), 503);
     EXPECT_EQ(body_of(r), (json{{"error", "state store unreachable"}}));
+}
+
+TEST_F(AdminServer, PreviewPassesTheStateAndLanguageToTheBackendAndServesItsPage) {
+    struct probe {
+        const char* query;
+        admin_preview_state state;
+        const char* language;
+    };
+    for (const auto& [query, state, language] : {
+             probe{"", admin_preview_state::queued, ""},
+             probe{"?state=queued", admin_preview_state::queued, ""},
+             probe{"?state=event&lang=de-DE", admin_preview_state::event, "de-DE"},
+             probe{"?lang=ja&state=reject", admin_preview_state::reject, "ja"},
+         }) {
+        auto r = get(std::string("/rooms/shop/preview") + query);
+        EXPECT_EQ(r.result_int(), 200) << query;
+        EXPECT_EQ(r[http::field::content_type], "text/html; charset=utf-8") << query;
+        EXPECT_EQ(r.body(),
+                  "<p>shop " + std::to_string(static_cast<int>(state)) + " [" + language + "]</p>")
+            << query;
+        // The operator's page runs in a sandbox: no access to the admin origin, no calls out.
+        const std::string csp(r["Content-Security-Policy"]);
+        EXPECT_NE(csp.find("sandbox allow-scripts"), std::string::npos) << csp;
+        EXPECT_EQ(csp.find("allow-same-origin"), std::string::npos) << csp;
+        EXPECT_NE(csp.find("connect-src 'none'"), std::string::npos) << csp;
+    }
+    EXPECT_EQ(backend_->previews().size(), 4u);
+}
+
+TEST_F(AdminServer, PreviewRefusesBadQueryValuesWith400WithoutEchoingThem) {
+    struct probe {
+        const char* query;
+        json expected;
+    };
+    const json bad_state{{"error", "state must be queued, event or reject"}, {"field", "state"}};
+    const json bad_lang{{"error", "lang must be a language tag like de-DE"}, {"field", "lang"}};
+    for (const auto& [query, expected] : {
+             probe{"?state=waiting", bad_state},
+             probe{"?state=", bad_state},
+             probe{"?state", bad_state},
+             probe{"?state=%3Cscript%3E", bad_state},
+             probe{"?state=<script>alert(1)</script>", bad_state},
+             probe{"?lang=", bad_lang},
+             probe{"?lang=de_DE", bad_lang},
+             probe{"?lang=\"><svg/onload=alert(1)>", bad_lang},
+             probe{"?lang=de-", bad_lang},
+             probe{"?lang=d3-DE", bad_lang},
+             probe{"?lang=de-DEUTSCHLAND", bad_lang},
+             probe{"?state=queued&state=event",
+                   json{{"error", "state given more than once"}, {"field", "state"}}},
+             probe{"?lang=de-DE&lang=fr-FR",
+                   json{{"error", "lang given more than once"}, {"field", "lang"}}},
+             probe{"?<b>=1", json{{"error", "unknown query parameter; expected state or lang"}}},
+             probe{"?lang=xx-XX",
+                   json{{"error", "lang must be one of en-US, de-DE"}, {"field", "lang"}}},
+         }) {
+        auto r = get(std::string("/rooms/shop/preview") + query);
+        EXPECT_EQ(r.result_int(), 400) << query;
+        EXPECT_EQ(r[http::field::content_type], "application/json") << query;
+        EXPECT_EQ(body_of(r), expected) << query;
+    }
+    EXPECT_TRUE(backend_->previews().empty());
+}
+
+TEST_F(AdminServer, PreviewOfAnUnknownRoomIs404WhateverTheQuery) {
+    for (const char* query : {"", "?state=queued", "?state=bogus", "?lang=xx-XX"}) {
+        auto r = get(std::string("/rooms/nowhere/preview") + query);
+        EXPECT_EQ(r.result_int(), 404) << query;
+        EXPECT_EQ(body_of(r), (json{{"error", "no such room"}})) << query;
+    }
+    auto r = call(http::verb::post, "/rooms/shop/preview", std::string("Bearer ") + token);
+    EXPECT_EQ(r.result_int(), 405);
+    EXPECT_EQ(r[http::field::allow], "GET");
+    EXPECT_TRUE(backend_->previews().empty());
 }
 
 TEST_F(AdminServer, RefusesABodyOver64KiBWith413) {

@@ -1,17 +1,16 @@
 // Browser test of the queue page (CTest label `browser`): drives Debian's chromium with
 // playwright-core against a real waitroomd in front of the demo origin, with a room of one place.
 //   node tests/browser/queue_page.test.mjs WAITROOMD DEMO_ORIGIN OUT_DIR
-// Visitor A gets in; visitor B (another browser context, so another cookie jar) gets the queue
-// page with its position and wait, the page refreshes by itself, and once A's session has ended B
-// lands on the shop without anyone touching the page. Saves OUT_DIR/queue-page.png and
-// OUT_DIR/queue-final.png. Ends by itself within about a minute and kills what it started.
+// Visitor A gets in. Visitor B, without JavaScript, gets the queue page with its position in the
+// tab title, the page reloads itself through the Refresh header, and once A's session has ended
+// B lands on the shop without anyone touching the page. Visitor C, with JavaScript, in a tab in
+// the background, asks to be notified; when its turn comes the hidden tab's title says so, a
+// notification is shown, and the shop is loaded only when the tab is looked at again. Saves
+// OUT_DIR/queue-page.png, queue-final.png and queue-turn.png. Kills what it started.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import net from "node:net";
-import os from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { chromium } from "playwright-core";
+import { harness, step, until } from "./harness.mjs";
 
 const [waitroomd, demoOrigin, outDir] = process.argv.slice(2);
 if (!waitroomd || !demoOrigin || !outDir) {
@@ -19,95 +18,53 @@ if (!waitroomd || !demoOrigin || !outDir) {
   process.exit(2);
 }
 mkdirSync(outDir, { recursive: true });
-const workDir = mkdtempSync(path.join(os.tmpdir(), "waitroom-queue-page-"));
-const children = [];
-let browser;
+const h = new harness("queue-page", 120_000);
 
-const step = (name) => console.log("ok - " + name);
-
-function killAll() {
-  for (const c of children) {
-    if (c.exitCode === null && c.signalCode === null) {
-      c.kill("SIGKILL");
-    }
+// Makes the tab look hidden until the test shows it, and records every notification the page
+// makes (headless chromium shows none on screen).
+function backgroundTab() {
+  window.__hidden = true;
+  Object.defineProperty(Document.prototype, "visibilityState",
+    { configurable: true, get: () => (window.__hidden ? "hidden" : "visible") });
+  Object.defineProperty(Document.prototype, "hidden",
+    { configurable: true, get: () => !!window.__hidden });
+  window.__notes = [];
+  const Real = window.Notification;
+  function Recorded(title, options) {
+    window.__notes.push({ title, body: options && options.body });
+    return new Real(title, options);
   }
-  rmSync(workDir, { recursive: true, force: true });
-}
-
-// The whole test has one deadline; past it everything started is killed and the test fails.
-const watchdog = setTimeout(() => {
-  console.error("not ok - the test did not finish within 60 s");
-  killAll();
-  process.exit(1);
-}, 60_000);
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.on("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-// Starts `program args`, resolves with the first match of `pattern` in its stdout+stderr.
-function startProcess(program, args, pattern, what) {
-  const child = spawn(program, args, { stdio: ["ignore", "pipe", "pipe"] });
-  children.push(child);
-  return new Promise((resolve, reject) => {
-    let out = "";
-    const timer = setTimeout(() => reject(new Error(what + " did not start:\n" + out)), 15_000);
-    child.on("exit", (code) => reject(new Error(what + " exited with " + code + ":\n" + out)));
-    const onData = (chunk) => {
-      out += chunk;
-      const m = pattern.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m);
-      }
-    };
-    child.stdout.on("data", onData);
-    child.stderr.on("data", onData);
-  });
+  Object.defineProperty(Recorded, "permission", { get: () => Real.permission });
+  Recorded.requestPermission = (cb) => Real.requestPermission(cb);
+  window.Notification = Recorded;
 }
 
 let failed = false;
 try {
-  const originPort = await freePort();
-  await startProcess(demoOrigin, ["--listen", `127.0.0.1:${originPort}`], /listening on/,
-    "the demo origin");
-
-  // One place; 1.5× time: A's 5 s session (product time) ends 3–10 s after A's visit, and B's
-  // browser refreshing every few seconds stays well within the abandonment margin. The time
-  // scale stays below 2 on purpose: the sync task measures its slot lease (2 × sync_interval)
-  // in configured milliseconds against the scaled clock, so from a scale of 2 on the lease
-  // lapses between syncs and a visitor may be admitted into a full room (see the disabled
-  // integration test Room.DISABLED_NeverAdmitsOverTheLimitAcrossWorkersUnderTimeScale).
-  const config = path.join(workDir, "config.yaml");
-  writeFileSync(config, [
-    'listen: ["127.0.0.1:0"]',
-    `origin: {url: "http://127.0.0.1:${originPort}", connect_timeout: 2s, timeout: 5s}`,
-    "threads: 1",
-    'admin: {listen: ""}',
-    "state: {backend: local, sync_interval: 1s}",
-    "testing: {time_scale: 1.5}",
-    "rooms:",
-    '  - {name: "Demo shop", total_active_users: 1, new_users_per_minute: 100,',
-    "     session_duration: 5s, refresh_interval: 20s}",
-    "",
-  ].join("\n"));
-  const m = await startProcess(waitroomd, ["-c", config], /listening on http:\/\/[^\s:]+:(\d+)/,
-    "waitroomd");
-  const url = `http://127.0.0.1:${m[1]}/`;
-  step("waitroomd is up in front of the demo origin at " + url);
-
-  browser = await chromium.launch({
-    executablePath: "/usr/bin/chromium",
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-      "--disable-dev-shm-usage"],
+  // One place; 1.5× time: a session of 5 s (product time) ends 3–10 s after its last request,
+  // and a queued browser checking in every few seconds stays well within the abandonment
+  // margin. The time scale stays below 2 on purpose: the sync task measures its slot lease
+  // (2 × sync_interval) in configured milliseconds against the scaled clock, so from a scale of
+  // 2 on the lease lapses between syncs and a visitor may be admitted into a full room (see the
+  // disabled integration test Room.DISABLED_NeverAdmitsOverTheLimitAcrossWorkersUnderTimeScale).
+  const base = await h.startDaemon(waitroomd, demoOrigin, (file, originPort) => {
+    writeFileSync(file, [
+      'listen: ["127.0.0.1:0"]',
+      `origin: {url: "http://127.0.0.1:${originPort}", connect_timeout: 2s, timeout: 5s}`,
+      "threads: 1",
+      'admin: {listen: ""}',
+      "state: {backend: local, sync_interval: 1s}",
+      "testing: {time_scale: 1.5}",
+      "rooms:",
+      '  - {name: "Demo shop", total_active_users: 1, new_users_per_minute: 100,',
+      "     session_duration: 5s, refresh_interval: 20s}",
+      "",
+    ].join("\n"));
+    return file;
   });
+  const url = base + "/";
+  step("waitroomd is up in front of the demo origin at " + url);
+  const browser = await h.launch();
   const errors = [];
 
   // Visitor A takes the one place, then leaves (its context closes, so it goes idle).
@@ -116,15 +73,14 @@ try {
   const resA = await pageA.goto(url);
   assert.equal(resA.status(), 200);
   await pageA.locator("h1", { hasText: "Demo Shop" }).waitFor({ timeout: 5000 });
-  const cookiesA = await a.cookies();
-  assert.ok(cookiesA.some((c) => c.name === "_cfwaitingroom"), "A holds the room cookie");
+  assert.ok((await a.cookies()).some((c) => c.name === "_cfwaitingroom"), "A holds the cookie");
   await a.close();
   step("visitor A reaches the origin's page");
 
-  // Visitor B: the queue page, with its position and wait.
-  const b = await browser.newContext({ viewport: { width: 900, height: 900 } });
+  // Visitor B, without JavaScript: the queue page, with its position and wait.
+  const b = await browser.newContext({ viewport: { width: 900, height: 900 },
+    javaScriptEnabled: false });
   const pageB = await b.newPage();
-  pageB.on("pageerror", (e) => errors.push(String(e)));
   let navigations = 0;
   pageB.on("framenavigated", (f) => {
     if (f === pageB.mainFrame()) {
@@ -136,36 +92,76 @@ try {
   const headers = resB.headers();
   assert.equal(headers["cache-control"], "no-store");
   assert.match(headers["refresh"] ?? "", /^\d+$/);
-  assert.match(await pageB.title(), /^You are in line – Demo shop$/);
   await pageB.locator("h1", { hasText: "You are in line" }).waitFor({ timeout: 2000 });
-  const position = await pageB.locator(".stat", { hasText: "People ahead of you" })
-    .locator("dd").textContent();
-  assert.match(position.trim(), /^\d+$/, "the position is a number: " + position);
-  const wait = await pageB.locator(".stat", { hasText: "Estimated wait" })
-    .locator("dd").textContent();
-  assert.match(wait.trim(), /^\d+ minutes?$|hour/, "the wait is shown: " + wait);
-  const countdown = Number(await pageB.locator("#countdown").textContent());
-  assert.ok(countdown >= 0 && countdown <= Number(headers["refresh"]),
-    "the page counts down to its refresh: " + countdown);
+  const position = (await pageB.locator(".stat", { hasText: "People ahead of you" })
+    .locator("dd").textContent()).trim();
+  assert.match(position, /^\d+$/, "the position is a number: " + position);
+  assert.equal(await pageB.title(), `(${position}) You are in line – Demo shop`);
+  const wait = (await pageB.locator(".stat", { hasText: "Estimated wait" })
+    .locator("dd").textContent()).trim();
+  assert.match(wait, /^\d+ minutes?$|hour/, "the wait is shown: " + wait);
+  assert.equal(await pageB.locator("#notify").isVisible(), false,
+    "without a script the page offers no notification it could not give");
   const queueShot = path.join(outDir, "queue-page.png");
   await pageB.screenshot({ path: queueShot, fullPage: true });
-  step(`visitor B gets the queue page: ${position.trim()} ahead, wait ${wait.trim()}, ` +
-    `refresh in ${headers["refresh"]} s (screenshot ${queueShot})`);
+  step(`visitor B (no JavaScript) gets the queue page titled "${await pageB.title()}", ` +
+    `wait ${wait}, refresh in ${headers["refresh"]} s (screenshot ${queueShot})`);
 
   // No goto from here on: every navigation is the page refreshing itself.
   const first = navigations;
   await pageB.waitForEvent("framenavigated", {
     predicate: (f) => f === pageB.mainFrame(),
-    timeout: 15_000,
+    timeout: 25_000,
   });
-  step("the queue page refreshes by itself");
-
-  await pageB.locator("h1", { hasText: "Demo Shop" }).waitFor({ timeout: 30_000 });
+  step("without JavaScript the queue page reloads itself through the Refresh header");
+  await pageB.locator("h1", { hasText: "Demo Shop" }).waitFor({ timeout: 40_000 });
   assert.match(await pageB.title(), /^Demo Shop$/);
-  const finalShot = path.join(outDir, "queue-final.png");
-  await pageB.screenshot({ path: finalShot, fullPage: true });
-  step(`visitor B lands on the origin's page by itself after ${navigations - first} ` +
-    `refresh(es) (screenshot ${finalShot})`);
+  await pageB.screenshot({ path: path.join(outDir, "queue-final.png"), fullPage: true });
+  step(`visitor B lands on the origin's page by itself after ${navigations - first} reload(s)`);
+  await b.close();
+
+  // Visitor C, with JavaScript, in a background tab, with notifications allowed. B's session
+  // still holds the place, so C is queued.
+  const c = await browser.newContext({ viewport: { width: 900, height: 900 },
+    permissions: ["notifications"] });
+  await c.addInitScript(backgroundTab);
+  const pageC = await c.newPage();
+  pageC.on("pageerror", (e) => errors.push(String(e)));
+  let reloads = 0;
+  pageC.on("framenavigated", (f) => {
+    if (f === pageC.mainFrame()) {
+      reloads++;
+    }
+  });
+  await pageC.goto(url);
+  await pageC.locator("h1", { hasText: "You are in line" }).waitFor({ timeout: 2000 });
+  assert.match(await pageC.title(), /^\(\d+\) You are in line – Demo shop$/);
+  const notify = pageC.locator("#notify");
+  await notify.click();
+  await until(3000, async () => (await notify.textContent()).includes("You will be notified"),
+    "the notify button to confirm");
+  assert.equal(await notify.isDisabled(), true);
+  step("visitor C (JavaScript, background tab) asks to be notified and the page confirms");
+
+  // The page asks for itself in the background; the tab is never reloaded while queued.
+  await until(60_000, () => pageC.evaluate(() => document.title.startsWith("It is your turn")),
+    "the hidden tab's title to say it is C's turn");
+  assert.equal(await pageC.title(), "It is your turn – Demo shop");
+  assert.equal(reloads, 1, "the queued page updated in place, without a reload");
+  const notes = await pageC.evaluate(() => window.__notes);
+  assert.deepEqual(notes, [{ title: "It is your turn – Demo shop",
+    body: "It is your turn: you can go in now." }]);
+  assert.equal(await pageC.locator("#alert").textContent(), "It is your turn: you can go in now.");
+  assert.equal(await pageC.locator("#turn").isVisible(), true);
+  await pageC.screenshot({ path: path.join(outDir, "queue-turn.png"), fullPage: true });
+  step("C's turn: the hidden tab's title says so and one notification is shown");
+
+  await pageC.evaluate(() => {
+    window.__hidden = false;
+    document.dispatchEvent(new Event("visibilitychange"));
+  });
+  await pageC.locator("h1", { hasText: "Demo Shop" }).waitFor({ timeout: 10_000 });
+  step("looking at the tab again takes C into the shop");
 
   assert.deepEqual(errors, []);
   step("no script errors");
@@ -173,10 +169,5 @@ try {
   failed = true;
   console.error("not ok - " + (e.stack || e));
 } finally {
-  if (browser) {
-    await browser.close().catch(() => {});
-  }
-  clearTimeout(watchdog);
-  killAll();
+  await h.finish(failed);
 }
-process.exitCode = failed ? 1 : 0;

@@ -94,9 +94,25 @@ TEST_F(Config, SmallestRoomLoadsWithEveryDefault) {
     EXPECT_EQ(room.queueing_status_code, 200);
     EXPECT_EQ(room.refresh_interval, 20s);
     EXPECT_FALSE(room.json_response_enabled);
+    EXPECT_FALSE(room.admission_sound_enabled);
     EXPECT_EQ(room.default_template_language, "en-US");
     EXPECT_EQ(room.cookie_attrs.samesite, same_site::auto_);
     EXPECT_FALSE(room.revoke_enabled);
+}
+
+TEST_F(Config, AdmissionSoundIsARoomSwitchThatTakesOnlyABoolean) {
+    auto on = load(R"yaml(rooms:
+  - {name: Shop, total_active_users: 1, new_users_per_minute: 1, admission_sound_enabled: true}
+)yaml");
+    ASSERT_TRUE(on.ok()) << format_problems(on.problems);
+    EXPECT_TRUE(on.cfg->rooms[0].admission_sound_enabled);
+
+    auto bad = load(R"yaml(rooms:
+  - {name: Shop, total_active_users: 1, new_users_per_minute: 1, admission_sound_enabled: loud}
+)yaml");
+    EXPECT_EQ(messages(bad), (std::vector<std::string>{
+                                 "config.yaml:2:91: rooms[0].admission_sound_enabled: must be "
+                                 "true or false"}));
 }
 
 TEST_F(Config, EmptyFileIsAllDefaults) {

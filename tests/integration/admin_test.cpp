@@ -114,7 +114,8 @@ TEST_F(Admin, HealthzAnswersWithoutAToken) {
 
 TEST_F(Admin, EveryOtherEndpointAsksForTheTokenAndRefusesAWrongOne) {
     start_admin();
-    for (const char* target : {"/readyz", "/metrics", "/rooms", "/rooms/shop/status"}) {
+    for (const char* target :
+         {"/readyz", "/metrics", "/rooms", "/rooms/shop/status", "/rooms/shop/preview"}) {
         SCOPED_TRACE(target);
         EXPECT_EQ(admin(http::verb::get, target, "").status, 401u);
         EXPECT_EQ(admin(http::verb::get, target, "not-the-token").status, 403u);
@@ -199,6 +200,73 @@ TEST_F(Admin, PatchOfAnUnknownRoomIsNotFound) {
     start_admin();
     EXPECT_EQ(admin(http::verb::patch, "/rooms/nope", token, R"({"queue_all": true})").status,
               404u);
+}
+
+TEST_F(Admin, PreviewRendersEveryStateAndLanguageWithoutTouchingTheRoom) {
+    start_admin();
+    const auto metrics_before = scrape();
+    const auto requests_before = origin_.requests();
+    struct probe {
+        const char* query;
+        const char* text;  // a phrase only that page has
+    };
+    for (const auto& [query, text] : {
+             probe{"", "(137) You are in line – Shop"},
+             probe{"?state=queued&lang=de-DE", "(137) Sie sind in der Warteschlange – Shop"},
+             probe{"?state=event&lang=fr-fr", "Vous attendez le début de l’événement"},
+             probe{"?state=event&lang=ja-JP", "イベントの開始をお待ちください"},
+             probe{"?state=reject", "This page is not available right now"},
+         }) {
+        SCOPED_TRACE(query);
+        auto r = admin(http::verb::get, std::string("/rooms/shop/preview") + query);
+        EXPECT_EQ(r.status, 200u) << r.body;
+        EXPECT_NE(r.body.find(text), std::string::npos) << r.body.substr(0, 600);
+        EXPECT_EQ(r.headers[http::field::content_type], "text/html; charset=utf-8");
+    }
+    // No visitor was made up: no counter moved, the room holds nobody, the origin saw nothing.
+    const auto metrics_after = scrape();
+    for (const char* series : {R"(waitroom_room_admitted_total{room="shop"})",
+                               R"(waitroom_room_queued_total{room="shop"})"}) {
+        EXPECT_EQ(metric(metrics_after, series), metric(metrics_before, series)) << series;
+    }
+    auto s = status();
+    EXPECT_EQ(s.value("estimated_queued_users", -1), 0);
+    EXPECT_EQ(s.value("estimated_total_active_users", -1), 0);
+    EXPECT_EQ(origin_.requests(), requests_before);
+}
+
+TEST_F(Admin, PreviewRefusesBadQueriesAndUnknownRoomsClearly) {
+    start_admin();
+    struct probe {
+        const char* target;
+        unsigned status;
+        const char* error;
+    };
+    for (const auto& [target, code, error] : {
+             probe{"/rooms/shop/preview?state=soon", 400, "state must be queued, event or reject"},
+             probe{"/rooms/shop/preview?lang=%22%3E%3Cscript%3E", 400,
+                   "lang must be a language tag like de-DE"},
+             probe{"/rooms/shop/preview?lang=es-ES", 400,
+                   "lang must be one of en-US, de-DE, fr-FR, ja-JP"},
+             probe{"/rooms/nope/preview?state=queued", 404, "no such room"},
+         }) {
+        SCOPED_TRACE(target);
+        auto r = admin(http::verb::get, target);
+        EXPECT_EQ(r.status, code) << r.body;
+        EXPECT_EQ(json::parse(r.body, nullptr, false).value("error", ""), error) << r.body;
+    }
+}
+
+TEST_F(Admin, PreviewShowsTheRoomsCustomTemplate) {
+    const auto page = dir_.write("page.html",
+                                 "custom {{roomName}} {{queuePositionTitle}}"
+                                 "{{#isRejectQueue}}turned away{{/isRejectQueue}}");
+    start_admin("custom_page_html: \"" + page + "\"");
+    auto queued = admin(http::verb::get, "/rooms/shop/preview?state=queued");
+    EXPECT_EQ(queued.status, 200u) << queued.body;
+    EXPECT_EQ(queued.body, "custom Shop (137) ");
+    auto reject = admin(http::verb::get, "/rooms/shop/preview?state=reject&lang=de-DE");
+    EXPECT_EQ(reject.body, "custom Shop turned away");
 }
 
 TEST_F(Admin, OverrideSurvivesAReloadOfAnUnchangedFileAndGoesWhenTheFileChangesIt) {

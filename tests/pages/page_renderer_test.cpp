@@ -124,7 +124,8 @@ TEST(PageRenderer, RendersEveryBuiltInLanguageWithItsValues) {
         EXPECT_TRUE(contains(page, c.wait));
         EXPECT_TRUE(contains(page, "<dd>42</dd>"));
         EXPECT_TRUE(contains(page, "Shop checkout"));
-        EXPECT_TRUE(contains(page, "<meta http-equiv=\"refresh\" content=\"17\">"));
+        // The Refresh header reloads the page; a meta refresh would fail axe-core (WCAG 2.2.1).
+        EXPECT_FALSE(contains(page, "http-equiv=\"refresh\""));
         EXPECT_TRUE(contains(page, "aria-live=\"polite\""));
         EXPECT_TRUE(contains(page, "prefers-reduced-motion"));
         EXPECT_TRUE(contains(page, "<progress id=\"progress\" max=\"100\" value=\"59\">"));
@@ -230,6 +231,140 @@ TEST(PageRenderer, BooleansPrintUnderChangedDelimitersAndSetDelimiterTagsStayInt
     // triple-brace boolean prints nothing (as in kainjow).
     EXPECT_EQ(*renderer.queue_page("shop", "", page_key{1, 1}, m),
               "Atrue|false|true|Shop checkout|B");
+}
+
+TEST(PageRenderer, TabTitleShowsThePositionOfAFifoQueueOnly) {
+    config cfg;
+    cfg.rooms.push_back(make_room("shop"));
+    cfg.rooms.push_back(make_room("laden", "de-DE"));
+    page_renderer renderer(load_ok(cfg));
+    auto m = queued_model();
+    EXPECT_TRUE(contains(*renderer.queue_page("shop", "", page_key{1, 1}, m),
+                         "<title>(42) You are in line – Shop checkout</title>"));
+    EXPECT_TRUE(contains(*renderer.queue_page("laden", "", page_key{1, 1}, m),
+                         "<title>(42) Sie sind in der Warteschlange – Shop checkout</title>"));
+    // A random queue has no order to show.
+    m.queueing_method = "random";
+    m.is_fifo_queue = false;
+    m.is_random_queue = true;
+    EXPECT_TRUE(contains(*renderer.queue_page("shop", "", page_key{1, 2}, m),
+                         "<title>You are in line – Shop checkout</title>"));
+}
+
+TEST(PageRenderer, BuiltInQueuePagesCarryTheSharedStyleAndScript) {
+    config cfg;
+    for (const auto lang : page_templates::languages()) {
+        cfg.rooms.push_back(make_room(std::string(lang), std::string(lang)));
+    }
+    page_renderer renderer(load_ok(cfg));
+    for (const auto lang : page_templates::languages()) {
+        SCOPED_TRACE(lang);
+        const auto page = *renderer.queue_page(lang, "", page_key{1, 1}, queued_model());
+        EXPECT_FALSE(contains(page, "{{! include"));
+        EXPECT_TRUE(contains(page, "--font: system-ui"));               // page.css
+        EXPECT_TRUE(contains(page, "Notification.requestPermission"));  // queue-page.js
+        EXPECT_TRUE(contains(page, "id=\"announce\" class=\"visually-hidden\" role=\"status\""));
+        EXPECT_TRUE(contains(page, "<button type=\"button\" id=\"notify\""));
+        EXPECT_TRUE(contains(page, "data-title-turn=\""));
+    }
+}
+
+TEST(PageRenderer, AdmissionSoundIsOffUnlessTheRoomTurnsItOn) {
+    const auto path = write_template("sound.html",
+                                     "{{admissionSoundEnabled}}|"
+                                     "{{#admissionSoundEnabled}}beep{{/admissionSoundEnabled}}");
+    config cfg;
+    cfg.rooms.push_back(make_room("quiet"));
+    cfg.rooms.push_back(make_room("loud"));
+    cfg.rooms.back().admission_sound_enabled = true;
+    cfg.rooms.push_back(make_room("custom-quiet", "en-US", path));
+    cfg.rooms.push_back(make_room("custom-loud", "en-US", path));
+    cfg.rooms.back().admission_sound_enabled = true;
+    page_renderer renderer(load_ok(cfg));
+    const auto m = queued_model();
+    EXPECT_TRUE(contains(*renderer.queue_page("quiet", "", page_key{1, 1}, m), "data-sound=\"\""));
+    EXPECT_TRUE(contains(*renderer.queue_page("loud", "", page_key{1, 1}, m), "data-sound=\"on\""));
+    EXPECT_EQ(*renderer.queue_page("custom-quiet", "", page_key{1, 1}, m), "false|");
+    EXPECT_EQ(*renderer.queue_page("custom-loud", "", page_key{1, 1}, m), "true|beep");
+}
+
+TEST(PagePreview, ShowsTheRoomsBuiltInPageInTheAskedLanguageWithSampleValues) {
+    config cfg;
+    cfg.rooms.push_back(make_room("shop"));
+    cfg.rooms.back().refresh_interval = std::chrono::seconds{25};
+    const auto templates = load_ok(cfg);
+    const room& shop = cfg.rooms[0];
+    using waitroom::pages::preview_state;
+    struct expectation {
+        const char* lang;
+        const char* title;
+        const char* wait;
+        const char* event;  // the time to the event's start
+        const char* reject;
+    };
+    for (const auto& c : {
+             expectation{"", "(137) You are in line – Room shop", "12 minutes", "1 hour 35 minutes",
+                         "not available"},
+             expectation{"en-US", "(137) You are in line – Room shop", "12 minutes",
+                         "1 hour 35 minutes", "not available"},
+             expectation{"de-DE", "(137) Sie sind in der Warteschlange – Room shop", "12 Minuten",
+                         "1 Stunde 35 Minuten", "nicht verfügbar"},
+             expectation{"fr-FR", "(137) Vous êtes dans la file d’attente – Room shop",
+                         "12 minutes", "1 heure 35 minutes", "pas disponible"},
+             expectation{"ja-JP", "(137) 順番待ちをしています – Room shop", "12分", "1時間35分",
+                         "ご利用いただけません"},
+         }) {
+        SCOPED_TRACE(c.lang);
+        const auto queued = templates->preview(shop, preview_state::queued, c.lang);
+        EXPECT_TRUE(contains(queued, std::string("<title>") + c.title + "</title>"));
+        EXPECT_TRUE(contains(queued, std::string("<dd>") + c.wait + "</dd>"));
+        EXPECT_TRUE(contains(queued, "<dd>137</dd>"));
+        EXPECT_TRUE(contains(queued, ">25</span>"));  // the countdown: the room's interval
+        const auto event = templates->preview(shop, preview_state::event, c.lang);
+        EXPECT_TRUE(contains(event, c.event));
+        const auto reject = templates->preview(shop, preview_state::reject, c.lang);
+        EXPECT_TRUE(contains(reject, c.reject));
+        EXPECT_TRUE(contains(reject, "Room shop"));
+    }
+    // The same call, the same page: no clock or room state reaches a preview.
+    EXPECT_EQ(templates->preview(shop, preview_state::queued, "de-DE"),
+              templates->preview(shop, preview_state::queued, "de-DE"));
+}
+
+TEST(PagePreview, EventPreviewSaysHowTheEventLetsVisitorsIn) {
+    config cfg;
+    cfg.rooms.push_back(make_room("shop"));
+    waitroom::config::event ev;
+    ev.name = "launch";
+    ev.shuffle_at_event_start = true;
+    cfg.rooms.back().events.push_back(ev);
+    const auto templates = load_ok(cfg);
+    const auto page =
+        templates->preview(cfg.rooms[0], waitroom::pages::preview_state::event, "en-US");
+    EXPECT_TRUE(contains(page, "You are in line for the event"));
+    EXPECT_TRUE(contains(page, "The event starts in 1 hour 35 minutes"));
+    EXPECT_TRUE(contains(page, "in a random order"));
+}
+
+TEST(PagePreview, ShowsTheRoomsCustomTemplatesWithEscapedValues) {
+    const auto queue = write_template("preview.html",
+                                      "{{roomName}}|{{queuePosition}}|"
+                                      "{{isRejectQueue}}|{{isEventPrequeueing}}");
+    const auto event = write_template("preview-event.html", "event:{{roomName}}");
+    config cfg;
+    cfg.rooms.push_back(make_room("shop", "en-US", queue));
+    cfg.rooms.back().name = "<script>alert(1)</script>";
+    waitroom::config::event ev;
+    ev.name = "launch";
+    ev.custom_page_html = event;
+    cfg.rooms.back().events.push_back(ev);
+    const auto templates = load_ok(cfg);
+    using waitroom::pages::preview_state;
+    const room& shop = cfg.rooms[0];
+    const std::string name = "&lt;script&gt;alert(1)&lt;/script&gt;";
+    EXPECT_EQ(templates->preview(shop, preview_state::queued, "de-DE"), name + "|137|false|false");
+    EXPECT_EQ(templates->preview(shop, preview_state::reject, ""), name + "|0|true|false");
+    EXPECT_EQ(templates->preview(shop, preview_state::event, ""), "event:" + name);
 }
 
 TEST(PageRenderer, CustomTemplateGetsEveryCloudflareVariable) {
@@ -448,7 +583,7 @@ TEST(PageRendererCache, SameKeyWithOtherValuesIsNeverServedStale) {
     m.refresh_interval_seconds = 3;  // adaptive refresh differs inside a band
     const auto b = renderer.queue_page("shop", "", page_key{1, 1}, m);
     EXPECT_NE(*a, *b);
-    EXPECT_TRUE(contains(*b, "content=\"3\""));
+    EXPECT_TRUE(contains(*b, "<span id=\"countdown\">3</span>"));
 
     const std::string random = "random";  // a view into a string that dies before the next call
     m.queueing_method = random;

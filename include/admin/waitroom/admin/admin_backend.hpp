@@ -58,6 +58,21 @@ struct admin_patch_outcome {
     std::optional<admin_room_status> status;  // applied: the room afterwards (optional)
 };
 
+// GET /rooms/{id}/preview: which page of the room to show.
+enum class admin_preview_state { queued, event, reject };
+
+enum class admin_preview_result {
+    rendered,          // 200 with `html`
+    unknown_room,      // 404
+    unknown_language,  // 400: `languages` are the ones there are
+};
+
+struct admin_preview {
+    admin_preview_result result = admin_preview_result::rendered;
+    std::string html;                    // rendered only
+    std::vector<std::string> languages;  // unknown_language only
+};
+
 struct admin_readiness {
     bool ready = true;
     std::string reason;  // when not ready: "draining", "degraded: store unreachable"…
@@ -79,6 +94,10 @@ class admin_backend {
     virtual std::optional<admin_room_status> room_status(std::string_view id) = 0;
     virtual void patch_room(std::string_view id, const admin_room_patch& patch,
                             patch_done done) = 0;
+    // The room's page in `state` with sample values, in built-in `language` ("" = the room's
+    // own). Reads the templates only: no room state or counter is touched.
+    virtual admin_preview preview_page(std::string_view id, admin_preview_state state,
+                                       std::string_view language) = 0;
     virtual admin_readiness readiness() = 0;
     // The body of GET /metrics (e.g. metrics::metric_set::text()).
     virtual std::string metrics_text() = 0;

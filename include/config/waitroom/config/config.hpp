@@ -238,6 +238,8 @@ struct room {
     bool suspended = false;
     std::uint16_t queueing_status_code = 200;  // 200 | 202 | 429
     bool json_response_enabled = false;
+    // The built-in queue page plays a short sound when the visitor is let in (off: silent).
+    bool admission_sound_enabled = false;
     duration refresh_interval = std::chrono::seconds{20};
     std::string custom_page_html;  // template file; "" = default template
     std::string default_template_language = "en-US";

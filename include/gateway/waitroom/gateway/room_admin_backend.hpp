@@ -2,7 +2,8 @@
 // The admin listener's view of the running daemon: room status from the room engine and the
 // node's snapshot, run-time room switches (PATCH) through the state store (so every node gets
 // them at its next sync) and the node's room_overrides, readiness
-// from the drain flag and the sync task, and the metrics text with the per-room gauges filled in
+// from the drain flag and the sync task, page previews from the published templates, and the
+// metrics text with the per-room gauges filled in
 // at scrape time (no per-request work for them).
 
 #include <atomic>
@@ -44,6 +45,8 @@ class room_admin_backend final : public admin::admin_backend {
     std::vector<admin::admin_room_status> rooms() override;
     std::optional<admin::admin_room_status> room_status(std::string_view id) override;
     void patch_room(std::string_view id, const admin::admin_room_patch& patch, patch_done done) override;
+    admin::admin_preview preview_page(std::string_view id, admin::admin_preview_state state,
+                                      std::string_view language) override;
     admin::admin_readiness readiness() override;
     std::string metrics_text() override;
 

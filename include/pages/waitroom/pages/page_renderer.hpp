@@ -17,6 +17,10 @@
 
 namespace waitroom::pages {
 
+// The page a preview shows (admin GET /rooms/{id}/preview): a visitor's while queued, while the
+// room's event prequeues, or when the room turns visitors away.
+enum class preview_state { queued, event, reject };
+
 // The compiled templates of one config snapshot: the built-in queue and reject pages per
 // language, and every room's (and event's) custom_page_html. Immutable once loaded.
 class page_templates {
@@ -39,6 +43,13 @@ class page_templates {
     // The built-in language used for `requested`: exact (case-insensitive), else the same
     // primary subtag ("de-AT" → "de-DE"), else "en-US".
     static std::string_view resolve_language(std::string_view requested);
+
+    // The page `room` (a room of the snapshot these templates were loaded from) shows in `state`,
+    // with sample values: no room state is read or changed. Built-in pages are in `language`, a
+    // built-in language ("" or any other: the room's default_template_language); a custom
+    // template is the room's (for `event`, its first event's when that has one), as written.
+    std::string preview(const config::room& room, preview_state state,
+                        std::string_view language) const;
 
     // Compiles one template from text; "" on success, else the mustache error with its
     // line:column. For `waitroomd check` and tests.

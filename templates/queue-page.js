@@ -1,0 +1,192 @@
+    // The built-in queue pages' script, shared by every language: page_templates puts it in place
+    // of their `include queue-page.js` comment. Without it the page still works: the Refresh
+    // header reloads it. With it, the page asks for itself in the background instead and updates
+    // in place, so that the tab can show the visitor's turn (title, notification, sound) while it
+    // is hidden, and a screen reader hears the position without a reload.
+    (function () {
+      "use strict";
+      var main = document.getElementById("queue");
+      var countdown = document.getElementById("countdown");
+      if (!main || !countdown || !window.fetch || !window.DOMParser) { return; }
+      var text = main.dataset;
+      var state = document.getElementById("state");
+      var announcer = document.getElementById("announce");
+      var alerter = document.getElementById("alert");
+      var turn = document.getElementById("turn");
+      var notify = document.getElementById("notify");
+      var updated = document.getElementById("updated");
+      var bar = document.querySelector(".countdown-bar");
+      // A screen reader hears a changed position or wait at most this often.
+      var ANNOUNCE_EVERY_MS = 60000;
+      var NOTIFY_KEY = "waitroom-notify";
+      var interval = Math.max(1, parseInt(countdown.textContent, 10) || 20);
+      var left = interval;
+      var timer = 0;
+      var said = summary(document);
+      var saidAt = Date.now();
+      var pending = 0;
+
+      // The position and the wait in words, as the stats show them.
+      function summary(doc) {
+        var parts = [];
+        var stats = doc.querySelectorAll("#status .stat");
+        for (var i = 0; i < stats.length; i++) {
+          var dt = stats[i].querySelector("dt");
+          var dd = stats[i].querySelector("dd");
+          if (dt && dd) { parts.push(dt.textContent.trim() + ": " + dd.textContent.trim() + "."); }
+        }
+        return parts.join(" ");
+      }
+
+      function say() {
+        pending = 0;
+        var now = summary(document);
+        if (now === said) { return; }
+        said = now;
+        saidAt = Date.now();
+        announcer.textContent = now;
+      }
+
+      // Throttled: a change within ANNOUNCE_EVERY_MS of the last announcement waits for its end,
+      // and only the newest values are said then.
+      function announceLater() {
+        if (pending) { return; }
+        var wait = saidAt + ANNOUNCE_EVERY_MS - Date.now();
+        if (wait <= 0) { say(); return; }
+        pending = setTimeout(say, wait);
+      }
+
+      function restartBar(seconds) {
+        if (!bar) { return; }
+        var fresh = bar.cloneNode(false);
+        fresh.style.animationDuration = seconds + "s";
+        bar.parentNode.replaceChild(fresh, bar);
+        bar = fresh;
+      }
+
+      function schedule(seconds) {
+        interval = Math.max(1, seconds);
+        left = interval;
+        countdown.textContent = String(left);
+        restartBar(interval);
+        clearInterval(timer);
+        timer = setInterval(function () {
+          left = Math.max(0, left - 1);
+          countdown.textContent = String(left);
+          if (left === 0) { clearInterval(timer); poll(); }
+        }, 1000);
+      }
+
+      function update(doc, refresh) {
+        var next = doc.getElementById("state");
+        if (next && next.innerHTML !== state.innerHTML) { state.innerHTML = next.innerHTML; }
+        var nextUpdated = doc.getElementById("updated");
+        if (nextUpdated && updated) { updated.innerHTML = nextUpdated.innerHTML; }
+        if (doc.title) { document.title = doc.title; }
+        announceLater();
+        schedule(refresh > 0 ? refresh : interval);
+      }
+
+      function beep() {
+        var Ctx = window.AudioContext || window.webkitAudioContext;
+        if (!Ctx) { return; }
+        try {
+          var ctx = new Ctx();
+          var gain = ctx.createGain();
+          gain.gain.setValueAtTime(0.0001, ctx.currentTime);
+          gain.gain.exponentialRampToValueAtTime(0.2, ctx.currentTime + 0.02);
+          gain.gain.exponentialRampToValueAtTime(0.0001, ctx.currentTime + 0.6);
+          gain.connect(ctx.destination);
+          [660, 880].forEach(function (hz, i) {
+            var tone = ctx.createOscillator();
+            tone.frequency.value = hz;
+            tone.connect(gain);
+            tone.start(ctx.currentTime + i * 0.18);
+            tone.stop(ctx.currentTime + i * 0.18 + 0.3);
+          });
+        } catch (e) { /* a browser that will not play without a gesture stays silent */ }
+      }
+
+      function enter() { window.location.reload(); }
+
+      // The visitor asked, in this tab, to be told of their turn.
+      function askedForNotice() {
+        try { return sessionStorage.getItem(NOTIFY_KEY) === "1"; } catch (e) { return false; }
+      }
+
+      // The visitor's turn: the request just made let them in (the gateway set the cookie). The
+      // tab says so at once; the origin's page is loaded when the visitor looks at the tab.
+      function admitted() {
+        clearInterval(timer);
+        clearTimeout(pending);
+        document.title = text.titleTurn;
+        alerter.textContent = text.turn;
+        turn.hidden = false;
+        document.querySelector(".refresh").hidden = true;
+        if (notify) { notify.hidden = true; }
+        if (askedForNotice() && window.Notification && Notification.permission === "granted") {
+          try {
+            var n = new Notification(text.titleTurn, { body: text.turn, tag: "waitroom-turn" });
+            n.onclick = function () { window.focus(); enter(); };
+          } catch (e) { /* e.g. a browser that allows notifications only from a service worker */ }
+        }
+        if (text.sound === "on") { beep(); }
+        if (document.visibilityState === "visible") { enter(); return; }
+        document.addEventListener("visibilitychange", function () {
+          if (document.visibilityState === "visible") { enter(); }
+        });
+      }
+
+      function poll() {
+        fetch(window.location.href, {
+          cache: "no-store", credentials: "same-origin", headers: { Accept: "text/html" }
+        }).then(function (res) {
+          var refresh = parseInt(res.headers.get("Refresh") || "", 10);
+          var type = res.headers.get("Content-Type") || "";
+          if (type.indexOf("text/html") !== 0) { return { res: res, doc: null, refresh: refresh }; }
+          return res.text().then(function (body) {
+            var doc = new DOMParser().parseFromString(body, "text/html");
+            return { res: res, doc: doc, refresh: refresh };
+          });
+        }).then(function (r) {
+          var page = r.doc && r.doc.getElementById("queue");
+          if (page && page.dataset.waitroom === "queue") { return update(r.doc, r.refresh); }
+          // Not the queue page and no error: the gateway let the request through. Anything
+          // else (the reject page, an error) is shown as a reload would show it.
+          if (r.res.status < 500 && !(r.doc && r.doc.querySelector("[data-waitroom]"))) {
+            return admitted();
+          }
+          window.location.reload();
+        }).catch(function () { schedule(interval); });
+      }
+
+      if (notify && window.Notification && Notification.permission !== "denied") {
+        notify.hidden = false;
+        if (askedForNotice() && Notification.permission === "granted") {
+          notify.textContent = text.notifyOn;
+          notify.disabled = true;
+        }
+        notify.addEventListener("click", function () {
+          var answered = false;
+          var done = function (permission) {
+            if (answered) { return; }
+            answered = true;
+            if (permission !== "granted") {
+              notify.textContent = text.notifyBlocked;
+              notify.disabled = true;
+              return;
+            }
+            try { sessionStorage.setItem(NOTIFY_KEY, "1"); } catch (e) { /* private mode */ }
+            notify.textContent = text.notifyOn;
+            notify.disabled = true;
+          };
+          var asking = Notification.requestPermission(done);
+          if (asking && asking.then) { asking.then(done); }
+        });
+      }
+
+      // From here the script asks for the page itself: stop the declarative refresh (the Refresh
+      // header). Browsers that do not cancel it with stop() reload as without script.
+      var start = function () { window.stop(); schedule(interval); };
+      if (document.readyState === "complete") { start(); } else { window.addEventListener("load", start); }
+    })();
