@@ -108,9 +108,14 @@ class fake_admin_backend : public admin::admin_backend {
         std::lock_guard lock(mutex_);
         previews_.push_back({std::string(id), state, std::string(language)});
         out.html = "<p>" + std::string(id) + " " + std::to_string(static_cast<int>(state)) + " [" +
-                   std::string(language) + "]</p>";
+                   std::string(language) + "]</p>" + page_probe;
         return out;
     }
+    // Appended to every preview: an inline style and script, as the built-in pages carry, that
+    // mark the page once they ran (the dashboard's browser test looks for the marks).
+    static constexpr const char* page_probe =
+        "<style>p{color:rgb(1,2,3)}</style>"
+        "<script>document.body.dataset.ran='yes'</script>";
     struct preview_call {
         std::string id;
         admin::admin_preview_state state;

@@ -314,7 +314,8 @@ TEST_F(AdminServer, PreviewPassesTheStateAndLanguageToTheBackendAndServesItsPage
         EXPECT_EQ(r.result_int(), 200) << query;
         EXPECT_EQ(r[http::field::content_type], "text/html; charset=utf-8") << query;
         EXPECT_EQ(r.body(),
-                  "<p>shop " + std::to_string(static_cast<int>(state)) + " [" + language + "]</p>")
+                  "<p>shop " + std::to_string(static_cast<int>(state)) + " [" + language + "]</p>" +
+                      test::fake_admin_backend::page_probe)
             << query;
         // The operator's page runs in a sandbox: no access to the admin origin, no calls out.
         const std::string csp(r["Content-Security-Policy"]);

@@ -89,6 +89,20 @@ try {
   assert.equal(await page.locator("#alert").isVisible(), false);
   step("with the token every room is listed, in config order");
 
+  // The preview link fetches the page with the token and shows it in a sandboxed frame, where
+  // the page's own inline style and script run (the dashboard's CSP lets them, and nothing
+  // else, since the frame has no origin of its own).
+  await page.getByRole("link", { name: "Preview the queued page of room shop" }).click();
+  await page.locator("#preview[open]").waitFor();
+  const frame = page.frameLocator("#preview-frame");
+  await frame.locator("body[data-ran=yes]").waitFor();
+  assert.match(await frame.locator("p").textContent(), /^shop 0 \[\]$/);
+  assert.equal(await frame.locator("p").evaluate((p) => getComputedStyle(p).color),
+               "rgb(1, 2, 3)");
+  await page.getByRole("button", { name: /close/i }).click();
+  assert.equal(await page.locator("#preview[open]").count(), 0);
+  step("a room's page preview shows in the dashboard, its style and script working");
+
   const badge = (id) => page.locator(`#rooms-body tr[data-room="${id}"] .badge[data-status]`);
   assert.equal(await badge("shop").getAttribute("data-status"), "queueing");
   assert.equal(await badge("launch").getAttribute("data-status"), "event_prequeueing");
