@@ -14,6 +14,7 @@ Standard library only.  See bench/README.md, "Fidelity against real processes".
 
 import argparse
 import bisect
+import fcntl
 import http.client
 import http.cookies
 import http.server
@@ -115,6 +116,18 @@ class Cluster:
         self.scale = args.scale
 
     def start(self):
+        # Harnesses running at once pick ports one at a time, and each holds the lock until its
+        # daemons are bound: a port picked by probing is free only until someone binds it (and
+        # waitroomd binds with SO_REUSEPORT, so two runs could otherwise share a listener).
+        lockf = open(os.path.join(tempfile.gettempdir(), "waitroom-fidelity-ports.lock"), "w")
+        fcntl.flock(lockf, fcntl.LOCK_EX)
+        try:
+            self._start()
+        finally:
+            fcntl.flock(lockf, fcntl.LOCK_UN)
+            lockf.close()
+
+    def _start(self):
         d = self.dir
         key = subprocess.run([self.args.waitroomd, "keygen"], check=True, capture_output=True,
                              text=True).stdout.strip()
@@ -169,8 +182,12 @@ rooms:
             p = subprocess.Popen([self.args.waitroomd, "-c", n["cfg"]], stdout=log,
                                  stderr=subprocess.STDOUT)
             self.procs.append(p)
-        for n in self.nodes:
-            self._wait_ready(n["admin"])
+        for p, n in zip(self.procs, self.nodes):
+            self._wait_ready(n["admin"], p)
+        time.sleep(0.2)
+        for i, p in enumerate(self.procs):
+            if p.poll() is not None:
+                raise RuntimeError(f"node {i + 1} exited ({p.returncode}); see {d}/node{i + 1}.log")
 
     def _wait_tcp(self, port, timeout=10):
         end = time.monotonic() + timeout
@@ -182,9 +199,11 @@ rooms:
                 time.sleep(0.05)
         raise RuntimeError(f"port {port} never opened")
 
-    def _wait_ready(self, admin, timeout=20):
+    def _wait_ready(self, admin, proc, timeout=20):
         end = time.monotonic() + timeout
         while time.monotonic() < end:
+            if proc.poll() is not None:
+                raise RuntimeError(f"a node exited at start ({proc.returncode})")
             try:
                 c = http.client.HTTPConnection("127.0.0.1", admin, timeout=1)
                 c.request("GET", "/readyz")
