@@ -20,8 +20,9 @@
       var ANNOUNCE_EVERY_MS = 60000;
       var NOTIFY_KEY = "waitroom-notify";
       var interval = Math.max(1, parseInt(countdown.textContent, 10) || 20);
-      var left = interval;
-      var timer = 0;
+      var deadline = 0;
+      var timer = 0;  // the countdown's display
+      var next = 0;   // the next check-in
       var said = summary(document);
       var saidAt = Date.now();
       var pending = 0;
@@ -64,17 +65,23 @@
         bar = fresh;
       }
 
+      function show() {
+        countdown.textContent = String(Math.max(0, Math.ceil((deadline - Date.now()) / 1000)));
+      }
+
+      // The next check-in after `seconds`, as the Refresh header asked. Set from the answer's
+      // callback, not from a timer's: a chain of timers in a hidden tab is throttled to about one
+      // a minute, which would stretch the refresh past the visitor's place in the queue. The
+      // countdown on display only follows the deadline.
       function schedule(seconds) {
         interval = Math.max(1, seconds);
-        left = interval;
-        countdown.textContent = String(left);
+        deadline = Date.now() + interval * 1000;
+        show();
         restartBar(interval);
         clearInterval(timer);
-        timer = setInterval(function () {
-          left = Math.max(0, left - 1);
-          countdown.textContent = String(left);
-          if (left === 0) { clearInterval(timer); poll(); }
-        }, 1000);
+        timer = setInterval(show, 1000);
+        clearTimeout(next);
+        next = setTimeout(poll, interval * 1000);
       }
 
       function update(doc, refresh) {
@@ -107,17 +114,38 @@
         } catch (e) { /* a browser that will not play without a gesture stays silent */ }
       }
 
-      function enter() { window.location.reload(); }
+      // The page the visitor asked for, as a GET (never a resubmitted form).
+      function enter() { window.location.replace(window.location.href); }
 
       // The visitor asked, in this tab, to be told of their turn.
       function askedForNotice() {
         try { return sessionStorage.getItem(NOTIFY_KEY) === "1"; } catch (e) { return false; }
       }
 
-      // The visitor's turn: the request just made let them in (the gateway set the cookie). The
+      // The check-in of the queue page's script: the gateway answers an admission itself (204 and
+      // the cookie), so the origin sees only the page load that follows.
+      function checkIn() {
+        return fetch(window.location.href, {
+          cache: "no-store", credentials: "same-origin",
+          headers: { Accept: "text/html", "Waitroom-Check-In": "1" }
+        });
+      }
+
+      // Admitted while the tab is hidden: check in again every interval (each one renews the
+      // session, as a page view would) until the visitor looks at the tab.
+      function keepSession() {
+        next = setTimeout(function () {
+          checkIn().then(function (res) {
+            if (res.status === 204) { keepSession(); } else { enter(); }
+          }).catch(keepSession);
+        }, interval * 1000);
+      }
+
+      // The visitor's turn: the check-in just made let them in (the gateway set the cookie). The
       // tab says so at once; the origin's page is loaded when the visitor looks at the tab.
       function admitted() {
         clearInterval(timer);
+        clearTimeout(next);
         clearTimeout(pending);
         document.title = text.titleTurn;
         alerter.textContent = text.turn;
@@ -132,15 +160,15 @@
         }
         if (text.sound === "on") { beep(); }
         if (document.visibilityState === "visible") { enter(); return; }
+        keepSession();
         document.addEventListener("visibilitychange", function () {
-          if (document.visibilityState === "visible") { enter(); }
+          if (document.visibilityState === "visible") { clearTimeout(next); enter(); }
         });
       }
 
       function poll() {
-        fetch(window.location.href, {
-          cache: "no-store", credentials: "same-origin", headers: { Accept: "text/html" }
-        }).then(function (res) {
+        checkIn().then(function (res) {
+          if (res.status === 204) { return { res: res, doc: null, refresh: 0, turn: true }; }
           var refresh = parseInt(res.headers.get("Refresh") || "", 10);
           var type = res.headers.get("Content-Type") || "";
           if (type.indexOf("text/html") !== 0) { return { res: res, doc: null, refresh: refresh }; }
@@ -149,14 +177,13 @@
             return { res: res, doc: doc, refresh: refresh };
           });
         }).then(function (r) {
+          // Only the gateway's 204 says it is the visitor's turn.
+          if (r.turn) { return admitted(); }
           var page = r.doc && r.doc.getElementById("queue");
           if (page && page.dataset.waitroom === "queue") { return update(r.doc, r.refresh); }
-          // Not the queue page and no error: the gateway let the request through. Anything
-          // else (the reject page, an error) is shown as a reload would show it.
-          if (r.res.status < 500 && !(r.doc && r.doc.querySelector("[data-waitroom]"))) {
-            return admitted();
-          }
-          window.location.reload();
+          // Anything else (an event's own page, the reject page, a page the gateway passed
+          // through, an error) is shown as a reload would show it.
+          enter();
         }).catch(function () { schedule(interval); });
       }
 

@@ -300,11 +300,13 @@ void room_filter::on_request(const request_head& req, const request_info& info, 
                                                  rt->cookie_names[room.index()], now_ms);
 
     const bool visitor_tls = info.tls;
-    const bool wants_json =
+    answer_form form;
+    form.json =
         room.config().json_response_enabled && req[http::field::accept] == "application/json";
+    form.check_in = req["Waitroom-Check-In"] == "1";
     auto d = eng.decide(room, w.ws, visitor, now_ms, w.random);
     if (d.what != room::action::wait_for_slots) {
-        apply(w, rt, d, visitor, visitor_tls, wants_json, now_ms, done);
+        apply(w, rt, d, visitor, visitor_tls, form, now_ms, done);
         return;
     }
 
@@ -316,25 +318,26 @@ void room_filter::on_request(const request_head& req, const request_info& info, 
         kept = *visitor;
     }
     sync_.top_up(room.id(), now_ms,
-                 [this, rt, &room, visitor = std::move(kept), visitor_tls, wants_json,
+                 [this, rt, &room, visitor = std::move(kept), visitor_tls, form,
                   index = w.index, ex = w.executor, done = std::move(done)](bool) mutable {
                      boost::asio::post(
                          ex, [this, rt = std::move(rt), &room, visitor = std::move(visitor),
-                              visitor_tls, wants_json, index, done = std::move(done)]() mutable {
+                              visitor_tls, form, index, done = std::move(done)]() mutable {
                              per_worker& w = worker(index, rt);
                              const std::int64_t at_ms = util::unix_ms(clock_.now());
                              auto again =
                                  rt->engine->decide(room, w.ws, visitor ? &*visitor : nullptr,
                                                     at_ms, w.random, room::attempt::after_top_up);
                              apply(w, rt, again, visitor ? &*visitor : nullptr, visitor_tls,
-                                   wants_json, at_ms, done);
+                                   form, at_ms, done);
                          });
                  });
 }
 
 void room_filter::apply(per_worker& w, const std::shared_ptr<const node_runtime>& rt,
                         const room::decision& d, const cookie::payload* visitor, bool visitor_tls,
-                        bool wants_json, std::int64_t now_ms, completion& done) {
+                        answer_form form, std::int64_t now_ms, completion& done) {
+    const bool wants_json = form.json;
     if (d.what == room::action::pass || d.room == nullptr) {
         auto r = filter_result::pass();
         r.decision = "pass";
@@ -359,6 +362,22 @@ void room_filter::apply(per_worker& w, const std::shared_ptr<const node_runtime>
         }
     }
 
+    if (d.what == room::action::admit && form.check_in) {
+        // The queue page's script asking whether it is the visitor's turn: yes, with the
+        // cookie, and the page itself is loaded next. The origin sees no request it did not ask
+        // for (a replayed form, a one-time link), and an admitted visitor in a background tab
+        // keeps its session alive the same way.
+        header_list headers;
+        headers.emplace_back("Cache-Control", "no-store");
+        if (!set_cookie.empty()) {
+            headers.emplace_back("Set-Cookie", std::move(set_cookie));
+        }
+        auto r = filter_result::respond(204, std::move(headers), std::string{});
+        r.room = room.id();
+        r.decision = "admit";
+        done(std::move(r));
+        return;
+    }
     if (d.what == room::action::admit) {
         auto r = filter_result::pass();
         // The cookie is added in on_response (after any revoke command of the origin). A
