@@ -309,6 +309,7 @@ void read_room(loader& l, const YAML::Node& n, const std::string& path, room& r,
               "cookie_suffix",
               "cookie_attributes",
               "enabled_origin_commands",
+              "abuse_action",
               "bypass",
               "events"});
     marks.id_node.reset(n);
@@ -396,6 +397,15 @@ void read_room(loader& l, const YAML::Node& n, const std::string& path, room& r,
     }
     l.set_bool(f, "json_response_enabled", r.json_response_enabled);
     l.set_bool(f, "admission_sound_enabled", r.admission_sound_enabled);
+    if (auto v = f.get("abuse_action")) {
+        if (auto a = l.choice<abuse_action>(*v, f.at("abuse_action"),
+                                            {{"off", abuse_action::off},
+                                             {"log", abuse_action::log},
+                                             {"slow", abuse_action::slow},
+                                             {"infinite_queue", abuse_action::infinite_queue}})) {
+            r.abuse = *a;
+        }
+    }
     l.set_duration(f, "refresh_interval", r.refresh_interval, std::chrono::seconds{1});
     read_template(l, f, r.custom_page_html);
     if (auto v = f.get("default_template_language")) {

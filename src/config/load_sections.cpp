@@ -176,9 +176,16 @@ void read_node(loader& l, const YAML::Node& n, node_info& out) {
 }
 
 void read_cookie(loader& l, const YAML::Node& n, cookie_settings& out) {
-    fields f(l, n, "cookie", {"keys", "key_file"});
+    fields f(l, n, "cookie", {"keys", "key_file", "bind"});
     if (!f.ok()) {
         return;
+    }
+    if (auto v = f.get("bind")) {
+        if (auto b = l.choice<cookie_binding>(
+                *v, f.at("bind"),
+                {{"none", cookie_binding::none}, {"prefix", cookie_binding::prefix}})) {
+            out.bind = *b;
+        }
     }
     l.set_path(f, "key_file", out.key_file);
     if (!f.get("keys")) {

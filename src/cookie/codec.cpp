@@ -22,14 +22,16 @@ constexpr std::size_t gcm_tag_size = 16;
 constexpr std::size_t header_size = room_tag_size + nonce_size;
 // version, present-bits, 1-byte last_check_in and bucket delta, ticket.
 constexpr std::size_t min_plaintext = 1 + 1 + 1 + 1 + 8;
-// version, present-bits, three 10-byte varints, ticket, two 5-byte varints.
-constexpr std::size_t max_plaintext = 1 + 1 + 3 * 10 + 8 + 2 * 5;
+// version, present-bits, four 10-byte varints, ticket, three 5-byte varints, network.
+constexpr std::size_t max_plaintext = 1 + 1 + 4 * 10 + 8 + 3 * 5 + 4;
 constexpr std::size_t max_blob = header_size + max_plaintext + gcm_tag_size;
 constexpr std::size_t max_key_id = 8;
 
 constexpr std::uint8_t has_accepted = 1;
 constexpr std::uint8_t has_event = 2;
 constexpr std::uint8_t has_flags = 4;
+constexpr std::uint8_t has_flood = 8;
+constexpr std::uint8_t has_network = 16;
 
 constexpr char aad_domain[] = {'w', 'r', 'c', '1'};
 
@@ -259,7 +261,8 @@ std::size_t write_plaintext(const payload& p, std::uint8_t* out) noexcept {
     std::size_t n = 0;
     out[n++] = format_version;
     std::uint8_t bits = (p.accepted_at != 0 ? has_accepted : 0) |
-                        (p.event_id != 0 ? has_event : 0) | (p.flags != 0 ? has_flags : 0);
+                        (p.event_id != 0 ? has_event : 0) | (p.flags != 0 ? has_flags : 0) |
+                        (p.flood_since != 0 ? has_flood : 0) | (p.network != 0 ? has_network : 0);
     out[n++] = bits;
     n += put_varint(out + n, zigzag(p.last_check_in));
     n += put_varint(out + n, zigzag(wrap_sub(p.last_check_in, p.bucket)));
@@ -275,6 +278,15 @@ std::size_t write_plaintext(const payload& p, std::uint8_t* out) noexcept {
     if (bits & has_flags) {
         n += put_varint(out + n, p.flags);
     }
+    if (bits & has_flood) {
+        n += put_varint(out + n, zigzag(wrap_sub(p.last_check_in, p.flood_since)));
+        n += put_varint(out + n, p.flood_count);
+    }
+    if (bits & has_network) {
+        for (int i = 0; i < 4; ++i) {
+            out[n++] = static_cast<std::uint8_t>(p.network >> (8 * i));
+        }
+    }
     return n;
 }
 
@@ -285,7 +297,7 @@ bool read_plaintext(const std::uint8_t* data, std::size_t size, payload& p) noex
     }
     p.version = data[0];
     std::uint8_t bits = data[1];
-    if ((bits & ~(has_accepted | has_event | has_flags)) != 0) {
+    if ((bits & ~(has_accepted | has_event | has_flags | has_flood | has_network)) != 0) {
         return false;
     }
     r.p += 2;
@@ -322,6 +334,29 @@ bool read_plaintext(const std::uint8_t* data, std::size_t size, payload& p) noex
     p.flags = 0;
     if ((bits & has_flags) && (!r.u32(p.flags) || p.flags == 0)) {
         return false;
+    }
+    p.flood_since = 0;
+    p.flood_count = 0;
+    if (bits & has_flood) {
+        if (!r.varint(v)) {
+            return false;
+        }
+        p.flood_since = wrap_sub(p.last_check_in, unzigzag(v));
+        if (p.flood_since == 0 || !r.u32(p.flood_count)) {
+            return false;
+        }
+    }
+    p.network = 0;
+    if (bits & has_network) {
+        if (r.end - r.p < 4) {
+            return false;
+        }
+        for (int i = 0; i < 4; ++i) {
+            p.network |= std::uint32_t{*r.p++} << (8 * i);
+        }
+        if (p.network == 0) {
+            return false;
+        }
     }
     return r.p == r.end;
 }

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/rand.h>
 
 #include <atomic>
@@ -21,6 +23,18 @@ namespace {
 
 std::atomic<std::uint64_t> next_serial{1};
 
+// HMAC-SHA256(secret, label): a second secret per key for another use than AES (startup only).
+std::array<std::uint8_t, key_size> derive(const key& k, std::string_view label) {
+    std::array<std::uint8_t, key_size> out{};
+    unsigned int len = 0;
+    if (HMAC(EVP_sha256(), k.secret.data(), static_cast<int>(k.secret.size()),
+             reinterpret_cast<const unsigned char*>(label.data()), label.size(), out.data(),
+             &len) == nullptr ||
+        len != out.size()) {
+        throw std::runtime_error("cannot derive from cookie key '" + k.id + "'");
+    }
+    return out;
+}
 
 std::string errno_text(int e) {
     return std::strerror(e);
@@ -87,12 +101,16 @@ key_ring::key_ring(std::vector<key> keys) : keys_(std::move(keys)), serial_(next
                 throw std::invalid_argument("cookie key id '" + keys_[i].id + "' is repeated");
             }
         }
+        network_secrets_.push_back(derive(keys_[i], "waitroom cookie network binding v1"));
     }
 }
 
 key_ring::~key_ring() {
     for (auto& k : keys_) {
         OPENSSL_cleanse(k.secret.data(), k.secret.size());
+    }
+    for (auto& s : network_secrets_) {
+        OPENSSL_cleanse(s.data(), s.size());
     }
 }
 

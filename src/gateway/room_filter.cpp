@@ -1,5 +1,6 @@
 #include "waitroom/gateway/room_filter.hpp"
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/post.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
@@ -9,8 +10,10 @@
 #include <string_view>
 #include <utility>
 
+#include "client_ip.hpp"
 #include "waitroom/cookie/codec.hpp"
 #include "waitroom/cookie/http_cookie.hpp"
+#include "waitroom/cookie/network.hpp"
 
 namespace waitroom::gateway {
 
@@ -85,15 +88,39 @@ bool refused_cheaply(std::error_code ec) {
            ec == cookie::errc::wrong_room;
 }
 
+// cookie.bind: prefix. A cookie bound to another network than the request's is refused: its
+// holder is a new visitor. One bound to none (sealed before bind was turned on) is accepted, and
+// the answer binds it: turning bind on sends nobody to the back of the queue.
+struct network_check {
+    const cookie::key_ring& keys;
+    const cookie::client_address& address;
+    int refused = 0;  // cookies of the request refused for their network
+
+    bool accepts(std::string_view value, const cookie::payload& p) {
+        if (p.network == 0) {
+            return true;
+        }
+        // Checked under the key that sealed the cookie, so that a key rotation unbinds nobody.
+        const int index = keys.find(cookie::key_id_of(value));
+        if (index >= 0 &&
+            cookie::network_tag(keys, static_cast<std::size_t>(index), address) == p.network) {
+            return true;
+        }
+        ++refused;
+        return false;
+    }
+};
+
 // The visitor in the request's values of the room's cookie (`name` in `header`), or null when
-// none opens. Of several that open, the one that stands best for the visitor (engine::standing)
-// wins, the first on a tie. The connection's last one is kept in info.filter_state (the pointer
-// stays good for this request), so a value is opened only when it changes.
+// none opens (or, with `network` set, none opens for the request's network). Of several that open,
+// the one that stands best for the visitor (engine::standing) wins, the first on a tie. The
+// connection's last one is kept in info.filter_state (the pointer stays good for this request), so
+// a value is opened only when it changes.
 const cookie::payload* open_cookie(const request_info& info,
                                    const std::shared_ptr<const node_runtime>& rt,
                                    const room::compiled_room& room, room::worker_state& ws,
                                    std::string_view header, std::string_view name,
-                                   std::int64_t now_ms) {
+                                   std::int64_t now_ms, network_check* network) {
     auto* last = static_cast<opened_cookie*>(info.filter_state.get());
     const bool memo_usable =
         last != nullptr && last->keys == rt->keys && last->visitor.room == room.id();
@@ -107,7 +134,9 @@ const cookie::payload* open_cookie(const request_info& info,
             break;
         }
         if (memo_usable && best == nullptr && last->value == *value) {
-            best = &last->visitor;
+            if (network == nullptr || network->accepts(*value, last->visitor)) {
+                best = &last->visitor;
+            }
             continue;
         }
         if (best != nullptr && last->value == *value) {
@@ -123,7 +152,7 @@ const cookie::payload* open_cookie(const request_info& info,
             continue;
         }
         ++opened;
-        if (!candidate) {
+        if (!candidate || (network != nullptr && !network->accepts(*value, candidate.value()))) {
             continue;
         }
         if (best != nullptr) {
@@ -183,15 +212,45 @@ struct room_filter::per_worker {
     std::vector<const metrics::room_metrics*> room_metrics;  // by room index of `runtime`
 };
 
+// What the answer to a request depends on besides the decision.
+struct room_filter::answer_traits {
+    bool tls = false;                // the visitor used https (the cookie's Secure attribute)
+    bool wants_json = false;         // Accept: application/json, in a room that answers JSON
+    // A check-in of the queue page's script (`Waitroom-Check-In: 1`): an admission is answered
+    // 204 with the cookie, the origin not asked.
+    bool check_in = false;
+    cookie::client_address address;  // the visitor's (cookie.bind; the flagged visitor's log)
+};
+
 // What on_response needs to know about an admitted request.
 struct room_filter::admitted_context {
     std::shared_ptr<const node_runtime> runtime;
     const room::compiled_room* room = nullptr;
     cookie::payload cookie;
     std::string set_cookie;  // Set-Cookie value to add, "" when the cookie did not change
-    bool visitor_tls = false;
+    answer_traits traits;
     unsigned worker = 0;
 };
+
+namespace {
+
+// The network tag a cookie sealed for this answer carries: the visitor's under the encrypting
+// key with cookie.bind: prefix, none otherwise.
+std::uint32_t answer_network(const node_runtime& rt, const cookie::client_address& address) {
+    return rt.cfg->cookie.bind == config::cookie_binding::prefix
+               ? cookie::network_tag(*rt.keys, 0, address)
+               : 0;
+}
+
+std::string address_text(const cookie::client_address& address) {
+    std::string out = "unknown";
+    if (address) {
+        format_ip(*address, out);
+    }
+    return out;
+}
+
+}  // namespace
 
 room_filter::room_filter(std::shared_ptr<const runtime_slot> runtimes, room::node_state& node,
                          state::sync_task& sync, const util::clock& clock,
@@ -295,18 +354,28 @@ void room_filter::on_request(const request_head& req, const request_info& info, 
     }
     const room::compiled_room& room = *routed.room;
 
-    const std::int64_t now_ms = util::unix_ms(clock_.now());
-    const cookie::payload* visitor = open_cookie(info, rt, room, w.ws, req[http::field::cookie],
-                                                 rt->cookie_names[room.index()], now_ms);
-
-    const bool visitor_tls = info.tls;
-    answer_form form;
-    form.json =
+    answer_traits traits;
+    traits.tls = info.tls;
+    traits.wants_json =
         room.config().json_response_enabled && req[http::field::accept] == "application/json";
-    form.check_in = req["Waitroom-Check-In"] == "1";
+    traits.address = info.client_ip_bytes;
+    traits.check_in = req["Waitroom-Check-In"] == "1";
+
+    const std::int64_t now_ms = util::unix_ms(clock_.now());
+    std::optional<network_check> network;
+    if (rt->cfg->cookie.bind == config::cookie_binding::prefix) {
+        network.emplace(network_check{*rt->keys, traits.address});
+    }
+    const cookie::payload* visitor =
+        open_cookie(info, rt, room, w.ws, req[http::field::cookie], rt->cookie_names[room.index()],
+                    now_ms, network ? &*network : nullptr);
+    if (network && network->refused > 0 && room.index() < w.room_metrics.size()) {
+        w.room_metrics[room.index()]->network_changed.inc(w.index);
+    }
+
     auto d = eng.decide(room, w.ws, visitor, now_ms, w.random);
     if (d.what != room::action::wait_for_slots) {
-        apply(w, rt, d, visitor, visitor_tls, form, now_ms, done);
+        apply(w, rt, d, visitor, traits, now_ms, done);
         return;
     }
 
@@ -318,26 +387,25 @@ void room_filter::on_request(const request_head& req, const request_info& info, 
         kept = *visitor;
     }
     sync_.top_up(room.id(), now_ms,
-                 [this, rt, &room, visitor = std::move(kept), visitor_tls, form,
-                  index = w.index, ex = w.executor, done = std::move(done)](bool) mutable {
+                 [this, rt, &room, visitor = std::move(kept), traits, index = w.index,
+                  ex = w.executor, done = std::move(done)](bool) mutable {
                      boost::asio::post(
-                         ex, [this, rt = std::move(rt), &room, visitor = std::move(visitor),
-                              visitor_tls, form, index, done = std::move(done)]() mutable {
+                         ex, [this, rt = std::move(rt), &room, visitor = std::move(visitor), traits,
+                              index, done = std::move(done)]() mutable {
                              per_worker& w = worker(index, rt);
                              const std::int64_t at_ms = util::unix_ms(clock_.now());
                              auto again =
                                  rt->engine->decide(room, w.ws, visitor ? &*visitor : nullptr,
                                                     at_ms, w.random, room::attempt::after_top_up);
-                             apply(w, rt, again, visitor ? &*visitor : nullptr, visitor_tls,
-                                   form, at_ms, done);
+                             apply(w, rt, again, visitor ? &*visitor : nullptr, traits, at_ms,
+                                   done);
                          });
                  });
 }
 
 void room_filter::apply(per_worker& w, const std::shared_ptr<const node_runtime>& rt,
-                        const room::decision& d, const cookie::payload* visitor, bool visitor_tls,
-                        answer_form form, std::int64_t now_ms, completion& done) {
-    const bool wants_json = form.json;
+                        const room::decision& d, const cookie::payload* visitor,
+                        const answer_traits& t, std::int64_t now_ms, completion& done) {
     if (d.what == room::action::pass || d.room == nullptr) {
         auto r = filter_result::pass();
         r.decision = "pass";
@@ -351,18 +419,30 @@ void room_filter::apply(per_worker& w, const std::shared_ptr<const node_runtime>
     count(w, d, visitor);
     const room::compiled_room& room = *d.room;
     const config::room& rc = room.config();
+    if (d.flagged_now) {
+        spdlog::warn(
+            "room {}: visitor {} flagged for refreshing far faster than its Refresh "
+            "(abuse_action: {})",
+            room.id(), address_text(t.address), room::to_string(rc.abuse));
+    }
 
     std::string set_cookie;
-    if (d.cookie_changed && (d.what == room::action::admit || d.what == room::action::queue)) {
-        auto sealed = cookie::encode(*rt->keys, d.cookie);
+    const bool sets = d.what == room::action::admit || d.what == room::action::queue;
+    // A cookie sealed before cookie.bind was turned on is bound by this answer.
+    const bool binds = sets && visitor != nullptr && visitor->network == 0 &&
+                       rt->cfg->cookie.bind == config::cookie_binding::prefix;
+    if (sets && (d.cookie_changed || binds)) {
+        cookie::payload sealing = d.cookie;
+        sealing.network = answer_network(*rt, t.address);
+        auto sealed = cookie::encode(*rt->keys, sealing);
         if (sealed) {
             set_cookie = cookie::set_cookie_value(rt->cookie_names[room.index()], *sealed,
                                                   std::chrono::seconds{d.cookie_max_age_seconds},
-                                                  rc.cookie_attrs, visitor_tls);
+                                                  rc.cookie_attrs, t.tls);
         }
     }
 
-    if (d.what == room::action::admit && form.check_in) {
+    if (d.what == room::action::admit && t.check_in) {
         // The queue page's script asking whether it is the visitor's turn: yes, with the
         // cookie, and the page itself is loaded next. The origin sees no request it did not ask
         // for (a replayed form, a one-time link), and an admitted visitor in a background tab
@@ -389,7 +469,7 @@ void room_filter::apply(per_worker& w, const std::shared_ptr<const node_runtime>
             ctx->room = &room;
             ctx->cookie = d.cookie;
             ctx->set_cookie = std::move(set_cookie);
-            ctx->visitor_tls = visitor_tls;
+            ctx->traits = t;
             ctx->worker = w.index;
             r.context = std::move(ctx);
         }
@@ -405,11 +485,11 @@ void room_filter::apply(per_worker& w, const std::shared_ptr<const node_runtime>
     headers.emplace_back("Cache-Control", "no-store");
     pages::page_body body;
     if (d.what == room::action::reject) {
-        body = wants_json ? w.renderer.json(room.id(), key, d.page)
-                          : w.renderer.reject_page(room.id(), key, d.page);
+        body = t.wants_json ? w.renderer.json(room.id(), key, d.page)
+                            : w.renderer.reject_page(room.id(), key, d.page);
     } else {
         headers.emplace_back("Refresh", std::to_string(d.refresh_seconds));
-        if (wants_json) {
+        if (t.wants_json) {
             body = w.renderer.json(room.id(), key, d.page);
         } else {
             // The decision's page model says whether an event runs; only then is its name (for
@@ -425,7 +505,7 @@ void room_filter::apply(per_worker& w, const std::shared_ptr<const node_runtime>
         }
     }
     headers.emplace_back("Content-Type",
-                         wants_json ? "application/json" : "text/html; charset=utf-8");
+                         t.wants_json ? "application/json" : "text/html; charset=utf-8");
     if (!set_cookie.empty()) {
         headers.emplace_back("Set-Cookie", std::move(set_cookie));
     }
@@ -466,6 +546,9 @@ void room_filter::count(per_worker& w, const room::decision& d, const cookie::pa
         default:
             break;
     }
+    if (d.flagged_now) {
+        m.flagged.inc(slot);
+    }
 }
 
 void room_filter::on_response(response_head& res, const std::shared_ptr<void>& context) {
@@ -486,6 +569,7 @@ void room_filter::on_response(response_head& res, const std::shared_ptr<void>& c
         per_worker& w = worker(c.worker);
         auto now_ms = util::unix_ms(clock_.now());
         auto p = c.runtime->engine->revoke(*c.room, w.ws, c.cookie, now_ms, w.random);
+        p.network = answer_network(*c.runtime, c.traits.address);
         if (c.room->index() < w.room_metrics.size() &&
             w.runtime->engine.get() == c.runtime->engine.get()) {
             w.room_metrics[c.room->index()]->revoked.inc(c.worker);
@@ -496,7 +580,7 @@ void room_filter::on_response(response_head& res, const std::shared_ptr<void>& c
                        cookie::set_cookie_value(c.runtime->cookie_names[c.room->index()], *sealed,
                                                 std::chrono::duration_cast<std::chrono::seconds>(
                                                     c.room->config().session_duration),
-                                                c.room->config().cookie_attrs, c.visitor_tls));
+                                                c.room->config().cookie_attrs, c.traits.tls));
         }
         return;
     }

@@ -377,6 +377,13 @@ metric_set::metric_set(unsigned slots) : reg_(slots) {
     r.declare("waitroom_room_lease_top_ups_total",
               "Top-ups: calls asking the store for more slots between syncs.", kind::counter,
               L{"room"});
+    r.declare("waitroom_room_flagged_total",
+              "Queued visitors flagged for refreshing far faster than their Refresh "
+              "(abuse_action).",
+              kind::counter, L{"room"});
+    r.declare("waitroom_room_cookie_network_changed_total",
+              "Cookies bound to another network (cookie.bind: prefix), treated as new visitors.",
+              kind::counter, L{"room"});
 
     r.declare("waitroom_http_requests_total", "Requests answered on the public listener.",
               kind::counter, L{"code"});
@@ -435,6 +442,8 @@ const room_metrics& metric_set::room(std::string_view id) {
     m->revoked = reg_.add_counter("waitroom_room_revoked_total", l);
     m->sessions_expired = reg_.add_counter("waitroom_room_sessions_expired_total", l);
     m->top_ups = reg_.add_counter("waitroom_room_lease_top_ups_total", l);
+    m->flagged = reg_.add_counter("waitroom_room_flagged_total", l);
+    m->network_changed = reg_.add_counter("waitroom_room_cookie_network_changed_total", l);
     auto& ref = *m;
     rooms_.emplace(std::string(id), std::move(m));
     return ref;

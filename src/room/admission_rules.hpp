@@ -91,4 +91,53 @@ inline bool keeps_queue_place(const payload& c, const room_limits& lim, std::int
     return now_ms - c.last_check_in <= w.queue_rejoin_ms && c.event_id == event_id;
 }
 
+// The Refresh a queued cookie was last given, in ms (0 = none recorded).
+inline std::int64_t given_refresh_ms(const payload& c) {
+    return static_cast<std::int64_t>(c.flags >> visitor_flags::refresh_shift) * 1000;
+}
+
+inline bool flagged(const payload& c) {
+    return (c.flags & visitor_flags::flagged) != 0;
+}
+
+// One request of a queued visitor, counted for the refresh-rate watch (abuse_action).
+struct flood_reading {
+    std::int64_t since = 0;    // the cookie's new flood_since (0 once flagged: nothing to count)
+    std::uint32_t count = 0;   // the cookie's new flood_count
+    bool flagged = false;      // flagged by this request or before
+    bool flagged_now = false;  // this request crossed the line
+};
+
+// Counts a request of `c` (null: a new arrival) at `now_ms`. The count runs per flood_span_ms
+// from the first request of the span; a visitor is flagged once a span holds more than
+// flood_factor times the requests its Refresh allows (span / Refresh, rounded up), its own
+// Refresh or else the room's. Every request counts, an early refresh as much as a due one: a
+// visitor who follows Refresh makes about span / Refresh of them.
+inline flood_reading count_request(const payload* c, std::int64_t room_refresh_ms,
+                                   std::int64_t now_ms, const windowing& w) {
+    flood_reading f;
+    if (c != nullptr && flagged(*c)) {
+        f.flagged = true;
+        return f;
+    }
+    if (c == nullptr || c->flood_since == 0 || c->flood_since > now_ms ||
+        now_ms - c->flood_since >= w.flood_span_ms) {
+        f.since = now_ms;
+        f.count = 1;
+        return f;
+    }
+    f.since = c->flood_since;
+    f.count = c->flood_count < 0xFFFF'FFFFu ? c->flood_count + 1 : c->flood_count;
+    const std::int64_t given = std::max<std::int64_t>(
+        1000, given_refresh_ms(*c) > 0 ? given_refresh_ms(*c) : room_refresh_ms);
+    const std::int64_t allowed =
+        w.flood_factor * std::max<std::int64_t>(1, ceil_div_ms(w.flood_span_ms, given));
+    if (f.count > allowed) {
+        f.flagged = f.flagged_now = true;
+        f.since = 0;
+        f.count = 0;
+    }
+    return f;
+}
+
 }  // namespace waitroom::room::rules

@@ -47,6 +47,20 @@ std::string_view to_string(config::queueing_method m) {
     return "fifo";
 }
 
+std::string_view to_string(config::abuse_action a) {
+    switch (a) {
+        case config::abuse_action::off:
+            return "off";
+        case config::abuse_action::log:
+            return "log";
+        case config::abuse_action::slow:
+            return "slow";
+        case config::abuse_action::infinite_queue:
+            return "infinite_queue";
+    }
+    return "off";
+}
+
 // ---- compiled_room ---------------------------------------------------------------------------
 
 event_phase compiled_room::phase_at(std::int64_t now_ms) const {

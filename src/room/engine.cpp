@@ -10,8 +10,11 @@
 namespace waitroom::room {
 
 using rules::ceil_div_ms;
+using rules::count_request;
 using rules::counted_waiting;
+using rules::flood_reading;
 using rules::front_slack;
+using rules::given_refresh_ms;
 using rules::keeps_queue_place;
 using rules::make_limits;
 using rules::session_alive;
@@ -162,16 +165,65 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
         bucket = arrival_bucket(ph, now_ms, ticket);
     }
 
+    // The refresh-rate watch (abuse_action, rooms that queue): each request of a queued visitor
+    // is counted in its cookie, and one far faster than its Refresh is flagged for good.
+    const bool queues = s.method == queueing_method::fifo || s.method == queueing_method::random;
+    const config::abuse_action abuse = queues ? r.config().abuse : config::abuse_action::off;
+    flood_reading flood;
+    if (abuse != config::abuse_action::off) {
+        flood = count_request(queued_cookie ? c : nullptr, s.refresh_ms, now_ms, win_);
+        d.flagged_now = flood.flagged_now;
+        if (flood.flagged_now && abuse != config::abuse_action::log) {
+            // The flag must stick: the place keeps a new ticket and the old one is refused like
+            // a spent place's, so a cookie kept back from before the flag is a new arrival's (at
+            // the back, as one without a cookie), never the way back to an unflagged place.
+            deltas.revoke({ticket, -1});
+            ws.remember_revoked(ticket);
+            ticket = random();
+        }
+    }
+    const std::uint32_t flag_bit = flood.flagged ? visitor_flags::flagged : 0u;
+    const auto stamp_watch = [&](payload& p) {
+        p.ticket = ticket;
+        p.flags |= flag_bit;
+        p.flood_since = flood.since;
+        p.flood_count = flood.count;
+    };
+
+    // infinite_queue: a flagged visitor sees the queue page as anyone and is never admitted. It
+    // draws nothing and holds no place in the counts (it would hold back the admission front
+    // for everyone behind it): its cookie is taken out of the waiting counts, and it keeps the
+    // cookie until it stops coming back for queue_rejoin_ms.
+    if (flood.flagged && abuse == config::abuse_action::infinite_queue) {
+        if (old_w >= 0) {
+            deltas.waiting.add({bucket, old_w}, -1);
+        }
+        d.what = action::queue;
+        d.cookie = *c;
+        stamp_watch(d.cookie);
+        d.cookie.flags |= visitor_flags::uncounted;
+        d.cookie_changed = flood.flagged_now;
+        d.cookie_max_age_seconds = ceil_div_ms(win_.queue_rejoin_ms, 1000);
+        fill_page(r, s, ph, st, bucket, now_ms, false, d);
+        return d;
+    }
+
     // One draw per refresh interval: a counted visitor back before the Refresh it was given
     // (Cloudflare ignores refreshes before lastUpdated + refreshIntervalSeconds) gets the queue
     // page again, with no lottery draw, no slot, no top-up and no counter move. Its waiting
-    // window outlives the interval (abandon_after_ms), so it stays counted as it is.
+    // window outlives the interval (abandon_after_ms), so it stays counted as it is. A visitor
+    // flagged under `slow` is held to its stretched Refresh even once its window lapsed.
+    const bool slowed = flood.flagged && abuse == config::abuse_action::slow;
     const std::int64_t given_ms =
-        old_w >= 0 ? static_cast<std::int64_t>(c->flags >> visitor_flags::refresh_shift) * 1000 : 0;
-    if (given_ms > 0 && now_ms < c->last_check_in + given_ms - win_.refresh_slack_ms &&
-        (s.method == queueing_method::fifo || s.method == queueing_method::random)) {
+        old_w >= 0 || (slowed && queued_cookie) ? given_refresh_ms(*c) : 0;
+    if (given_ms > 0 && now_ms < c->last_check_in + given_ms - win_.refresh_slack_ms && queues) {
         d.what = action::queue;
         d.cookie = *c;
+        // A counted request dates the cookie; this one only adds to the watch's count.
+        if (abuse != config::abuse_action::off && (!flood.flagged || flood.flagged_now)) {
+            stamp_watch(d.cookie);
+            d.cookie_changed = true;
+        }
         d.cookie_max_age_seconds = ceil_div_ms(win_.queue_rejoin_ms, 1000);
         fill_page(r, s, ph, st, bucket, now_ms, false, d);
         d.refresh_seconds =
@@ -185,7 +237,8 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
     bool eligible = false;
     if (s.method == queueing_method::passthrough) {
         admit = true;
-    } else if (!ph.prequeueing && !s.queue_all) {
+    } else if (!ph.prequeueing && !s.queue_all && !(slowed && flood.flagged_now)) {
+        // (The request that flags a `slow` visitor draws nothing: its ticket was just refused.)
         const std::int64_t free = st.free_capacity();
         if (s.method == queueing_method::random) {
             std::int64_t waiting = st.waiting_total();
@@ -284,10 +337,17 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
     }
     ++deltas.queued;
     fill_page(r, s, ph, st, bucket, now_ms, eligible, d);
+    if (slowed) {
+        // `slow`: told to come back flood_factor times later than anyone, and held to it.
+        d.refresh_seconds =
+            std::max(d.refresh_seconds, ceil_div_ms(s.refresh_ms, 1000)) * win_.flood_factor;
+        d.page.refresh_interval_seconds = d.refresh_seconds;
+    }
     d.cookie.last_check_in = now_ms;
     d.cookie.flags =
         static_cast<std::uint32_t>(std::min<std::int64_t>(d.refresh_seconds, std::int64_t{1} << 23)
                                    << visitor_flags::refresh_shift);
+    stamp_watch(d.cookie);
     d.cookie_changed = true;
     return d;
 }

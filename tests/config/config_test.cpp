@@ -98,6 +98,42 @@ TEST_F(Config, SmallestRoomLoadsWithEveryDefault) {
     EXPECT_EQ(room.default_template_language, "en-US");
     EXPECT_EQ(room.cookie_attrs.samesite, same_site::auto_);
     EXPECT_FALSE(room.revoke_enabled);
+    EXPECT_EQ(room.abuse, abuse_action::off);
+    EXPECT_EQ(c.cookie.bind, cookie_binding::none);
+}
+
+TEST_F(Config, ReadsAbuseActionAndCookieBinding) {
+    auto r = load(R"yaml(cookie: {bind: prefix}
+rooms:
+  - {name: a, total_active_users: 1, new_users_per_minute: 1, abuse_action: log}
+  - {name: b, path: /b, total_active_users: 1, new_users_per_minute: 1, abuse_action: slow}
+  - {name: c, path: /c, total_active_users: 1, new_users_per_minute: 1, abuse_action: infinite_queue}
+  - {name: d, path: /d, total_active_users: 1, new_users_per_minute: 1, abuse_action: "off"}
+)yaml");
+    ASSERT_TRUE(r.ok()) << format_problems(r.problems);
+    EXPECT_EQ(r.cfg->cookie.bind, cookie_binding::prefix);
+    EXPECT_EQ(r.cfg->rooms[0].abuse, abuse_action::log);
+    EXPECT_EQ(r.cfg->rooms[1].abuse, abuse_action::slow);
+    EXPECT_EQ(r.cfg->rooms[2].abuse, abuse_action::infinite_queue);
+    EXPECT_EQ(r.cfg->rooms[3].abuse, abuse_action::off);
+}
+
+TEST_F(Config, BadAbuseActionAndCookieBindingNameTheirPlaceAndTheChoices) {
+    auto r = load(R"yaml(cookie:
+  bind: subnet
+rooms:
+  - name: shop
+    total_active_users: 1
+    new_users_per_minute: 1
+    abuse_action: block
+)yaml");
+    EXPECT_FALSE(r.ok());
+    EXPECT_EQ(messages(r),
+              (std::vector<std::string>{
+                  "config.yaml:2:9: cookie.bind: must be one of none, prefix",
+                  "config.yaml:7:19: rooms[0].abuse_action: must be one of off, log, slow, "
+                  "infinite_queue",
+              }));
 }
 
 TEST_F(Config, AdmissionSoundIsARoomSwitchThatTakesOnlyABoolean) {

@@ -59,7 +59,15 @@ TEST(CookieCodec, RoundTripsEveryField) {
     extremes.ticket = std::numeric_limits<std::uint64_t>::max();
     extremes.event_id = std::numeric_limits<std::uint32_t>::max();
     extremes.flags = std::numeric_limits<std::uint32_t>::max();
+    extremes.flood_since = std::numeric_limits<std::int64_t>::max();
+    extremes.flood_count = std::numeric_limits<std::uint32_t>::max();
+    extremes.network = std::numeric_limits<std::uint32_t>::max();
     cases.push_back(extremes);
+    payload watched = waiting;
+    watched.flood_since = now_ms - 30'000;
+    watched.flood_count = 14;
+    watched.network = 0x8000'0001u;
+    cases.push_back(watched);
     payload negative = admitted_visitor();
     negative.bucket = -1;
     negative.accepted_at = -5;
@@ -97,6 +105,23 @@ TEST(CookieCodec, TypicalCookieIsUnder100Characters) {
         EXPECT_TRUE(url_safe) << "unexpected character " << int(c);
     }
     EXPECT_EQ(v.find('='), std::string::npos) << "base64url must not be padded";
+}
+
+TEST(CookieCodec, TheWatchAndTheBindingCostNothingWhenUnusedAndAFewBytesWhenUsed) {
+    auto ring = ring_of({make_key("k1", 1)});
+    payload plain = admitted_visitor();
+    payload watched = plain;
+    watched.flood_since = plain.last_check_in - 20'000;
+    watched.flood_count = 9;
+    watched.network = 0xA1B2C3D4u;
+    const std::string a = seal(*ring, plain);
+    const std::string b = seal(*ring, watched);
+    // 4 bytes of watch (a 3-byte delta and a count) and 4 of network: 8 bytes, 11 characters.
+    EXPECT_LE(b.size(), a.size() + 11);
+    EXPECT_GT(b.size(), a.size());
+    EXPECT_LT(b.size(), 110u) << b;
+    EXPECT_EQ(open(*ring, b, "shop").value(), watched);
+    EXPECT_EQ(open(*ring, a, "shop").value().network, 0u);
 }
 
 TEST(CookieCodec, UsesAFreshNonceForEveryCookie) {
@@ -317,7 +342,7 @@ TEST(CookieCodec, RejectsEmptyAndHugeValues) {
         "k1." + std::string(1 << 20, 'A'),
         valid + std::string(1 << 20, 'A'),
         std::string("k1.\0\0\0\0", 7),
-        valid.substr(0, 3) + std::string(120, 'A'),
+        valid.substr(0, 3) + std::string(160, 'A'),  // longer than any sealed payload
     };
     for (const auto& v : bad) {
         auto r = decode(*ring, v, "shop", now_tp, 5min);

@@ -6,7 +6,6 @@
 
 #include <csignal>
 #include <functional>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -62,12 +61,7 @@ class Admin : public daemon_test {
         if (port_ == 0) {
             return;
         }
-        ASSERT_TRUE(proc().wait_for_output("admin listening on", 10s)) << output();
-        static const std::regex re(R"(admin listening on http://127\.0\.0\.1:(\d+))");
-        std::smatch m;
-        std::string text = output();
-        ASSERT_TRUE(std::regex_search(text, m, re)) << text;
-        admin_port_ = static_cast<std::uint16_t>(std::stoi(m[1].str()));
+        admin_port_ = announced_admin_port();
     }
 
     // One admin request; `bearer` "" sends no Authorization header.
@@ -344,12 +338,8 @@ TEST_F(Admin, MetricsShowStoreSyncRoundTripsAndLeaseTopUps) {
     yaml.replace(yaml.find(fast), fast.size(), "sync_interval: 2s");
     start(yaml);
     ASSERT_NE(port_, 0);
-    ASSERT_TRUE(proc().wait_for_output("admin listening on", 10s)) << output();
-    static const std::regex re(R"(admin listening on http://127\.0\.0\.1:(\d+))");
-    std::smatch found;
-    std::string text = output();
-    ASSERT_TRUE(std::regex_search(text, found, re)) << text;
-    admin_port_ = static_cast<std::uint16_t>(std::stoi(found[1].str()));
+    admin_port_ = announced_admin_port();
+    ASSERT_NE(admin_port_, 0);
 
     const std::string syncs = "waitroom_store_sync_duration_seconds_count";
     const std::string top_ups = R"(waitroom_room_lease_top_ups_total{room="shop"})";

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <regex>
 #include <string>
 #include <thread>
 
@@ -60,6 +61,23 @@ class daemon_test : public ::testing::Test {
         ASSERT_NE(port_, 0) << "waitroomd did not start:\n" << daemon_->output();
     }
     void start_default() { start(proxy_config(origin_.url())); }
+
+    // The admin listener's port as the daemon announces it; 0 (and a test failure) when it
+    // does not.
+    std::uint16_t announced_admin_port() {
+        if (!proc().wait_for_output("admin listening on", std::chrono::seconds{10})) {
+            ADD_FAILURE() << "no admin listener announced:\n" << output();
+            return 0;
+        }
+        static const std::regex re(R"(admin listening on http://127\.0\.0\.1:(\d+))");
+        std::smatch m;
+        const std::string text = output();
+        if (!std::regex_search(text, m, re)) {
+            ADD_FAILURE() << text;
+            return 0;
+        }
+        return static_cast<std::uint16_t>(std::stoi(m[1].str()));
+    }
 
     child_process& proc() { return daemon_->process(); }
     std::string output() const { return daemon_->output(); }

@@ -250,7 +250,7 @@ http_response http_get(std::uint16_t port, std::string_view target) {
 }
 
 http_response cookie_jar::get(std::uint16_t port, std::string_view target, bool json) {
-    client_connection c(port);
+    client_connection c(port, std::chrono::seconds{30}, source_);
     if (!c.connected()) {
         http_response r;
         r.error = "connect failed";
@@ -263,6 +263,9 @@ http_response cookie_jar::get(std::uint16_t port, std::string_view target, bool 
     }
     if (!cookie_.empty()) {
         req.set(http::field::cookie, cookie_);
+    }
+    if (!forwarded_for_.empty()) {
+        req.set("X-Forwarded-For", forwarded_for_);
     }
     auto r = c.request(std::move(req));
     // Keep what the gateway sets, as a browser would.

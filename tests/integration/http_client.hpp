@@ -87,9 +87,15 @@ class cookie_jar {
     http_response get(std::uint16_t port, std::string_view target, bool json = false);
     const std::string& cookie() const { return cookie_; }  // "name=value", "" before any
     void set_cookie(std::string c) { cookie_ = std::move(c); }
+    // Where the visitor seems to come from: an X-Forwarded-For field (for a daemon that trusts
+    // the test's 127.0.0.1) and a loopback source address ("" = none / the system's choice).
+    void forwarded_for(std::string address) { forwarded_for_ = std::move(address); }
+    void source(std::string address) { source_ = std::move(address); }
 
   private:
     std::string cookie_;
+    std::string forwarded_for_;
+    std::string source_;
 };
 
 }  // namespace waitroom::test

@@ -129,9 +129,16 @@ struct cookie_key {
     std::string secret_env;   // environment variable holding the base64 key
 };
 
+// What a cookie is bound to besides its room (`cookie.bind`).
+enum class cookie_binding {
+    none,    // usable from anywhere
+    prefix,  // usable only from the visitor's network: the /24 (IPv4) or /56 (IPv6) it came from
+};
+
 struct cookie_settings {
     std::vector<cookie_key> keys;  // first encrypts, all decrypt; empty = generated key file
     std::string key_file;          // generated key file; default "<config dir>/waitroom.key"
+    cookie_binding bind = cookie_binding::none;  // YAML key: bind
 };
 
 enum class state_backend { local, redis };
@@ -195,6 +202,15 @@ struct bypass_rule {
 
 enum class queueing_method { fifo, random, passthrough, reject };
 
+// What happens to a queued visitor whose cookie was flagged for refreshing far faster than its
+// Refresh asks (`abuse_action`).
+enum class abuse_action {
+    off,             // nothing is counted or flagged
+    log,             // flagged, counted in metrics and logged; treated like anyone else
+    slow,            // flagged visitors are told to come back, and drawn, far less often
+    infinite_queue,  // flagged visitors see the queue page and are never admitted
+};
+
 enum class same_site { auto_, lax, strict, none };
 enum class secure_mode { auto_, always, never };
 
@@ -246,6 +262,7 @@ struct room {
     std::string cookie_suffix;       // cookie becomes _cfwaitingroom_<suffix>
     cookie_attributes cookie_attrs;  // YAML key: cookie_attributes
     bool revoke_enabled = false;     // YAML: enabled_origin_commands: [revoke]
+    ::waitroom::config::abuse_action abuse = abuse_action::off;  // YAML key: abuse_action
     std::vector<bypass_rule> bypass;
     std::vector<event> events;
 };

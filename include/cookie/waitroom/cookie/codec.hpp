@@ -15,8 +15,13 @@
 //   plaintext   u8 version (1) | u8 present-bits | varint zigzag(last_check_in)
 //               | varint zigzag(last_check_in - bucket) | [varint zigzag(last_check_in -
 //               accepted_at)] | u64le ticket | [varint event_id] | [varint flags]
-//               present-bits: 1 = accepted_at != 0, 2 = event_id != 0, 4 = flags != 0.
-//               Times are unix milliseconds; the deltas keep a cookie short.
+//               | [varint zigzag(last_check_in - flood_since) | varint flood_count]
+//               | [u32le network]
+//               present-bits: 1 = accepted_at != 0, 2 = event_id != 0, 4 = flags != 0,
+//               8 = flood_since != 0, 16 = network != 0.
+//               Times are unix milliseconds; the deltas keep a cookie short. A field that is
+//               zero is left out, so a cookie of a room without abuse_action or cookie.bind is
+//               byte for byte what it was before those existed.
 
 #include <chrono>
 #include <cstdint>

@@ -37,9 +37,15 @@ class key_ring {
     int find(std::string_view id) const noexcept;
     // Unique per ring built in this process: lets each thread cache cipher contexts per ring.
     std::uint64_t serial() const noexcept { return serial_; }
+    // The secret derived from key `index` for hashing a visitor's network (cookie.bind), so that
+    // the AES key itself serves one purpose only.
+    const std::array<std::uint8_t, key_size>& network_secret(std::size_t index) const noexcept {
+        return network_secrets_[index];
+    }
 
   private:
     std::vector<key> keys_;
+    std::vector<std::array<std::uint8_t, key_size>> network_secrets_;  // by key index
     std::uint64_t serial_;
 };
 

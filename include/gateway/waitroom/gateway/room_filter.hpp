@@ -51,19 +51,13 @@ class room_filter final : public request_filter {
   private:
     struct per_worker;
     struct admitted_context;
+    struct answer_traits;
     per_worker& worker(unsigned index);
     // Worker `index`'s part, made ready to decide under `rt` (its templates, its metrics).
     per_worker& worker(unsigned index, const std::shared_ptr<const node_runtime>& rt);
-    // How the answer is to be given: the queue state as JSON (Accept: application/json), and
-    // for a check-in of the queue page's script (`Waitroom-Check-In: 1`) an admission as
-    // 204 with the cookie, the origin not asked.
-    struct answer_form {
-        bool json = false;
-        bool check_in = false;
-    };
     void apply(per_worker& w, const std::shared_ptr<const node_runtime>& rt,
-               const room::decision& d, const cookie::payload* visitor, bool visitor_tls,
-               answer_form form, std::int64_t now_ms, completion& done);
+               const room::decision& d, const cookie::payload* visitor, const answer_traits& t,
+               std::int64_t now_ms, completion& done);
     void count(per_worker& w, const room::decision& d, const cookie::payload* visitor);
 
     room::node_state& node_;

@@ -167,6 +167,8 @@ struct room_metrics {
     counter revoked;               // waitroom_room_revoked_total
     counter sessions_expired;      // waitroom_room_sessions_expired_total
     counter top_ups;               // waitroom_room_lease_top_ups_total
+    counter flagged;               // waitroom_room_flagged_total
+    counter network_changed;       // waitroom_room_cookie_network_changed_total
 };
 
 // Every metric of waitroomd, named once. Request-path code keeps a reference to this object and

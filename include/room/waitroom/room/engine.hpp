@@ -57,6 +57,9 @@ namespace visitor_flags {
 // Counted in no waiting window (a revoke's cookie): its first request counts it, and its
 // last_check_in (the revoke) only dates it for the rejoin rule.
 inline constexpr std::uint32_t uncounted = 1u;
+// Refreshed far faster than its Refresh asked (abuse_action): the room's abuse_action applies
+// to the visitor for as long as the cookie keeps its place.
+inline constexpr std::uint32_t flagged = 2u;
 // Bits 8 and up: the Refresh, in seconds, given with the visitor's last counted request. A
 // refresh before last_check_in plus that gets the queue page again and moves nothing.
 inline constexpr unsigned refresh_shift = 8;
@@ -110,6 +113,7 @@ struct decision {
                                               // session (admit) or the rejoin time (queue)
     std::int64_t refresh_seconds = 0;         // queue: the Refresh header (adaptive)
     page_model page;                          // queue and reject: the page values
+    bool flagged_now = false;                 // this request flagged the visitor (abuse_action)
 };
 
 // What routing alone says of a request, before any counter is read.
@@ -140,6 +144,7 @@ struct cookie_standing {
 enum class room_status_kind { not_queueing, queueing, event_prequeueing, suspended };
 std::string_view to_string(room_status_kind k);
 std::string_view to_string(config::queueing_method m);
+std::string_view to_string(config::abuse_action a);
 
 struct room_status {
     room_status_kind status = room_status_kind::not_queueing;

@@ -23,6 +23,10 @@ struct windowing {
                                              // over at the back
     std::int64_t refresh_slack_ms = 1'000;   // a refresh this much before its due time still
                                              // counts (clock skew between nodes)
+    std::int64_t flood_span_ms = 60'000;     // abuse_action: requests are counted per this span
+    std::int64_t flood_factor = 5;           // abuse_action: more than this many times the
+                                             // refreshes the Refresh allows in a span flags;
+                                             // `slow` also stretches the Refresh by it
 };
 
 // The limits of one room at one instant (event overrides applied), as a store needs them to sum

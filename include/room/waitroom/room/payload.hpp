@@ -19,6 +19,13 @@ struct payload {
     // Bits the room engine owns (e.g. "counted as waiting", "prequeued for the event"); stored
     // as a varint, so small values cost one byte and new bits need no format change.
     std::uint32_t flags = 0;
+    // The refresh-rate count of a queued visitor (rooms with abuse_action): its requests since
+    // flood_since, a minute at most. 0 / 0 = none counted.
+    std::int64_t flood_since = 0;   // unix ms of the first request of the minute counted
+    std::uint32_t flood_count = 0;  // requests in that minute, this one included
+    // A keyed hash of the visitor's network (cookie.bind: prefix), never the address itself;
+    // 0 = not bound.
+    std::uint32_t network = 0;
 
     friend bool operator==(const payload&, const payload&) = default;
 };
