@@ -264,6 +264,9 @@ http_response cookie_jar::get(std::uint16_t port, std::string_view target, bool 
     if (!cookie_.empty()) {
         req.set(http::field::cookie, cookie_);
     }
+    if (check_in_) {
+        req.set("Waitroom-Check-In", "1");
+    }
     if (!forwarded_for_.empty()) {
         req.set("X-Forwarded-For", forwarded_for_);
     }

@@ -91,8 +91,11 @@ class cookie_jar {
     // the test's 127.0.0.1) and a loopback source address ("" = none / the system's choice).
     void forwarded_for(std::string address) { forwarded_for_ = std::move(address); }
     void source(std::string address) { source_ = std::move(address); }
+    // Send `Waitroom-Check-In: 1`, as the queue page's script does.
+    void check_in(bool on) { check_in_ = on; }
 
   private:
+    bool check_in_ = false;
     std::string cookie_;
     std::string forwarded_for_;
     std::string source_;

@@ -119,6 +119,39 @@ TEST_F(Room, AdmitsThreeVisitorsAndQueuesTheFourthWithoutTouchingTheOrigin) {
     EXPECT_EQ(origin_.requests(), 6u);
 }
 
+// The queue page's script checks in with `Waitroom-Check-In: 1`: a queued visitor gets the
+// queue page as ever, an admission is answered by the gateway itself (204 and the cookie) and the
+// origin sees nothing until the page is loaded with that cookie. An admitted visitor's check-in
+// is answered the same way: its session goes on without a request to the origin.
+TEST_F(Room, AScriptCheckInIsAnsweredByTheGatewayAndNeverReachesTheOrigin) {
+    start(room_config(origin_.url(),
+                      "total_active_users: 1, new_users_per_minute: 100, session_duration: 5m, "
+                      "refresh_interval: 20s"));
+    cookie_jar first;
+    first.check_in(true);
+    auto in = first.get(port_, "/hello?x=1");
+    ASSERT_EQ(in.error, "");
+    EXPECT_EQ(in.status, 204u) << in.body;
+    EXPECT_EQ(in.body, "");
+    EXPECT_EQ(header(in, "Cache-Control"), "no-store");
+    EXPECT_EQ(header(in, "Set-Cookie").rfind("_cfwaitingroom=", 0), 0u);
+    EXPECT_EQ(origin_.requests(), 0u) << "the check-in reached the origin";
+
+    auto again = first.get(port_, "/hello?x=1");  // still a check-in: the session goes on
+    EXPECT_EQ(again.status, 204u);
+    EXPECT_EQ(origin_.requests(), 0u);
+    first.check_in(false);
+    EXPECT_TRUE(from_origin(first.get(port_, "/hello?x=1")));  // the page load that follows
+    EXPECT_EQ(origin_.requests(), 1u);
+
+    cookie_jar second;  // the room is full: a check-in is queued like a reload
+    second.check_in(true);
+    auto q = second.get(port_, "/hello?x=1");
+    EXPECT_TRUE(is_queue_page(q)) << q.status << "\n" << q.body.substr(0, 200);
+    EXPECT_FALSE(header(q, "Refresh").empty());
+    EXPECT_EQ(origin_.requests(), 1u);
+}
+
 // A sibling subdomain can plant `_cfwaitingroom` for the parent domain; the browser then sends
 // it beside the visitor's own, often first. Garbage, a forged value and another visitor's valid
 // queued cookie, all before the admitted visitor's own, must not cost it its session.
