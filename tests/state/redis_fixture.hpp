@@ -31,38 +31,34 @@ extern char** environ;
 
 namespace waitroom::test {
 
-inline std::uint16_t free_loopback_port() {
+// Binds a TCP socket to 127.0.0.1:`port` (0: any free port) and returns the port it got, or 0
+// when the port is taken. The socket is closed again.
+inline std::uint16_t bind_loopback(std::uint16_t port) {
     int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = 0;
+    a.sin_port = htons(port);
     socklen_t len = sizeof a;
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-        ::close(fd);
-        throw std::runtime_error("no free loopback port");
-    }
+    const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+                    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
     ::close(fd);
-    return ntohs(a.sin_port);
+    return ok ? ntohs(a.sin_port) : 0;
+}
+
+inline std::uint16_t free_loopback_port() {
+    if (auto p = bind_loopback(0)) {
+        return p;
+    }
+    throw std::runtime_error("no free loopback port");
 }
 
 // A free loopback port below 55536 whose cluster bus port (+10000) is free too: Redis Cluster
 // listens on both.
 inline std::uint16_t free_cluster_port() {
-    auto bindable = [](std::uint16_t port) {
-        int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        a.sin_port = htons(port);
-        bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-        ::close(fd);
-        return ok;
-    };
     for (int i = 0; i < 1000; ++i) {
         auto p = static_cast<std::uint16_t>(20000 + (::getpid() * 131 + i * 977) % 25000);
-        if (bindable(p) && bindable(static_cast<std::uint16_t>(p + 10000))) {
+        if (bind_loopback(p) != 0 && bind_loopback(static_cast<std::uint16_t>(p + 10000)) != 0) {
             return p;
         }
     }

@@ -9,31 +9,13 @@
 #include <vector>
 
 #include "redis_protocol.hpp"
+#include "state/redis_values.hpp"
 #include "waitroom/state/error.hpp"
 
 namespace waitroom::state::redis {
 namespace {
 
-value integer(std::int64_t n) {
-    value v;
-    v.type = value::kind::integer;
-    v.integer = n;
-    return v;
-}
-
-value text(std::string s, value::kind k = value::kind::string) {
-    value v;
-    v.type = k;
-    v.str = std::move(s);
-    return v;
-}
-
-value array(std::vector<value> e) {
-    value v;
-    v.type = value::kind::array;
-    v.elements = std::move(e);
-    return v;
-}
+using namespace test_values;
 
 TEST(RedisProtocol, EveryKeyOfARoomCarriesItsHashTag) {
     auto keys = room_keys("wr", "shop");

@@ -9,33 +9,13 @@
 #include <vector>
 
 #include "redis_cluster.hpp"
+#include "state/redis_values.hpp"
 #include "redis_sentinel.hpp"
 
 namespace waitroom::state::redis {
 namespace {
 
-value integer(std::int64_t n) {
-    value v;
-    v.type = value::kind::integer;
-    v.integer = n;
-    return v;
-}
-
-value text(std::string s, value::kind k = value::kind::string) {
-    value v;
-    v.type = k;
-    v.str = std::move(s);
-    return v;
-}
-
-value error(std::string s) { return text(std::move(s), value::kind::error); }
-
-value array(std::vector<value> e) {
-    value v;
-    v.type = value::kind::array;
-    v.elements = std::move(e);
-    return v;
-}
+using namespace test_values;
 
 const redis_endpoint from{"10.0.0.9", 7000};
 
