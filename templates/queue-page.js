@@ -132,8 +132,12 @@
       }
 
       // Admitted while the tab is hidden: check in again every interval (each one renews the
-      // session, as a page view would) until the visitor looks at the tab.
+      // session, as a page view would) until the visitor looks at the tab, for ten minutes at
+      // most: a tab left alone then lets its place go, as a visitor who left would.
+      var keepUntil = 0;
       function keepSession() {
+        if (!keepUntil) { keepUntil = Date.now() + 600000; }
+        if (Date.now() > keepUntil) { return; }
         next = setTimeout(function () {
           checkIn().then(function (res) {
             if (res.status === 204) { keepSession(); } else { enter(); }

@@ -210,6 +210,8 @@ struct room_filter::per_worker {
     boost::asio::any_io_executor executor;
     unsigned index = 0;
     std::vector<const metrics::room_metrics*> room_metrics;  // by room index of `runtime`
+    std::int64_t flag_logged_ms = 0;  // when a flagged visitor was last logged
+    std::uint64_t flags_unlogged = 0;  // flagged since, not logged
 };
 
 // What the answer to a request depends on besides the decision.
@@ -359,7 +361,6 @@ void room_filter::on_request(const request_head& req, const request_info& info, 
     traits.wants_json =
         room.config().json_response_enabled && req[http::field::accept] == "application/json";
     traits.address = info.client_ip_bytes;
-    traits.check_in = req["Waitroom-Check-In"] == "1";
 
     const std::int64_t now_ms = util::unix_ms(clock_.now());
     std::optional<network_check> network;
@@ -369,6 +370,10 @@ void room_filter::on_request(const request_head& req, const request_info& info, 
     const cookie::payload* visitor =
         open_cookie(info, rt, room, w.ws, req[http::field::cookie], rt->cookie_names[room.index()],
                     now_ms, network ? &*network : nullptr);
+    // Only a GET of a visitor the room knows (the queue page's own script): a cookieless or
+    // non-GET request is decided and answered as any other.
+    traits.check_in = req["Waitroom-Check-In"] == "1" && req.method() == http::verb::get &&
+                      visitor != nullptr;
     if (network && network->refused > 0 && room.index() < w.room_metrics.size()) {
         w.room_metrics[room.index()]->network_changed.inc(w.index);
     }
@@ -420,10 +425,18 @@ void room_filter::apply(per_worker& w, const std::shared_ptr<const node_runtime>
     const room::compiled_room& room = *d.room;
     const config::room& rc = room.config();
     if (d.flagged_now) {
-        spdlog::warn(
-            "room {}: visitor {} flagged for refreshing far faster than its Refresh "
-            "(abuse_action: {})",
-            room.id(), address_text(t.address), room::to_string(rc.abuse));
+        // At most one line a second per worker: copies of one cookie can each be flagged, and a
+        // flood of them must not become a flood of log lines.
+        if (now_ms - w.flag_logged_ms >= 1000) {
+            spdlog::warn(
+                "room {}: visitor {} flagged for refreshing far faster than its Refresh "
+                "(abuse_action: {}; {} more flagged on this worker since the last such line)",
+                room.id(), address_text(t.address), room::to_string(rc.abuse), w.flags_unlogged);
+            w.flag_logged_ms = now_ms;
+            w.flags_unlogged = 0;
+        } else {
+            ++w.flags_unlogged;
+        }
     }
 
     std::string set_cookie;

@@ -174,10 +174,11 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
         flood = count_request(queued_cookie ? c : nullptr, s.refresh_ms, now_ms, win_);
         d.flagged_now = flood.flagged_now;
         if (flood.flagged_now && abuse != config::abuse_action::log) {
-            // The flag must stick: the place keeps a new ticket and the old one is refused like
-            // a spent place's, so a cookie kept back from before the flag is a new arrival's (at
-            // the back, as one without a cookie), never the way back to an unflagged place.
-            deltas.revoke({ticket, -1});
+            // The place keeps a new ticket and this worker refuses the old one for a while, so a
+            // cookie kept back from before the flag is a new arrival here. Not through the
+            // store's list of refused tickets: that list is bounded and also holds spent places
+            // and revoked sessions, which mass flagging would push out (a bot that replays a
+            // pre-flag cookie elsewhere is flagged again after as many requests).
             ws.remember_revoked(ticket);
             ticket = random();
         }
@@ -190,14 +191,12 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
         p.flood_count = flood.count;
     };
 
-    // infinite_queue: a flagged visitor sees the queue page as anyone and is never admitted. It
-    // draws nothing and holds no place in the counts (it would hold back the admission front
-    // for everyone behind it): its cookie is taken out of the waiting counts, and it keeps the
-    // cookie until it stops coming back for queue_rejoin_ms.
+    // infinite_queue: a flagged visitor sees the queue page as anyone and is not admitted. It
+    // draws nothing, and its check-ins move no count: its place in the waiting counts lapses
+    // with its last counted window (abandon_after_ms), so it holds back the admission front for
+    // about two refreshes at most. (Not taken out at once: copies of one cookie flagged on
+    // several workers would each take one out, and the counts of other visitors with them.)
     if (flood.flagged && abuse == config::abuse_action::infinite_queue) {
-        if (old_w >= 0) {
-            deltas.waiting.add({bucket, old_w}, -1);
-        }
         d.what = action::queue;
         d.cookie = *c;
         stamp_watch(d.cookie);
