@@ -22,6 +22,17 @@ using rules::trusted;
 
 namespace {
 
+// A number in [0, 1) from two 64-bit values, uniform when either is (splitmix64's finalizer).
+double unit_draw(std::uint64_t a, std::uint64_t b) {
+    auto mix = [](std::uint64_t z) {
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+    };
+    const std::uint64_t h = mix(a ^ mix(b + 0x9e3779b97f4a7c15ull));
+    return static_cast<double>(h >> 11) * 0x1.0p-53;
+}
+
 std::atomic<std::uint64_t> next_generation{1};
 
 }  // namespace
@@ -249,8 +260,16 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
                 // A new arrival while others wait joins the queue and draws at its first
                 // refresh, like them: a cookieless request is no free ticket in the lottery.
                 // With room for everyone waiting there is nothing to draw for.
+                // A queued visitor's draw is a function of its ticket and its last check-in,
+                // both sealed in its cookie and unseen by the client: copies of one due cookie,
+                // sent many times at once or to several nodes, all draw alike, so replaying a
+                // cookie buys no extra chances. Its next counted refresh draws anew.
                 double p = std::min(1.0, static_cast<double>(free) / static_cast<double>(waiting));
-                eligible = std::uniform_real_distribution<double>(0.0, 1.0)(random) < p;
+                const double u =
+                    queued_cookie
+                        ? unit_draw(ticket, static_cast<std::uint64_t>(c->last_check_in))
+                        : std::uniform_real_distribution<double>(0.0, 1.0)(random);
+                eligible = u < p;
             }
         } else {
             // The admission front: the oldest waiting bucket may always try; a later bucket when

@@ -362,6 +362,28 @@ TEST(Replay, ARandomRoomGivesACookielessRequestNoDrawWhileOthersWait) {
     }
 }
 
+// A bot that sends one due cookie many times at once (ignoring the cookies it gets back) used to
+// get one lottery draw per copy: twenty copies at a chance of 2 in 10 each won almost surely.
+// Each copy now draws what the first drew; the next counted refresh draws anew.
+TEST(Replay, ARandomRoomGivesCopiesOfOneDueCookieTheSameDraw) {
+    random_room room(10, 2);
+    room.h.advance(20s);  // every queued visitor is due
+    int lost_first = 0;
+    for (auto& v : room.queued) {
+        const visitor copy = v;
+        visitor first = copy;
+        if (room.h.visit(first).what == action::admit) {
+            continue;  // it won: its place is spent, and copies are new arrivals
+        }
+        ++lost_first;
+        for (int i = 0; i < 20; ++i) {
+            visitor again = copy;
+            EXPECT_EQ(room.h.visit(again).what, action::queue) << "copy " << i << " won a draw";
+        }
+    }
+    EXPECT_GE(lost_first, 5);
+}
+
 TEST(Replay, ARandomRoomWithRoomForEveryoneWaitingAdmitsANewArrival) {
     random_room room(1, 3);
     // Three free places for one waiting visitor: a new arrival has nothing to wait for.
