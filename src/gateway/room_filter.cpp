@@ -71,6 +71,9 @@ struct opened_cookie {
     std::shared_ptr<const cookie::key_ring> keys;
     std::string value;
     cookie::payload visitor;  // its room is the room it was opened for
+    // cookie.bind: the address `visitor` was last accepted for, so that a returning visitor on
+    // its keep-alive connection pays no keyed hash per request.
+    std::optional<cookie::client_address> accepted_from;
 };
 
 // A request may carry several values of a room's cookie: a sibling subdomain can plant one for
@@ -134,8 +137,12 @@ const cookie::payload* open_cookie(const request_info& info,
             break;
         }
         if (memo_usable && best == nullptr && last->value == *value) {
-            if (network == nullptr || network->accepts(*value, last->visitor)) {
+            if (network == nullptr || last->accepted_from == network->address ||
+                network->accepts(*value, last->visitor)) {
                 best = &last->visitor;
+                if (network != nullptr) {
+                    last->accepted_from = network->address;
+                }
             }
             continue;
         }
@@ -173,6 +180,10 @@ const cookie::payload* open_cookie(const request_info& info,
         last->keys = rt->keys;
         last->value.assign(*value);
         last->visitor = std::move(candidate.value());
+        last->accepted_from.reset();
+        if (network != nullptr) {
+            last->accepted_from = network->address;  // accepted just above
+        }
         best = &last->visitor;
     }
     return best;
@@ -372,8 +383,8 @@ void room_filter::on_request(const request_head& req, const request_info& info, 
                     now_ms, network ? &*network : nullptr);
     // Only a GET of a visitor the room knows (the queue page's own script): a cookieless or
     // non-GET request is decided and answered as any other.
-    traits.check_in = req["Waitroom-Check-In"] == "1" && req.method() == http::verb::get &&
-                      visitor != nullptr;
+    traits.check_in = visitor != nullptr && req.method() == http::verb::get &&
+                      req["Waitroom-Check-In"] == "1";
     if (network && network->refused > 0 && room.index() < w.room_metrics.size()) {
         w.room_metrics[room.index()]->network_changed.inc(w.index);
     }

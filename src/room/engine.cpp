@@ -190,7 +190,7 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
             // store's list of refused tickets: that list is bounded and also holds spent places
             // and revoked sessions, which mass flagging would push out (a bot that replays a
             // pre-flag cookie elsewhere is flagged again after as many requests).
-            ws.remember_revoked(ticket);
+            ws.flag_refused_.remember(ticket);
             ticket = random();
         }
     }
@@ -416,7 +416,9 @@ payload engine::revoke(const compiled_room& r, worker_state& ws, const payload& 
 }
 
 bool engine::refused_ticket(const worker_state& ws, const room_state& st, const payload& c) {
-    return st.revoked(c.ticket) || (ws.revoked_count_ > 0 && ws.revoked_here(c.ticket));
+    return st.revoked(c.ticket) ||
+           (ws.revoked_.written > 0 && ws.revoked_.contains(c.ticket)) ||
+           (ws.flag_refused_.written > 0 && ws.flag_refused_.contains(c.ticket));
 }
 
 cookie_standing engine::standing(const compiled_room& r, worker_state& ws, const payload& c,

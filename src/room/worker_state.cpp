@@ -31,15 +31,14 @@ void worker_state::flush() {
     node_.submit(deltas_);
 }
 
-bool worker_state::revoked_here(std::uint64_t ticket) const {
-    const std::size_t n = std::min(revoked_count_, revoked_here_.size());
-    return std::find(revoked_here_.begin(), revoked_here_.begin() + static_cast<std::ptrdiff_t>(n),
-                     ticket) != revoked_here_.begin() + static_cast<std::ptrdiff_t>(n);
+bool worker_state::ticket_ring::contains(std::uint64_t ticket) const {
+    const auto end = tickets.begin() + static_cast<std::ptrdiff_t>(std::min(written, tickets.size()));
+    return std::find(tickets.begin(), end, ticket) != end;
 }
 
-void worker_state::remember_revoked(std::uint64_t ticket) {
-    if (!revoked_here(ticket)) {
-        revoked_here_[revoked_count_++ % revoked_here_.size()] = ticket;
+void worker_state::ticket_ring::remember(std::uint64_t ticket) {
+    if (!contains(ticket)) {
+        tickets[written++ % tickets.size()] = ticket;
     }
 }
 

@@ -192,6 +192,34 @@ TEST_F(Abuse, ABoundCookieUsedFromAnotherNetworkIsANewVisitor) {
         << metrics();
 }
 
+// One keep-alive connection (a proxy's to the gateway) carrying the same cookie for clients of
+// two networks: the connection remembers the cookie it opened, and that memory must not let the
+// copy from the other network through.
+TEST_F(Abuse, ABoundCookieOnOneKeepAliveConnectionIsCheckedForEveryRequestsNetwork) {
+    start_with_admin(config(origin_.url(), bind_top,
+                            "total_active_users: 1, new_users_per_minute: 1000", false));
+    browser holder{port_};
+    holder.forwarded_for("198.51.100.7");
+    ASSERT_TRUE(from_origin(holder.get()));
+    const std::string sealed = holder.cookie();
+    ASSERT_FALSE(sealed.empty());
+
+    client_connection c(port_);
+    ASSERT_TRUE(c.connected());
+    auto ask = [&](const std::string& from) {
+        http::request<http::string_body> req{http::verb::get, "/hello", 11};
+        req.set(http::field::host, "shop.test");
+        req.set(http::field::cookie, sealed);
+        req.set("X-Forwarded-For", from);
+        return c.request(std::move(req));
+    };
+    EXPECT_TRUE(from_origin(ask("198.51.100.9")));   // the holder's /24
+    EXPECT_TRUE(from_origin(ask("198.51.100.10")));  // again, from memory
+    auto r = ask("198.51.101.9");                   // another /24, same connection
+    EXPECT_TRUE(is_queue_page(r)) << describe(r);
+    EXPECT_TRUE(from_origin(ask("198.51.100.9")));   // and back
+}
+
 TEST_F(Abuse, ABoundCookieFollowsAnIpv6VisitorInsideItsSlashFiftySix) {
     start_with_admin(config(origin_.url(), bind_top,
                             "total_active_users: 1, new_users_per_minute: 1000", false));

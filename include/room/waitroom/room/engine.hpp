@@ -173,15 +173,24 @@ class worker_state {
     };
     room_view& view(const engine& e, const compiled_room& r);
 
+    // The last 64 tickets put in it; the oldest goes first.
+    struct ticket_ring {
+        std::array<std::uint64_t, 64> tickets{};
+        std::size_t written = 0;  // entries written so far (the ring wraps)
+        bool contains(std::uint64_t ticket) const;
+        void remember(std::uint64_t ticket);
+    };
     // Tickets this worker refused lately (revoked sessions, spent queue places), refused at
     // once: the store's list, which every node gets at its next sync, is the record; this
     // bounded ring only covers the time until then.
-    bool revoked_here(std::uint64_t ticket) const;
-    void remember_revoked(std::uint64_t ticket);
+    bool revoked_here(std::uint64_t ticket) const { return revoked_.contains(ticket); }
+    void remember_revoked(std::uint64_t ticket) { revoked_.remember(ticket); }
 
     node_state& node_;
-    std::array<std::uint64_t, 64> revoked_here_{};
-    std::size_t revoked_count_ = 0;  // entries written so far (the ring wraps)
+    ticket_ring revoked_;
+    // The pre-flag tickets of visitors flagged here (abuse_action): a ring of their own, so that
+    // mass flagging cannot push spent places and revoked sessions out of `revoked_`.
+    ticket_ring flag_refused_;
     std::shared_ptr<const state_snapshot> snap_;
     std::uint64_t snap_version_ = ~0ull;
     std::uint64_t engine_generation_ = 0;
