@@ -216,8 +216,116 @@
         });
       }
 
+      // Proof of work on joining (a room with `challenge`): the visitor joins the line with a
+      // solution, a string whose SHA-256 after the page's seed begins with `difficulty` zero bits.
+      // Web Crypto hashes where the page is a secure context (https, localhost); elsewhere the
+      // browser has no crypto.subtle, and sha256() below does the same work.
+      var seed = text.challenge || "";
+      var difficulty = parseInt(text.difficulty || "", 10) || 0;
+
+      function zeroBits(bytes) {
+        var bits = 0;
+        for (var i = 0; i < bytes.length; i++) {
+          if (bytes[i] === 0) { bits += 8; continue; }
+          return bits + Math.clz32(bytes[i]) - 24;
+        }
+        return bits;
+      }
+
+      // SHA-256 of an ASCII string (FIPS 180-4), for pages without Web Crypto.
+      var K = [];
+      (function () {
+        var n = 2, found = 0;
+        while (found < 64) {
+          var prime = true;
+          for (var d = 2; d * d <= n; d++) { if (n % d === 0) { prime = false; break; } }
+          if (prime) { K[found++] = (Math.pow(n, 1 / 3) % 1) * 4294967296 | 0; }
+          n++;
+        }
+      })();
+      function sha256(ascii) {
+        var H = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19];
+        var len = ascii.length, blocks = ((len + 8) >> 6) + 1, W = new Array(64), i, t;
+        var M = new Array(blocks * 16).fill(0);
+        for (i = 0; i < len; i++) { M[i >> 2] |= ascii.charCodeAt(i) << (24 - (i % 4) * 8); }
+        M[len >> 2] |= 0x80 << (24 - (len % 4) * 8);
+        M[blocks * 16 - 1] = len * 8;
+        for (var b = 0; b < blocks; b++) {
+          var a = H[0], c1 = H[1], c2 = H[2], c3 = H[3], e = H[4], f = H[5], g = H[6], h = H[7];
+          for (t = 0; t < 64; t++) {
+            if (t < 16) {
+              W[t] = M[b * 16 + t] | 0;
+            } else {
+              var x = W[t - 15], y = W[t - 2];
+              W[t] = (((x >>> 7) | (x << 25)) ^ ((x >>> 18) | (x << 14)) ^ (x >>> 3)) +
+                     (((y >>> 17) | (y << 15)) ^ ((y >>> 19) | (y << 13)) ^ (y >>> 10)) +
+                     W[t - 7] + W[t - 16] | 0;
+            }
+            var s1 = ((e >>> 6) | (e << 26)) ^ ((e >>> 11) | (e << 21)) ^ ((e >>> 25) | (e << 7));
+            var t1 = h + s1 + ((e & f) ^ (~e & g)) + K[t] + W[t] | 0;
+            var s0 = ((a >>> 2) | (a << 30)) ^ ((a >>> 13) | (a << 19)) ^ ((a >>> 22) | (a << 10));
+            var t2 = s0 + ((a & c1) ^ (a & c2) ^ (c1 & c2)) | 0;
+            h = g; g = f; f = e; e = c3 + t1 | 0; c3 = c2; c2 = c1; c1 = a; a = t1 + t2 | 0;
+          }
+          H[0] = H[0] + a | 0; H[1] = H[1] + c1 | 0; H[2] = H[2] + c2 | 0; H[3] = H[3] + c3 | 0;
+          H[4] = H[4] + e | 0; H[5] = H[5] + f | 0; H[6] = H[6] + g | 0; H[7] = H[7] + h | 0;
+        }
+        var out = new Uint8Array(32);
+        for (i = 0; i < 32; i++) { out[i] = (H[i >> 2] >>> (24 - (i % 4) * 8)) & 255; }
+        return out;
+      }
+
+      // The first candidate, in base 36, that solves the challenge. Web Crypto answers each
+      // digest through a promise, so candidates go in batches.
+      function solve() {
+        var subtle = window.crypto && window.crypto.subtle;
+        var encoder = window.TextEncoder ? new TextEncoder() : null;
+        var BATCH = 256;
+        var from = 0;
+        return new Promise(function (resolve) {
+          function plain() {
+            for (var n = from; n < from + 4096; n++) {
+              if (zeroBits(sha256(seed + n.toString(36))) >= difficulty) { return resolve(n.toString(36)); }
+            }
+            from += 4096;
+            setTimeout(plain, 0);
+          }
+          function batch() {
+            var tries = [];
+            for (var n = from; n < from + BATCH; n++) {
+              tries.push(subtle.digest("SHA-256", encoder.encode(seed + n.toString(36))));
+            }
+            Promise.all(tries).then(function (digests) {
+              for (var i = 0; i < digests.length; i++) {
+                if (zeroBits(new Uint8Array(digests[i])) >= difficulty) {
+                  return resolve((from + i).toString(36));
+                }
+              }
+              from += BATCH;
+              batch();
+            }, function () { subtle = null; plain(); });
+          }
+          if (subtle && encoder) { batch(); } else { plain(); }
+        });
+      }
+
+      // Solves the challenge and sends the solution: the answer is the visitor's place in the
+      // line (the page, loaded next) or, when the room has room, its turn (204).
+      function join() {
+        solve().then(function (solution) {
+          return fetch(window.location.href, {
+            cache: "no-store", credentials: "same-origin",
+            headers: { Accept: "text/html", "Waitroom-Check-In": "1", "Waitroom-Solution": solution }
+          });
+        }).then(function (res) {
+          if (res.status === 204) { return admitted(); }
+          enter();
+        }).catch(enter);
+      }
+
       // From here the script asks for the page itself: stop the declarative refresh (the Refresh
       // header). Browsers that do not cancel it with stop() reload as without script.
-      var start = function () { window.stop(); schedule(interval); };
+      var start = function () { window.stop(); if (seed && difficulty > 0) { join(); } else { schedule(interval); } };
       if (document.readyState === "complete") { start(); } else { window.addEventListener("load", start); }
     })();

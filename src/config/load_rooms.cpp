@@ -283,6 +283,27 @@ void read_event(loader& l, const YAML::Node& n, const std::string& path, event& 
     l.set_bool(f, "shuffle_at_event_start", ev.shuffle_at_event_start);
 }
 
+// The most a challenge may ask: 2^24 hashes take minutes in a browser's Web Crypto.
+constexpr unsigned max_challenge_bits = 24;
+
+void read_challenge(loader& l, const YAML::Node& n, const std::string& path,
+                    challenge_settings& c) {
+    fields cf(l, n, path, {"enabled", "min_difficulty", "max_difficulty"});
+    if (!cf.ok()) {
+        return;
+    }
+    l.set_bool(cf, "enabled", c.enabled);
+    l.set_integer<unsigned>(cf, "min_difficulty", c.min_difficulty, 1, max_challenge_bits);
+    l.set_integer<unsigned>(cf, "max_difficulty", c.max_difficulty, 1, max_challenge_bits);
+    if (c.min_difficulty > c.max_difficulty) {
+        const YAML::Node at = cf.get("max_difficulty") ? *cf.get("max_difficulty")
+                                                         : *cf.get("min_difficulty");
+        l.report(at, cf.at(cf.get("max_difficulty") ? "max_difficulty" : "min_difficulty"),
+                 "min_difficulty (" + std::to_string(c.min_difficulty) +
+                     ") must not exceed max_difficulty (" + std::to_string(c.max_difficulty) + ")");
+    }
+}
+
 void read_room(loader& l, const YAML::Node& n, const std::string& path, room& r,
                room_marks& marks) {
     fields f(l, n, path,
@@ -310,6 +331,7 @@ void read_room(loader& l, const YAML::Node& n, const std::string& path, room& r,
               "cookie_attributes",
               "enabled_origin_commands",
               "abuse_action",
+              "challenge",
               "bypass",
               "events"});
     marks.id_node.reset(n);
@@ -405,6 +427,9 @@ void read_room(loader& l, const YAML::Node& n, const std::string& path, room& r,
                                              {"infinite_queue", abuse_action::infinite_queue}})) {
             r.abuse = *a;
         }
+    }
+    if (auto v = f.get("challenge")) {
+        read_challenge(l, *v, f.at("challenge"), r.challenge);
     }
     l.set_duration(f, "refresh_interval", r.refresh_interval, std::chrono::seconds{1});
     read_template(l, f, r.custom_page_html);

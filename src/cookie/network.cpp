@@ -5,17 +5,10 @@
 
 #include <cstring>
 
+#include "sha256.hpp"
+
 namespace waitroom::cookie {
 namespace {
-
-const EVP_MD* sha256() noexcept {
-    // Fetched once: the implicit fetch behind EVP_sha256() costs more than the hash.
-    static const EVP_MD* md = [] {
-        const EVP_MD* m = EVP_MD_fetch(nullptr, "SHA256", nullptr);
-        return m != nullptr ? m : EVP_sha256();
-    }();
-    return md;
-}
 
 bool is_v4_mapped(const std::array<std::uint8_t, 16>& a) noexcept {
     static constexpr std::uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
@@ -45,7 +38,7 @@ std::uint32_t network_tag(const key_ring& ring, std::size_t key_index,
     unsigned char digest[EVP_MAX_MD_SIZE];
     unsigned int len = 0;
     std::uint32_t tag = 0;
-    if (EVP_Digest(in, n, digest, &len, sha256(), nullptr) == 1 && len >= 4) {
+    if (EVP_Digest(in, n, digest, &len, detail::sha256(), nullptr) == 1 && len >= 4) {
         for (int i = 0; i < 4; ++i) {
             tag |= std::uint32_t{digest[i]} << (8 * i);
         }

@@ -5,12 +5,15 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
 
+#include <algorithm>
+#include <array>
 #include <optional>
 #include <random>
 #include <string_view>
 #include <utility>
 
 #include "client_ip.hpp"
+#include "waitroom/cookie/challenge.hpp"
 #include "waitroom/cookie/codec.hpp"
 #include "waitroom/cookie/http_cookie.hpp"
 #include "waitroom/cookie/network.hpp"
@@ -22,6 +25,9 @@ namespace http = boost::beast::http;
 namespace {
 
 constexpr std::string_view command_header = "Cf-Waiting-Room-Command";
+// A solution of the visitor's challenge (rooms[].challenge), sent by the queue page's script or
+// a JSON client.
+constexpr std::string_view solution_header = "Waitroom-Solution";
 
 // Bypass rules read request headers through this view of the parsed head.
 class head_fields final : public room::header_lookup {
@@ -233,6 +239,9 @@ struct room_filter::answer_traits {
     // 204 with the cookie, the origin not asked.
     bool check_in = false;
     cookie::client_address address;  // the visitor's (cookie.bind; the flagged visitor's log)
+    // The challenge seed of the visitor's cookie as sent (a challenged visitor's), for the page.
+    std::array<char, cookie::challenge_seed_size> seed{};
+    bool has_seed = false;
 };
 
 // What on_response needs to know about an admitted request.
@@ -388,8 +397,26 @@ void room_filter::on_request(const request_head& req, const request_info& info, 
     if (network && network->refused > 0 && room.index() < w.room_metrics.size()) {
         w.room_metrics[room.index()]->network_changed.inc(w.index);
     }
+    // A challenged visitor: its challenge is bound to the cookie value it sent (the opened one
+    // is the connection's memo), and a solution of it is checked here, with one hash.
+    bool solved = false;
+    if (visitor != nullptr && room::challenged(*visitor)) {
+        const auto seed = cookie::challenge_seed(
+            static_cast<const opened_cookie*>(info.filter_state.get())->value);
+        if (seed.size() == traits.seed.size()) {
+            std::copy(seed.begin(), seed.end(), traits.seed.begin());
+            traits.has_seed = true;
+        }
+        const auto solution = req[solution_header];
+        if (!solution.empty() && room.config().challenge.enabled) {
+            solved = cookie::solves(seed, solution, room::challenge_bits(*visitor));
+            if (!solved && room.index() < w.room_metrics.size()) {
+                w.room_metrics[room.index()]->challenge_failures.inc(w.index);
+            }
+        }
+    }
 
-    auto d = eng.decide(room, w.ws, visitor, now_ms, w.random);
+    auto d = eng.decide(room, w.ws, visitor, now_ms, w.random, room::attempt::first, solved);
     if (d.what != room::action::wait_for_slots) {
         apply(w, rt, d, visitor, traits, now_ms, done);
         return;
@@ -403,16 +430,16 @@ void room_filter::on_request(const request_head& req, const request_info& info, 
         kept = *visitor;
     }
     sync_.top_up(room.id(), now_ms,
-                 [this, rt, &room, visitor = std::move(kept), traits, index = w.index,
+                 [this, rt, &room, visitor = std::move(kept), traits, solved, index = w.index,
                   ex = w.executor, done = std::move(done)](bool) mutable {
                      boost::asio::post(
                          ex, [this, rt = std::move(rt), &room, visitor = std::move(visitor), traits,
-                              index, done = std::move(done)]() mutable {
+                              solved, index, done = std::move(done)]() mutable {
                              per_worker& w = worker(index, rt);
                              const std::int64_t at_ms = util::unix_ms(clock_.now());
-                             auto again =
-                                 rt->engine->decide(room, w.ws, visitor ? &*visitor : nullptr,
-                                                    at_ms, w.random, room::attempt::after_top_up);
+                             auto again = rt->engine->decide(
+                                 room, w.ws, visitor ? &*visitor : nullptr, at_ms, w.random,
+                                 room::attempt::after_top_up, solved);
                              apply(w, rt, again, visitor ? &*visitor : nullptr, traits, at_ms,
                                    done);
                          });
@@ -451,6 +478,8 @@ void room_filter::apply(per_worker& w, const std::shared_ptr<const node_runtime>
     }
 
     std::string set_cookie;
+    auto seed = t.seed;  // the challenge's seed: of the cookie sent, or of the one sealed now
+    bool has_seed = t.has_seed;
     const bool sets = d.what == room::action::admit || d.what == room::action::queue;
     // A cookie sealed before cookie.bind was turned on is bound by this answer.
     const bool binds = sets && visitor != nullptr && visitor->network == 0 &&
@@ -463,6 +492,11 @@ void room_filter::apply(per_worker& w, const std::shared_ptr<const node_runtime>
             set_cookie = cookie::set_cookie_value(rt->cookie_names[room.index()], *sealed,
                                                   std::chrono::seconds{d.cookie_max_age_seconds},
                                                   rc.cookie_attrs, t.tls);
+            const auto sealed_seed = cookie::challenge_seed(*sealed);
+            has_seed = sealed_seed.size() == seed.size();
+            if (has_seed) {
+                std::copy(sealed_seed.begin(), sealed_seed.end(), seed.begin());
+            }
         }
     }
 
@@ -528,6 +562,10 @@ void room_filter::apply(per_worker& w, const std::shared_ptr<const node_runtime>
             body = w.renderer.queue_page(room.id(), event_name, key, d.page);
         }
     }
+    if (d.page.challenge_required) {
+        body = pages::with_challenge_seed(
+            body, std::string_view{seed.data(), has_seed ? seed.size() : 0});
+    }
     headers.emplace_back("Content-Type",
                          t.wants_json ? "application/json" : "text/html; charset=utf-8");
     if (!set_cookie.empty()) {
@@ -559,8 +597,12 @@ void room_filter::count(per_worker& w, const room::decision& d, const cookie::pa
             }
             break;
         case room::action::queue:
-            if (visitor == nullptr || had_session || visitor->last_check_in == 0 ||
-                visitor->ticket != d.cookie.ticket) {
+            if (d.page.challenge_required) {
+                if (d.challenge_issued) {
+                    m.challenges_issued.inc(slot);
+                }
+            } else if (d.challenge_solved || visitor == nullptr || had_session ||
+                       visitor->last_check_in == 0 || visitor->ticket != d.cookie.ticket) {
                 m.queued.inc(slot);
             }
             break;
@@ -572,6 +614,9 @@ void room_filter::count(per_worker& w, const room::decision& d, const cookie::pa
     }
     if (d.flagged_now) {
         m.flagged.inc(slot);
+    }
+    if (d.challenge_solved) {
+        m.challenges_solved.inc(slot);
     }
 }
 

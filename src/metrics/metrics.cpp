@@ -384,6 +384,15 @@ metric_set::metric_set(unsigned slots) : reg_(slots) {
     r.declare("waitroom_room_cookie_network_changed_total",
               "Cookies bound to another network (cookie.bind: prefix), treated as new visitors.",
               kind::counter, L{"room"});
+    r.declare("waitroom_room_challenges_issued_total",
+              "Proof-of-work challenges given to new visitors who would be queued (challenge).",
+              kind::counter, L{"room"});
+    r.declare("waitroom_room_challenges_solved_total",
+              "Challenges solved: visitors who joined the queue (or got in) with a solution.",
+              kind::counter, L{"room"});
+    r.declare("waitroom_room_challenge_failures_total",
+              "Requests whose Waitroom-Solution did not solve the visitor's challenge.",
+              kind::counter, L{"room"});
 
     r.declare("waitroom_http_requests_total", "Requests answered on the public listener.",
               kind::counter, L{"code"});
@@ -444,6 +453,9 @@ const room_metrics& metric_set::room(std::string_view id) {
     m->top_ups = reg_.add_counter("waitroom_room_lease_top_ups_total", l);
     m->flagged = reg_.add_counter("waitroom_room_flagged_total", l);
     m->network_changed = reg_.add_counter("waitroom_room_cookie_network_changed_total", l);
+    m->challenges_issued = reg_.add_counter("waitroom_room_challenges_issued_total", l);
+    m->challenges_solved = reg_.add_counter("waitroom_room_challenges_solved_total", l);
+    m->challenge_failures = reg_.add_counter("waitroom_room_challenge_failures_total", l);
     auto& ref = *m;
     rooms_.emplace(std::string(id), std::move(m));
     return ref;

@@ -34,6 +34,11 @@ std::string render_json(const room::page_model& m) {
     o["shuffleAtEventStart"] = m.shuffle_at_event_start;
     o["queuePosition"] = m.queue_position;
     o["roomName"] = m.room_name;
+    if (m.challenge_required) {
+        o["challengeRequired"] = true;
+        o["challengeSeed"] = challenge_seed_placeholder;
+        o["challengeDifficulty"] = m.challenge_difficulty;
+    }
     nlohmann::ordered_json root;
     root["cfWaitingRoom"] = std::move(o);
     // `replace`: a room name with invalid UTF-8 must not throw on the request path.

@@ -39,7 +39,9 @@ bool same_values(const room::page_model& a, const room::page_model& b) {
            a.shuffle_at_event_start == b.shuffle_at_event_start && a.room_name == b.room_name &&
            a.last_updated == b.last_updated && a.wait_time_formatted == b.wait_time_formatted &&
            a.time_until_event_start_formatted == b.time_until_event_start_formatted &&
-           a.time_until_event_end_formatted == b.time_until_event_end_formatted;
+           a.time_until_event_end_formatted == b.time_until_event_end_formatted &&
+           a.challenge_required == b.challenge_required &&
+           a.challenge_difficulty == b.challenge_difficulty;
 }
 
 enum class page_kind : std::uint8_t { queue, reject, json };
@@ -197,6 +199,19 @@ page_body page_renderer::json(std::string_view room_id, const page_key& key,
                               const room::page_model& model) {
     return impl_->lookup(page_kind::json, room_id, {}, key, model,
                          [&] { return render_json(model); });
+}
+
+page_body with_challenge_seed(const page_body& body, std::string_view seed) {
+    const std::string_view mark = challenge_seed_placeholder;
+    auto at = body->find(mark);
+    if (at == std::string::npos || seed.size() != mark.size()) {
+        return body;
+    }
+    auto out = std::make_shared<std::string>(*body);
+    for (; at != std::string::npos; at = out->find(mark, at + mark.size())) {
+        out->replace(at, mark.size(), seed);
+    }
+    return out;
 }
 
 page_renderer::cache_stats page_renderer::stats() const {

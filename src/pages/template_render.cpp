@@ -13,10 +13,11 @@ namespace {
 // Sections need real booleans, but Cloudflare-style templates also print them ({{queueAll}} →
 // "true"), and kainjow prints nothing for a boolean. So a plain variable tag naming a boolean is
 // renamed at compile time to a string twin.
-constexpr std::array<std::string_view, 12> boolean_names = {
-    "inWaitingRoom", "waitTimeKnown",      "queueIsFull",         "queueAll",
-    "isFIFOQueue",   "isRandomQueue",      "isPassthroughQueue",  "isRejectQueue",
-    "isEventActive", "isEventPrequeueing", "shuffleAtEventStart", "admissionSoundEnabled"};
+constexpr std::array<std::string_view, 13> boolean_names = {
+    "inWaitingRoom",      "waitTimeKnown",       "queueIsFull",           "queueAll",
+    "isFIFOQueue",        "isRandomQueue",       "isPassthroughQueue",    "isRejectQueue",
+    "isEventActive",      "isEventPrequeueing",  "shuffleAtEventStart",   "admissionSoundEnabled",
+    "challengeRequired"};
 constexpr std::string_view text_suffix = "__text";
 
 std::string_view trimmed(std::string_view s) {
@@ -161,6 +162,11 @@ mustache::data to_data(const room::page_model& m, const compiled& c,
           text(m.in_waiting_room && m.is_fifo_queue ? "(" + std::to_string(m.queue_position) + ") "
                                                     : std::string()));
     flag("admissionSoundEnabled", options.admission_sound);
+    // Proof of work on joining: the seed is the visitor's own, so the page holds a placeholder
+    // that the gateway replaces in each answer (the rendered page stays shared).
+    flag("challengeRequired", m.challenge_required);
+    d.set("challengeDifficulty", num(m.challenge_difficulty));
+    d.set("challengeSeed", text(m.challenge_required ? challenge_seed_placeholder : ""));
     return d;
 }
 

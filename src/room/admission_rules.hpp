@@ -5,6 +5,7 @@
 // src/room/.
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstdint>
 
@@ -98,6 +99,18 @@ inline std::int64_t given_refresh_ms(const payload& c) {
 
 inline bool flagged(const payload& c) {
     return (c.flags & visitor_flags::flagged) != 0;
+}
+
+// The difficulty of a new challenge: the room's minimum, one bit more (twice the work) for each
+// doubling of the queue's length in minutes of admissions, at most the room's maximum. A queue
+// shorter than a minute asks the minimum.
+inline unsigned challenge_difficulty(const config::challenge_settings& c, const settings& s,
+                                     const room_state& st) {
+    const auto minutes = static_cast<std::uint64_t>(
+        std::max<std::int64_t>(0, st.waiting_total()) /
+        std::max<std::int64_t>(1, s.new_users_per_minute));
+    const unsigned bits = c.min_difficulty + static_cast<unsigned>(std::bit_width(minutes));
+    return std::min({bits, c.max_difficulty, visitor_flags::difficulty_mask});
 }
 
 // One request of a queued visitor, counted for the refresh-rate watch (abuse_action).

@@ -103,7 +103,7 @@ decision engine::decide(const request_view& req, worker_state& ws, const payload
 }
 
 decision engine::decide(const compiled_room& r, worker_state& ws, const payload* valid_cookie,
-                        std::int64_t now_ms, rng& random, attempt at) const {
+                        std::int64_t now_ms, rng& random, attempt at, bool solved) const {
     using config::queueing_method;
     decision d;
     d.room = &r;
@@ -154,6 +154,22 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
         c = nullptr;
     }
 
+    // Proof of work on joining (`challenge`): a challenged cookie holds no place, so its holder is
+    // a new visitor. With a solution of its challenge, sent before the challenge grew stale, its
+    // ticket joins the queue now, at the back (a challenge kept back buys no earlier place).
+    // Copies of it join with the same ticket: one place, spent by the first admission.
+    const bool queues = s.method == queueing_method::fifo || s.method == queueing_method::random;
+    const bool challenging = queues && r.config().challenge.enabled;
+    const payload* pending = nullptr;
+    bool joining = false;
+    if (c != nullptr && challenged(*c)) {
+        if (now_ms - c->last_check_in <= win_.challenge_ttl_ms) {
+            pending = c;
+            joining = solved && challenging;
+        }
+        c = nullptr;
+    }
+
     bool queued_cookie = c != nullptr;
     std::int64_t bucket = 0;
     std::uint64_t ticket = 0;
@@ -172,13 +188,12 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
         }
     }
     if (!queued_cookie) {
-        ticket = random();
+        ticket = joining ? pending->ticket : random();
         bucket = arrival_bucket(ph, now_ms, ticket);
     }
 
     // The refresh-rate watch (abuse_action, rooms that queue): each request of a queued visitor
     // is counted in its cookie, and one far faster than its Refresh is flagged for good.
-    const bool queues = s.method == queueing_method::fifo || s.method == queueing_method::random;
     const config::abuse_action abuse = queues ? r.config().abuse : config::abuse_action::off;
     flood_reading flood;
     if (abuse != config::abuse_action::off) {
@@ -318,6 +333,7 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
             ++deltas.slots_used;
         }
         d.what = action::admit;
+        d.challenge_solved = joining;
         d.cookie.room = r.id();
         d.cookie.bucket = bucket;
         d.cookie.accepted_at = now_ms;
@@ -338,9 +354,17 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
         return d;
     }
 
+    // A new visitor who would be queued in a room with `challenge` gets a challenge instead of a
+    // place, and is counted nowhere until it solves it.
+    if (challenging && !queued_cookie && !joining) {
+        challenge(r, s, ph, st, pending, now_ms, random, d);
+        return d;
+    }
+
     // Queued: counted in (bucket, now's window); moved when the window changes. The cookie
     // dates this request and carries the Refresh given, so the next draw is due then.
     d.what = action::queue;
+    d.challenge_solved = joining;
     d.cookie.room = r.id();
     d.cookie.bucket = bucket;
     d.cookie.accepted_at = 0;
@@ -368,6 +392,37 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
     stamp_watch(d.cookie);
     d.cookie_changed = true;
     return d;
+}
+
+void engine::challenge(const compiled_room& r, const settings& s, const event_phase& ph,
+                       const room_state& st, const payload* pending, std::int64_t now_ms,
+                       rng& random, decision& d) const {
+    d.what = action::queue;
+    if (pending != nullptr) {
+        // The challenge the visitor is working on stays as it is: its seed is the cookie's.
+        d.cookie = *pending;
+    } else {
+        d.cookie = payload{};
+        d.cookie.room = r.id();
+        d.cookie.ticket = random();
+        d.cookie.bucket = floor_to(now_ms, win_.window_ms);
+        d.cookie.last_check_in = now_ms;
+        d.cookie.event_id = ph.event_id;
+        d.cookie.flags = visitor_flags::challenged |
+                         rules::challenge_difficulty(r.config().challenge, s, st)
+                             << visitor_flags::difficulty_shift;
+        d.cookie_changed = true;
+        d.challenge_issued = true;
+    }
+    d.cookie_max_age_seconds =
+        ceil_div_ms(d.cookie.last_check_in + win_.challenge_ttl_ms - now_ms, 1000);
+    fill_page(r, s, ph, st, floor_to(now_ms, win_.window_ms), now_ms, false, d);
+    // A browser without the page's script reloads the page at the room's pace: it cannot join,
+    // but it is let in as any new visitor once the room has room.
+    d.refresh_seconds = std::max<std::int64_t>(1, ceil_div_ms(s.refresh_ms, 1000));
+    d.page.refresh_interval_seconds = d.refresh_seconds;
+    d.page.challenge_required = true;
+    d.page.challenge_difficulty = challenge_bits(d.cookie);
 }
 
 std::int64_t engine::arrival_bucket(const event_phase& ph, std::int64_t now_ms,
@@ -426,8 +481,8 @@ cookie_standing engine::standing(const compiled_room& r, worker_state& ws, const
     const event_phase ph = r.phase_at(now_ms);
     const settings s = r.settings_at(ph);
     const room_limits lim = make_limits(s, ph, win_);
-    if (!trusted(r, c, now_ms, win_.window_ms)) {
-        return {};
+    if (!trusted(r, c, now_ms, win_.window_ms) || challenged(c)) {
+        return {};  // a challenged cookie holds no place
     }
     if (refused_ticket(ws, *ws.view(*this, r).state, c)) {
         return {};  // decide() makes its holder a new arrival

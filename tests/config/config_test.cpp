@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -134,6 +135,61 @@ rooms:
                   "config.yaml:7:19: rooms[0].abuse_action: must be one of off, log, slow, "
                   "infinite_queue",
               }));
+}
+
+TEST_F(Config, ReadsAChallengeAndFillsItsDefaults) {
+    auto r = load(R"yaml(rooms:
+  - {name: a, total_active_users: 1, new_users_per_minute: 1,
+     challenge: {enabled: true, min_difficulty: 10, max_difficulty: 20}}
+  - {name: b, path: /b, total_active_users: 1, new_users_per_minute: 1, challenge: {enabled: true}}
+  - {name: c, path: /c, total_active_users: 1, new_users_per_minute: 1}
+)yaml");
+    ASSERT_TRUE(r.ok()) << format_problems(r.problems);
+    EXPECT_TRUE(r.cfg->rooms[0].challenge.enabled);
+    EXPECT_EQ(r.cfg->rooms[0].challenge.min_difficulty, 10u);
+    EXPECT_EQ(r.cfg->rooms[0].challenge.max_difficulty, 20u);
+    EXPECT_TRUE(r.cfg->rooms[1].challenge.enabled);
+    EXPECT_EQ(r.cfg->rooms[1].challenge.min_difficulty, 14u);
+    EXPECT_EQ(r.cfg->rooms[1].challenge.max_difficulty, 18u);
+    EXPECT_FALSE(r.cfg->rooms[2].challenge.enabled) << "off by default";
+}
+
+TEST_F(Config, BadChallengesNameTheirPlaceAndTheBounds) {
+    auto r = load(R"yaml(rooms:
+  - name: shop
+    total_active_users: 1
+    new_users_per_minute: 1
+    challenge:
+      enabled: yes please
+      min_difficulty: 0
+      max_difficulty: 25
+      bits: 3
+  - name: two
+    path: /two
+    total_active_users: 1
+    new_users_per_minute: 1
+    challenge: {min_difficulty: 20, max_difficulty: 12}
+  - name: three
+    path: /three
+    total_active_users: 1
+    new_users_per_minute: 1
+    challenge: true
+)yaml");
+    EXPECT_FALSE(r.ok());
+    const auto m = messages(r);
+    const auto has = [&](std::string_view prefix) {
+        return std::any_of(m.begin(), m.end(), [&](const std::string& s) {
+            return s.rfind(prefix, 0) == 0;
+        });
+    };
+    EXPECT_TRUE(has("config.yaml:9:7: rooms[0].challenge.bits: ")) << format_problems(r.problems);
+    EXPECT_TRUE(has("config.yaml:6:16: rooms[0].challenge.enabled: ")) << format_problems(r.problems);
+    EXPECT_TRUE(has("config.yaml:7:23: rooms[0].challenge.min_difficulty: ")) << format_problems(r.problems);
+    EXPECT_TRUE(has("config.yaml:8:23: rooms[0].challenge.max_difficulty: ")) << format_problems(r.problems);
+    EXPECT_TRUE(has("config.yaml:14:53: rooms[1].challenge.max_difficulty: min_difficulty (20) "
+                    "must not exceed max_difficulty (12)"))
+        << format_problems(r.problems);
+    EXPECT_TRUE(has("config.yaml:19:16: rooms[2].challenge: ")) << format_problems(r.problems);
 }
 
 TEST_F(Config, AdmissionSoundIsARoomSwitchThatTakesOnlyABoolean) {

@@ -72,8 +72,9 @@ class harness {
 
     // One request of `v` to room `room_id`, with the gateway's top-up dance; `v` keeps the
     // cookie the answer sets.
-    room::decision visit(visitor& v, const std::string& room_id = "") {
-        room::decision d = decide(v, room_id);
+    // `solved`: the request carries a valid solution of the challenge in `v`'s cookie.
+    room::decision visit(visitor& v, const std::string& room_id = "", bool solved = false) {
+        room::decision d = decide(v, room_id, solved);
         if (d.cookie_changed) {
             v.cookie = d.cookie;
         }
@@ -104,15 +105,15 @@ class harness {
     int top_ups() const { return top_ups_; }
 
   private:
-    room::decision decide(const visitor& v, const std::string& room_id) {
+    room::decision decide(const visitor& v, const std::string& room_id, bool solved) {
         const room::compiled_room* r =
             room_id.empty() ? &engine_->rooms().front() : engine_->find(room_id);
         const cookie::payload* c = v.cookie ? &*v.cookie : nullptr;
-        room::decision d = engine_->decide(*r, ws_, c, now(), rng_);
+        room::decision d = engine_->decide(*r, ws_, c, now(), rng_, room::attempt::first, solved);
         if (d.what == room::action::wait_for_slots) {
             ++top_ups_;
             sync_.top_up(r->id(), now(), [](bool) {});
-            d = engine_->decide(*r, ws_, c, now(), rng_, room::attempt::after_top_up);
+            d = engine_->decide(*r, ws_, c, now(), rng_, room::attempt::after_top_up, solved);
         }
         return d;
     }

@@ -211,6 +211,14 @@ enum class abuse_action {
     infinite_queue,  // flagged visitors see the queue page and are never admitted
 };
 
+// Proof of work on joining (`challenge`): a new visitor who would be queued first solves a
+// SHA-256 puzzle, whose difficulty (leading zero bits) rises with the queue's length.
+struct challenge_settings {
+    bool enabled = false;
+    unsigned min_difficulty = 14;  // bits asked while the queue is short
+    unsigned max_difficulty = 18;  // bits asked at most, however long the queue
+};
+
 enum class same_site { auto_, lax, strict, none };
 enum class secure_mode { auto_, always, never };
 
@@ -263,6 +271,7 @@ struct room {
     cookie_attributes cookie_attrs;  // YAML key: cookie_attributes
     bool revoke_enabled = false;     // YAML: enabled_origin_commands: [revoke]
     ::waitroom::config::abuse_action abuse = abuse_action::off;  // YAML key: abuse_action
+    challenge_settings challenge;                                 // YAML key: challenge
     std::vector<bypass_rule> bypass;
     std::vector<event> events;
 };

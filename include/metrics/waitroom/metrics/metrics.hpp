@@ -169,6 +169,9 @@ struct room_metrics {
     counter top_ups;               // waitroom_room_lease_top_ups_total
     counter flagged;               // waitroom_room_flagged_total
     counter network_changed;       // waitroom_room_cookie_network_changed_total
+    counter challenges_issued;     // waitroom_room_challenges_issued_total
+    counter challenges_solved;     // waitroom_room_challenges_solved_total
+    counter challenge_failures;    // waitroom_room_challenge_failures_total
 };
 
 // Every metric of waitroomd, named once. Request-path code keeps a reference to this object and

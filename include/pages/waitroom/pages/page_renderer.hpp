@@ -117,6 +117,14 @@ class page_renderer {
     std::unique_ptr<impl> impl_;
 };
 
+// What a rendered page or JSON holds in place of the visitor's challenge seed (challengeSeed):
+// as long as a seed, and unchanged by HTML and JSON escaping.
+inline constexpr std::string_view challenge_seed_placeholder = "CHALLENGE-SEED-0000000";
+
+// `body` with every challenge_seed_placeholder replaced by `seed` (as long as the placeholder);
+// `body` itself when it holds none.
+page_body with_challenge_seed(const page_body& body, std::string_view seed);
+
 // Uncached renderings, also used by the cache on a miss.
 std::string render_json(const room::page_model& model);
 

@@ -60,10 +60,27 @@ inline constexpr std::uint32_t uncounted = 1u;
 // Refreshed far faster than its Refresh asked (abuse_action): the room's abuse_action applies
 // to the visitor for as long as the cookie keeps its place.
 inline constexpr std::uint32_t flagged = 2u;
+// A new visitor given a proof-of-work challenge (rooms with `challenge`) and not yet in the queue:
+// the cookie holds no place and is counted nowhere. Its ticket becomes the visitor's place in the
+// queue once the challenge is solved; its last_check_in dates the challenge.
+inline constexpr std::uint32_t challenged = 4u;
+// Bits 3–7 of a challenged cookie: the difficulty asked, in leading zero bits (1–31).
+inline constexpr unsigned difficulty_shift = 3;
+inline constexpr std::uint32_t difficulty_mask = 31u;
 // Bits 8 and up: the Refresh, in seconds, given with the visitor's last counted request. A
 // refresh before last_check_in plus that gets the queue page again and moves nothing.
 inline constexpr unsigned refresh_shift = 8;
 }  // namespace visitor_flags
+
+// A challenged cookie (rooms with `challenge`): a new visitor's, holding no place yet.
+inline bool challenged(const payload& c) {
+    return (c.flags & visitor_flags::challenged) != 0;
+}
+
+// The difficulty a challenged cookie asks, in leading zero bits.
+inline unsigned challenge_bits(const payload& c) {
+    return (c.flags >> visitor_flags::difficulty_shift) & visitor_flags::difficulty_mask;
+}
 
 // One room of the config, compiled.
 class compiled_room {
@@ -114,6 +131,8 @@ struct decision {
     std::int64_t refresh_seconds = 0;         // queue: the Refresh header (adaptive)
     page_model page;                          // queue and reject: the page values
     bool flagged_now = false;                 // this request flagged the visitor (abuse_action)
+    bool challenge_issued = false;            // queue: a new challenge is in `cookie` (set it)
+    bool challenge_solved = false;            // this request solved its challenge and joined
 };
 
 // What routing alone says of a request, before any counter is read.
@@ -217,10 +236,12 @@ class engine {
     route_result route(const request_view& req) const;
 
     // Step 2: the decision for a routed request. `valid_cookie` is the decrypted payload when
-    // the cookie was valid for this room, null otherwise (a new visitor).
+    // the cookie was valid for this room, null otherwise (a new visitor). `solved`: the request
+    // carries a valid solution of the challenge in `valid_cookie` (checked by the caller, which
+    // holds the cookie's sealed value the challenge is bound to).
     decision decide(const compiled_room& room, worker_state& ws,
                     const payload* valid_cookie, std::int64_t now_ms, rng& random,
-                    attempt at = attempt::first) const;
+                    attempt at = attempt::first, bool solved = false) const;
 
     // Both steps, for callers that resolve the cookie up front (tests, simulator).
     decision decide(const request_view& req, worker_state& ws, const payload* valid_cookie,
@@ -250,6 +271,11 @@ class engine {
     // of the prequeue span drawn by the ticket.
     std::int64_t arrival_bucket(const event_phase& ph, std::int64_t now_ms,
                                 std::uint64_t ticket) const;
+    // The challenge a new visitor who would be queued gets instead of a place (rooms with
+    // `challenge`): `pending`'s while it is fresh, a new one otherwise.
+    void challenge(const compiled_room& r, const settings& s, const event_phase& ph,
+                   const room_state& st, const payload* pending, std::int64_t now_ms,
+                   rng& random, decision& d) const;
     void fill_page(const compiled_room& r, const settings& s, const event_phase& ph,
                    const room_state& st, std::int64_t bucket, std::int64_t now_ms, bool eligible,
                    decision& d) const;

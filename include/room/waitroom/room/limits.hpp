@@ -27,6 +27,8 @@ struct windowing {
     std::int64_t flood_factor = 5;           // abuse_action: more than this many times the
                                              // refreshes the Refresh allows in a span flags;
                                              // `slow` also stretches the Refresh by it
+    std::int64_t challenge_ttl_ms = 600'000;  // challenge: a solution is taken this long after
+                                              // the challenge was issued; later, a new one
 };
 
 // The limits of one room at one instant (event overrides applied), as a store needs them to sum

@@ -43,6 +43,12 @@ struct page_model {
     std::int64_t time_until_event_end = 0;         // timeUntilEventEnd: minutes (0 when none)
     std::string time_until_event_end_formatted;    // timeUntilEventEndFormatted
     bool shuffle_at_event_start = false;           // shuffleAtEventStart
+
+    // Proof of work on joining (ours): the visitor joins the queue once it sends a solution.
+    bool challenge_required = false;    // challengeRequired
+    unsigned challenge_difficulty = 0;  // challengeDifficulty: leading zero bits asked
+    // challengeSeed is the visitor's own (bound to its cookie): the renderer writes
+    // pages::challenge_seed_placeholder, which the gateway replaces per answer.
 };
 
 // "1 hour 5 minutes", "3 minutes", "1 minute", "0 minutes": English, as Cloudflare's default.
