@@ -267,6 +267,9 @@ http_response cookie_jar::get(std::uint16_t port, std::string_view target, bool 
     if (check_in_) {
         req.set("Waitroom-Check-In", "1");
     }
+    if (!solution_.empty()) {
+        req.set("Waitroom-Solution", solution_);
+    }
     if (!forwarded_for_.empty()) {
         req.set("X-Forwarded-For", forwarded_for_);
     }

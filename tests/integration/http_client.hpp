@@ -93,9 +93,12 @@ class cookie_jar {
     void source(std::string address) { source_ = std::move(address); }
     // Send `Waitroom-Check-In: 1`, as the queue page's script does.
     void check_in(bool on) { check_in_ = on; }
+    // Send `Waitroom-Solution: <s>` (a challenge's solution) with each GET; "" = none.
+    void solution(std::string s) { solution_ = std::move(s); }
 
   private:
     bool check_in_ = false;
+    std::string solution_;
     std::string cookie_;
     std::string forwarded_for_;
     std::string source_;
