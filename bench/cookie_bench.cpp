@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "waitroom/cookie/challenge.hpp"
 #include "waitroom/cookie/codec.hpp"
 #include "waitroom/cookie/http_cookie.hpp"
 
@@ -112,6 +113,20 @@ void BM_CookieSetCookieHeader(benchmark::State& state) {
     }
 }
 BENCHMARK(BM_CookieSetCookieHeader);
+
+// Checking a challenge's solution (rooms[].challenge): the seed taken from the cookie value sent,
+// one SHA-256 of seed and solution, its leading zero bits counted. A solution of the longest
+// allowed form (64 characters) is the worst case; the cost does not depend on the difficulty.
+void BM_ChallengeVerify(benchmark::State& state) {
+    auto ring = bench_ring();
+    const std::string value = encode(*ring, visitor()).value();
+    const std::string solution(static_cast<std::size_t>(state.range(0)), 'z');
+    for (auto _ : state) {
+        bool ok = solves(challenge_seed(value), solution, 18);
+        benchmark::DoNotOptimize(ok);
+    }
+}
+BENCHMARK(BM_ChallengeVerify)->Arg(6)->Arg(64);
 
 }  // namespace
 

@@ -371,7 +371,12 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
     d.cookie.ticket = ticket;
     d.cookie.event_id = event_id;
     d.cookie_max_age_seconds = ceil_div_ms(win_.queue_rejoin_ms, 1000);
-    if (old_w != now_w) {
+    // A join counts once on this worker: a copy of the solved challenge sent again is its place.
+    const bool joined_before = joining && ws.joined_.written > 0 && ws.joined_.contains(ticket);
+    if (joining && !joined_before) {
+        ws.joined_.remember(ticket);
+    }
+    if (old_w != now_w && !joined_before) {
         deltas.waiting.add({bucket, now_w}, 1);
         if (old_w >= 0) {
             deltas.waiting.add({bucket, old_w}, -1);

@@ -34,6 +34,11 @@ try {
     const rooms = LANGUAGES.map((lang) =>
       `  - {name: "Shop ${lang}", path: /${lang}, default_template_language: ${lang}, ` +
       "total_active_users: 1, new_users_per_minute: 1, queue_all: true, refresh_interval: 20s}");
+    // The same page while it asks a proof of work: hard enough to stay unsolved during the test.
+    rooms.push(...LANGUAGES.map((lang) =>
+      `  - {name: "Pow ${lang}", path: /${lang}-pow, default_template_language: ${lang}, ` +
+      "total_active_users: 1, new_users_per_minute: 1, queue_all: true, refresh_interval: 20s, " +
+      "challenge: {enabled: true, min_difficulty: 24, max_difficulty: 24}}"));
     writeFileSync(file, [
       'listen: ["127.0.0.1:0"]',
       `origin: {url: "http://127.0.0.1:${originPort}", connect_timeout: 2s, timeout: 5s}`,
@@ -64,6 +69,15 @@ try {
       await ctx.close();
     }
     step(`${lang}: axe-core finds no violation, light and dark; no motion when reduced`);
+    for (const colorScheme of ["light", "dark"]) {
+      const ctx = await browser.newContext({ colorScheme });
+      const page = await ctx.newPage();
+      await page.goto(`${base}/${lang}-pow/`);
+      await page.locator("#challenge").waitFor({ timeout: 5000 });
+      assert.deepEqual(await axe(page), [], `${lang} ${colorScheme}, challenge`);
+      await ctx.close();
+    }
+    step(`${lang}: the page of a challenge has no violation either`);
   }
 
   // With motion allowed, the bar drains.

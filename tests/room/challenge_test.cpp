@@ -137,6 +137,8 @@ TEST(Challenge, OneSolutionSentManyTimesHoldsOnePlace) {
     ASSERT_EQ(h.visit(a, "", true).what, action::queue);
     ASSERT_EQ(h.visit(b, "", true).what, action::queue);
     EXPECT_EQ(a.cookie->ticket, b.cookie->ticket) << "both copies are the same place";
+    h.sync();
+    EXPECT_EQ(h.state("shop").waiting_total(), 1) << "counted once on the worker that saw both";
     // The place frees: one copy is admitted and spends the ticket; the other is a new visitor.
     h.revoke(in);
     h.sync();

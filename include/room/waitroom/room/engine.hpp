@@ -210,6 +210,9 @@ class worker_state {
     // The pre-flag tickets of visitors flagged here (abuse_action): a ring of their own, so that
     // mass flagging cannot push spent places and revoked sessions out of `revoked_`.
     ticket_ring flag_refused_;
+    // The challenge tickets that joined the queue here lately: the same solved challenge sent
+    // again to this worker is the place it already took, not one more in the waiting counts.
+    ticket_ring joined_;
     std::shared_ptr<const state_snapshot> snap_;
     std::uint64_t snap_version_ = ~0ull;
     std::uint64_t engine_generation_ = 0;
