@@ -234,6 +234,39 @@ TEST(Abuse, ACookieKeptBackFromBeforeTheFlagIsANewArrivalAtTheBack) {
     EXPECT_TRUE(is_flagged(q.early));
 }
 
+// The worker refuses a revoked session's ticket at once, before the store's list reaches it:
+// flagging many visitors on that worker must not push it out (the flags' own tickets go to a ring
+// of their own), or the revoked session's cookie would pass again until the next sync.
+TEST(Abuse, MassFlaggingOnAWorkerDoesNotBringBackASessionItRevoked) {
+    auto r = make_room("shop", 2, 1000);
+    r.revoke_enabled = true;
+    r.abuse = config::abuse_action::infinite_queue;
+    harness h({r});
+    visitor x;
+    ASSERT_EQ(h.visit(x).what, action::admit);
+    const visitor revoked = x;  // the session's cookie, kept back
+    h.revoke(x);
+    // Everyone new queues from here (no slot, so no top-up: nothing reaches the store), and the
+    // worker flags more visitors than its ring of refused tickets holds (64).
+    h.cfg().rooms[0].queue_all = true;
+    h.reload();
+    const int top_ups = h.top_ups();
+    for (int i = 0; i < 100; ++i) {
+        visitor bot;
+        ASSERT_EQ(h.visit(bot).what, action::queue);
+        const std::int64_t allowed = allowed_per_minute(given_refresh_s(bot));
+        bool flagged = false;
+        for (std::int64_t n = 0; n <= allowed && !flagged; ++n) {
+            h.advance(10ms);
+            flagged = h.visit(bot).flagged_now;
+        }
+        ASSERT_TRUE(flagged) << "bot " << i;
+    }
+    ASSERT_EQ(h.top_ups(), top_ups);
+    visitor replay = revoked;
+    EXPECT_NE(h.visit(replay).what, action::admit) << "the revoked session passed again";
+}
+
 TEST(Abuse, AFloodWithoutACookieIsANewArrivalEveryTime) {
     queue_of_two q(config::abuse_action::infinite_queue);
     for (int i = 0; i < 50; ++i) {
