@@ -328,8 +328,9 @@ std::optional<std::int64_t> parse_time_ms(std::string_view s) {
     return duration_cast<milliseconds>(t.time_since_epoch()).count();
 }
 
-json number_or_null(double v) {
-    return std::isfinite(v) ? json(std::round(v * 10) / 10) : json(nullptr);
+// Seconds to a tenth, shares to a thousandth; null where there is nothing to show.
+json number_or_null(double v, double scale = 10) {
+    return std::isfinite(v) ? json(std::round(v * scale) / scale) : json(nullptr);
 }
 
 json row_json(const metrics::minute_row& r) {
@@ -349,7 +350,7 @@ json row_json(const metrics::minute_row& r) {
         {"estimate_error_median_seconds", number_or_null(s.estimate_error_median)},
         {"estimate_error_bias_seconds", number_or_null(s.estimate_error_bias)},
         {"session_p50_seconds", number_or_null(s.session_p50)},
-        {"out_of_order_share", number_or_null(s.out_of_order_share)},
+        {"out_of_order_share", number_or_null(s.out_of_order_share, 1000)},
         {"active_users", r.active_users},
         {"queued_users", r.queued_users},
     };
