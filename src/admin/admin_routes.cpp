@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <optional>
 #include <string_view>
 
@@ -52,6 +54,8 @@ namespace {
 constexpr std::string_view rooms_prefix = "/rooms/";
 constexpr std::string_view status_suffix = "/status";
 constexpr std::string_view preview_suffix = "/preview";
+constexpr std::string_view analytics_suffix = "/analytics";
+constexpr std::string_view analytics_csv_suffix = "/analytics.csv";
 
 admin_reply json_reply(unsigned status, const json& body) {
     admin_reply r;
@@ -70,7 +74,7 @@ admin_reply method_not_allowed(std::string_view allow) {
 // The room id of /rooms/{id}, /rooms/{id}/status or /rooms/{id}/preview; "" when the path is
 // none of them.
 struct room_path {
-    enum class kind { room, status, preview };
+    enum class kind { room, status, preview, analytics, analytics_csv };
     std::string_view id;
     kind what = kind::room;
 };
@@ -87,6 +91,12 @@ room_path parse_room_path(std::string_view path) {
     } else if (rest.ends_with(preview_suffix)) {
         rest.remove_suffix(preview_suffix.size());
         out.what = room_path::kind::preview;
+    } else if (rest.ends_with(analytics_suffix)) {
+        rest.remove_suffix(analytics_suffix.size());
+        out.what = room_path::kind::analytics;
+    } else if (rest.ends_with(analytics_csv_suffix)) {
+        rest.remove_suffix(analytics_csv_suffix.size());
+        out.what = room_path::kind::analytics_csv;
     }
     if (rest.empty() || rest.find('/') != std::string_view::npos) {
         return {};
@@ -195,6 +205,166 @@ std::optional<admin_reply> parse_preview_query(std::string_view query, preview_q
         }
     }
     return std::nullopt;
+}
+
+// ---- analytics queries ----------------------------------------------------------------------
+
+constexpr std::size_t max_query = 1024;
+constexpr std::int64_t minute_ms = 60'000;
+constexpr std::int64_t kept_minutes = static_cast<std::int64_t>(metrics::room_history::default_rows);
+// The longest span a CSV may ask for. The rows kept cover the last day; a longer span (an event
+// of several days) is answered with what is kept, but a span past this is a mistake.
+constexpr std::int64_t max_csv_span_ms = 31ll * 24 * 3'600'000;
+
+// One name=value pair of a query, the value percent-decoded (a browser writes ':' as %3A).
+struct query_pair {
+    std::string_view name;
+    std::string value;
+};
+
+// Splits a query into pairs; nullopt (and `error` set) on a bad escape or an overlong query.
+std::optional<std::vector<query_pair>> split_query(std::string_view query, admin_reply& error) {
+    if (query.size() > max_query) {
+        error = admin_routes::error(400, "query longer than 1024 bytes");
+        return std::nullopt;
+    }
+    const auto hex = [](char c) -> int {
+        if (c >= '0' && c <= '9') {
+            return c - '0';
+        }
+        if (c >= 'a' && c <= 'f') {
+            return c - 'a' + 10;
+        }
+        if (c >= 'A' && c <= 'F') {
+            return c - 'A' + 10;
+        }
+        return -1;
+    };
+    std::vector<query_pair> out;
+    while (!query.empty()) {
+        const auto amp = query.find('&');
+        const auto pair = query.substr(0, amp);
+        query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+        if (pair.empty()) {
+            continue;
+        }
+        const auto eq = pair.find('=');
+        query_pair p;
+        p.name = pair.substr(0, eq);
+        const auto raw = eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
+        for (std::size_t i = 0; i < raw.size(); ++i) {
+            if (raw[i] == '+') {
+                p.value += ' ';
+            } else if (raw[i] != '%') {
+                p.value += raw[i];
+            } else if (i + 2 < raw.size() && hex(raw[i + 1]) >= 0 && hex(raw[i + 2]) >= 0) {
+                p.value += static_cast<char>(hex(raw[i + 1]) * 16 + hex(raw[i + 2]));
+                i += 2;
+            } else {
+                error = admin_routes::error(400, "bad percent escape in the query",
+                                            std::string(p.name));
+                return std::nullopt;
+            }
+        }
+        for (const auto& seen : out) {
+            if (seen.name == p.name) {
+                error = admin_routes::error(400, std::string(p.name) + " given more than once",
+                                            std::string(p.name));
+                return std::nullopt;
+            }
+        }
+        out.push_back(std::move(p));
+    }
+    return out;
+}
+
+bool all_digits(std::string_view s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// A time of the CSV query: unix seconds ("1795000000") or ISO 8601 UTC to the minute or second
+// ("2026-11-26T07:00Z", "2026-11-26T07:00:30Z"). Nothing before 1970 or after 9999.
+std::optional<std::int64_t> parse_time_ms(std::string_view s) {
+    if (all_digits(s)) {
+        if (s.size() > 11) {
+            return std::nullopt;
+        }
+        std::int64_t v = 0;
+        for (char c : s) {
+            v = v * 10 + (c - '0');
+        }
+        return v * 1000;
+    }
+    // YYYY-MM-DDTHH:MM[:SS]Z
+    if ((s.size() != 17 && s.size() != 20) || s[4] != '-' || s[7] != '-' ||
+        (s[10] != 'T' && s[10] != 't') || s[13] != ':' || (s.back() != 'Z' && s.back() != 'z') ||
+        (s.size() == 20 && s[16] != ':')) {
+        return std::nullopt;
+    }
+    const auto num = [&](std::size_t at, std::size_t n) -> int {
+        auto part = s.substr(at, n);
+        if (!all_digits(part)) {
+            return -1;
+        }
+        int v = 0;
+        for (char c : part) {
+            v = v * 10 + (c - '0');
+        }
+        return v;
+    };
+    const int y = num(0, 4), mo = num(5, 2), d = num(8, 2), h = num(11, 2), mi = num(14, 2);
+    const int sec = s.size() == 20 ? num(17, 2) : 0;
+    if (y < 1970 || mo < 1 || d < 1 || h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 ||
+        sec > 59) {
+        return std::nullopt;
+    }
+    using namespace std::chrono;
+    const year_month_day ymd{year{y}, month{static_cast<unsigned>(mo)},
+                             day{static_cast<unsigned>(d)}};
+    if (!ymd.ok()) {
+        return std::nullopt;
+    }
+    const auto t = sys_days{ymd} + hours{h} + minutes{mi} + seconds{sec};
+    return duration_cast<milliseconds>(t.time_since_epoch()).count();
+}
+
+// Seconds to a tenth, shares to a thousandth; null where there is nothing to show.
+json number_or_null(double v, double scale = 10) {
+    return std::isfinite(v) ? json(std::round(v * scale) / scale) : json(nullptr);
+}
+
+json row_json(const metrics::minute_row& r) {
+    const auto s = metrics::summarize(r);
+    return json{
+        {"minute", r.minute_ms},
+        {"admitted", r.admitted},
+        {"admitted_from_queue", r.admitted_from_queue},
+        {"admitted_out_of_order", r.admitted_out_of_order},
+        {"queued", r.queued},
+        {"abandoned", r.abandoned},
+        {"revoked", r.revoked},
+        {"flagged", r.flagged},
+        {"queue_wait_p50_seconds", number_or_null(s.queue_wait_p50)},
+        {"queue_wait_p90_seconds", number_or_null(s.queue_wait_p90)},
+        {"estimates_compared", s.estimates_compared},
+        {"estimate_error_median_seconds", number_or_null(s.estimate_error_median)},
+        {"estimate_error_bias_seconds", number_or_null(s.estimate_error_bias)},
+        {"session_p50_seconds", number_or_null(s.session_p50)},
+        {"out_of_order_share", number_or_null(s.out_of_order_share, 1000)},
+        {"active_users", r.active_users},
+        {"queued_users", r.queued_users},
+    };
+}
+
+// A file name for the download: the room id with anything but [A-Za-z0-9_-] as '_'.
+std::string file_name_of(std::string_view room) {
+    std::string out;
+    for (char c : room.substr(0, 64)) {
+        const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                           (c >= '0' && c <= '9') || c == '-' || c == '_';
+        out += plain ? c : '_';
+    }
+    return (out.empty() ? std::string("room") : out) + "-analytics.csv";
 }
 
 std::string joined(const std::vector<std::string>& items) {
@@ -325,6 +495,16 @@ void admin_routes::handle(const admin_request& req, const admin_access& access,
         }
         return done(preview(room.id, target));
     }
+    if (room.what == room_path::kind::analytics || room.what == room_path::kind::analytics_csv) {
+        if (method != http::verb::get) {
+            return done(method_not_allowed("GET"));
+        }
+        const auto mark = target.find('?');
+        const auto query =
+            mark == std::string_view::npos ? std::string_view() : target.substr(mark + 1);
+        return done(room.what == room_path::kind::analytics ? analytics(room.id, query)
+                                                            : analytics_csv(room.id, query));
+    }
     if (room.what == room_path::kind::status) {
         if (method != http::verb::get) {
             return done(method_not_allowed("GET"));
@@ -361,6 +541,111 @@ void admin_routes::handle(const admin_request& req, const admin_access& access,
         }
         done(error(500, "unexpected patch result"));
     });
+}
+
+admin_reply admin_routes::analytics(std::string_view id, std::string_view query) const {
+    if (!backend_->room_status(id)) {
+        return error(404, "no such room");
+    }
+    admin_reply bad;
+    auto pairs = split_query(query, bad);
+    if (!pairs) {
+        return bad;
+    }
+    std::int64_t minutes = 60;
+    for (const auto& p : *pairs) {
+        if (p.name != "minutes") {
+            return error(400, "unknown query parameter; expected minutes");
+        }
+        if (!all_digits(p.value) || p.value.size() > 4 || std::stoll(p.value) < 1 ||
+            std::stoll(p.value) > kept_minutes) {
+            return error(400, "minutes must be a whole number from 1 to 1440", "minutes");
+        }
+        minutes = std::stoll(p.value);
+    }
+    const std::int64_t now = backend_->now_ms();
+    const std::int64_t to = now - now % minute_ms + minute_ms;  // the minute under way included
+    auto a = backend_->analytics(id, to - minutes * minute_ms, to);
+    if (!a.found) {
+        return error(404, "no such room");
+    }
+    json rows = json::array();
+    for (const auto& r : a.rows) {
+        rows.push_back(row_json(r));
+    }
+    json summary = row_json(metrics::combine(a.rows));
+    summary.erase("minute");
+    return json_reply(200, json{{"room", std::string(id)},
+                                {"now", now},
+                                {"minutes", minutes},
+                                {"summary", std::move(summary)},
+                                {"rows", std::move(rows)}});
+}
+
+admin_reply admin_routes::analytics_csv(std::string_view id, std::string_view query) const {
+    if (!backend_->room_status(id)) {
+        return error(404, "no such room");
+    }
+    admin_reply bad;
+    auto pairs = split_query(query, bad);
+    if (!pairs) {
+        return bad;
+    }
+    const std::int64_t now = backend_->now_ms();
+    std::int64_t from = now - now % minute_ms - (kept_minutes - 1) * minute_ms;
+    std::int64_t to = now - now % minute_ms + minute_ms;
+    bool has_from = false;
+    bool has_to = false;
+    const query_pair* event = nullptr;
+    for (const auto& p : *pairs) {
+        if (p.name == "from" || p.name == "to") {
+            auto t = parse_time_ms(p.value);
+            if (!t) {
+                return error(400,
+                             std::string(p.name) +
+                                 " must be unix seconds or an ISO 8601 UTC time like "
+                                 "2026-11-26T07:00:00Z, from 1970 to 9999",
+                             std::string(p.name));
+            }
+            (p.name == "from" ? from : to) = *t;
+            (p.name == "from" ? has_from : has_to) = true;
+        } else if (p.name == "event") {
+            if (p.value.empty() || p.value.size() > 200) {
+                return error(400, "event must name one of the room's events", "event");
+            }
+            event = &p;
+        } else {
+            return error(400, "unknown query parameter; expected from and to, or event");
+        }
+    }
+    if (event != nullptr) {
+        if (has_from || has_to) {
+            return error(400, "give either event or from and to, not both", "event");
+        }
+        auto span = backend_->event_span(id, event->value);
+        if (!span) {
+            return error(400, "event must name one of the room's events", "event");
+        }
+        from = span->from_ms;
+        to = span->to_ms;
+    }
+    if (from >= to) {
+        return error(400, "from must be before to", has_from ? "from" : "to");
+    }
+    if (to - from > max_csv_span_ms) {
+        return error(400, "the range is longer than 31 days; the rows of the last day are kept");
+    }
+    auto a = backend_->analytics(id, from - from % minute_ms, to);
+    if (!a.found) {
+        return error(404, "no such room");
+    }
+    admin_reply r;
+    r.content_type = "text/csv; charset=utf-8";
+    r.body = metrics::to_csv(id, a.rows);
+    r.headers.emplace_back("Content-Disposition",
+                           "attachment; filename=\"" + file_name_of(id) + "\"");
+    r.headers.emplace_back("Cache-Control", "no-store");
+    return r;
 }
 
 admin_reply admin_routes::preview(std::string_view id, std::string_view target) const {

@@ -42,6 +42,10 @@ class admin_routes {
   private:
     // GET /rooms/{id}/preview?state=queued|event|reject&lang=xx-XX
     admin_reply preview(std::string_view id, std::string_view target) const;
+    // GET /rooms/{id}/analytics?minutes=N
+    admin_reply analytics(std::string_view id, std::string_view query) const;
+    // GET /rooms/{id}/analytics.csv?from=T&to=T | ?event=NAME
+    admin_reply analytics_csv(std::string_view id, std::string_view query) const;
 
     std::shared_ptr<admin_backend> backend_;
 };

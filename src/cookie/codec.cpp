@@ -22,8 +22,8 @@ constexpr std::size_t gcm_tag_size = 16;
 constexpr std::size_t header_size = room_tag_size + nonce_size;
 // version, present-bits, 1-byte last_check_in and bucket delta, ticket.
 constexpr std::size_t min_plaintext = 1 + 1 + 1 + 1 + 8;
-// version, present-bits, four 10-byte varints, ticket, three 5-byte varints, network.
-constexpr std::size_t max_plaintext = 1 + 1 + 4 * 10 + 8 + 3 * 5 + 4;
+// version, present-bits, five 10-byte varints, ticket, four 5-byte varints, network.
+constexpr std::size_t max_plaintext = 1 + 1 + 5 * 10 + 8 + 4 * 5 + 4;
 constexpr std::size_t max_blob = header_size + max_plaintext + gcm_tag_size;
 constexpr std::size_t max_key_id = 8;
 
@@ -32,6 +32,7 @@ constexpr std::uint8_t has_event = 2;
 constexpr std::uint8_t has_flags = 4;
 constexpr std::uint8_t has_flood = 8;
 constexpr std::uint8_t has_network = 16;
+constexpr std::uint8_t has_estimate = 32;
 
 constexpr char aad_domain[] = {'w', 'r', 'c', '1'};
 
@@ -262,7 +263,8 @@ std::size_t write_plaintext(const payload& p, std::uint8_t* out) noexcept {
     out[n++] = format_version;
     std::uint8_t bits = (p.accepted_at != 0 ? has_accepted : 0) |
                         (p.event_id != 0 ? has_event : 0) | (p.flags != 0 ? has_flags : 0) |
-                        (p.flood_since != 0 ? has_flood : 0) | (p.network != 0 ? has_network : 0);
+                        (p.flood_since != 0 ? has_flood : 0) | (p.network != 0 ? has_network : 0) |
+                        (p.estimate_shown_at != 0 ? has_estimate : 0);
     out[n++] = bits;
     n += put_varint(out + n, zigzag(p.last_check_in));
     n += put_varint(out + n, zigzag(wrap_sub(p.last_check_in, p.bucket)));
@@ -287,6 +289,10 @@ std::size_t write_plaintext(const payload& p, std::uint8_t* out) noexcept {
             out[n++] = static_cast<std::uint8_t>(p.network >> (8 * i));
         }
     }
+    if (bits & has_estimate) {
+        n += put_varint(out + n, zigzag(wrap_sub(p.last_check_in, p.estimate_shown_at)));
+        n += put_varint(out + n, p.estimate_seconds);
+    }
     return n;
 }
 
@@ -297,7 +303,8 @@ bool read_plaintext(const std::uint8_t* data, std::size_t size, payload& p) noex
     }
     p.version = data[0];
     std::uint8_t bits = data[1];
-    if ((bits & ~(has_accepted | has_event | has_flags | has_flood | has_network)) != 0) {
+    if ((bits & ~(has_accepted | has_event | has_flags | has_flood | has_network | has_estimate)) !=
+        0) {
         return false;
     }
     r.p += 2;
@@ -355,6 +362,17 @@ bool read_plaintext(const std::uint8_t* data, std::size_t size, payload& p) noex
             p.network |= std::uint32_t{*r.p++} << (8 * i);
         }
         if (p.network == 0) {
+            return false;
+        }
+    }
+    p.estimate_shown_at = 0;
+    p.estimate_seconds = 0;
+    if (bits & has_estimate) {
+        if (!r.varint(v)) {
+            return false;
+        }
+        p.estimate_shown_at = wrap_sub(p.last_check_in, unzigzag(v));
+        if (p.estimate_shown_at == 0 || !r.u32(p.estimate_seconds)) {
             return false;
         }
     }

@@ -182,14 +182,11 @@ admin::admin_readiness room_admin_backend::readiness() {
     return out;
 }
 
-std::string room_admin_backend::metrics_text() {
-    if (!metrics_) {
-        return {};
-    }
-    std::lock_guard lock(scrape_mu_);
+std::vector<std::pair<std::string, metrics::room_reading>> room_admin_backend::refresh_locked(
+    std::int64_t now_ms) {
+    std::vector<std::pair<std::string, metrics::room_reading>> out;
     auto rt = filter_.runtime();
     auto snap = node_.snapshot();
-    const std::int64_t now_ms = util::unix_ms(clock_.now());
     const bool degraded = sync_.degraded(now_ms);
     // Node-wide gauges are set from this backend's slot only (see metrics::gauge).
     for (const auto& r : rt->engine->rooms()) {
@@ -199,14 +196,21 @@ std::string room_admin_backend::metrics_text() {
         m.queued_users.set(slot_, s.estimated_queued_users);
         m.estimated_wait_seconds.set(slot_, s.max_estimated_time_minutes * 60);
         m.lease_size.set(slot_, node_.pool(r.id()).available());
-        // The sync task counts top-ups per room; the counter takes what it gained since the
-        // last scrape (a top-up is a store call, never on the fast path to count it there).
-        const std::uint64_t ups = sync_.top_ups(r.id());
-        std::uint64_t& seen = top_ups_reported_[r.id()];
-        if (ups > seen) {
-            m.top_ups.inc(slot_, static_cast<std::int64_t>(ups - seen));
-            seen = ups;
-        }
+        // The sync task counts top-ups and abandonments per room; the counters take what they
+        // gained since the last look (store calls, never on the fast path to count them there).
+        const auto catch_up = [&](std::uint64_t total, std::uint64_t& seen,
+                                  const metrics::counter& c) {
+            if (total > seen) {
+                c.inc(slot_, static_cast<std::int64_t>(total - seen));
+                seen = total;
+            }
+        };
+        catch_up(sync_.top_ups(r.id()), top_ups_reported_[r.id()], m.top_ups);
+        catch_up(sync_.abandoned(r.id()), abandoned_reported_[r.id()], m.abandoned);
+        auto reading = metrics::read_room(m);
+        reading.active_users = s.estimated_total_active_users;
+        reading.queued_users = s.estimated_queued_users;
+        out.emplace_back(r.id(), std::move(reading));
     }
     metrics_->store_degraded().set(slot_, degraded ? 1 : 0);
     const std::uint64_t failures = sync_.failed_syncs();
@@ -215,7 +219,75 @@ std::string room_admin_backend::metrics_text() {
                                        static_cast<std::int64_t>(failures - failures_reported_));
         failures_reported_ = failures;
     }
+    return out;
+}
+
+std::string room_admin_backend::metrics_text() {
+    if (!metrics_) {
+        return {};
+    }
+    std::lock_guard lock(scrape_mu_);
+    refresh_locked(util::unix_ms(clock_.now()));
     return metrics_->text();
+}
+
+void room_admin_backend::record_history() {
+    if (!metrics_) {
+        return;
+    }
+    std::unique_lock lock(scrape_mu_, std::try_to_lock);
+    if (!lock.owns_lock()) {
+        return;  // the next sync records it: a row sums whatever changed since the last reading
+    }
+    const std::int64_t now = util::unix_ms(clock_.now());
+    auto readings = refresh_locked(now);
+    // A room a reload dropped takes its rows with it.
+    std::erase_if(history_, [&](const auto& h) {
+        return std::none_of(readings.begin(), readings.end(),
+                            [&](const auto& r) { return r.first == h.first; });
+    });
+    for (const auto& [id, reading] : readings) {
+        history_[id].record(now, reading);
+    }
+}
+
+admin::admin_analytics room_admin_backend::analytics(std::string_view id, std::int64_t from_ms,
+                                                     std::int64_t to_ms) {
+    admin::admin_analytics out;
+    auto rt = filter_.runtime();
+    if (rt->engine->find(id) == nullptr) {
+        return out;
+    }
+    out.found = true;
+    std::lock_guard lock(scrape_mu_);
+    if (auto it = history_.find(id); it != history_.end()) {
+        out.rows = it->second.rows(from_ms, to_ms);
+    }
+    return out;
+}
+
+std::optional<admin::admin_event_span> room_admin_backend::event_span(std::string_view id,
+                                                                      std::string_view event) {
+    auto rt = filter_.runtime();
+    const room::compiled_room* r = rt->engine->find(id);
+    if (r == nullptr) {
+        return std::nullopt;
+    }
+    const auto ms = [](config::time_point t) {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+    };
+    for (const auto& ev : r->config().events) {
+        if (ev.name == event) {
+            const std::int64_t start = ms(ev.event_start_time);
+            const std::int64_t pre = ev.prequeue_start_time ? ms(*ev.prequeue_start_time) : start;
+            return admin::admin_event_span{std::min(pre, start), ms(ev.event_end_time)};
+        }
+    }
+    return std::nullopt;
+}
+
+std::int64_t room_admin_backend::now_ms() {
+    return util::unix_ms(clock_.now());
 }
 
 }  // namespace waitroom::gateway

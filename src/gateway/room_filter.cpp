@@ -618,6 +618,21 @@ void room_filter::count(per_worker& w, const room::decision& d, const cookie::pa
     if (d.challenge_solved) {
         m.challenges_solved.inc(slot);
     }
+    // Analytics: a handful of relaxed adds into this worker's own cells, no lock, nothing built.
+    if (d.ended_session_ms >= 0) {
+        m.session_duration.observe(slot, static_cast<double>(d.ended_session_ms) / 1000.0);
+    }
+    const room::queue_admission& a = d.admission;
+    if (d.what == room::action::admit && a.from_queue) {
+        m.admitted_from_queue.inc(slot);
+        if (a.overtook) {
+            m.admitted_out_of_order.inc(slot);
+        }
+        m.queue_wait.observe(slot, static_cast<double>(a.waited_ms) / 1000.0);
+        if (a.estimated) {
+            m.estimate_error.observe(slot, static_cast<double>(a.error_ms) / 1000.0);
+        }
+    }
 }
 
 void room_filter::on_response(response_head& res, const std::shared_ptr<void>& context) {
@@ -641,7 +656,12 @@ void room_filter::on_response(response_head& res, const std::shared_ptr<void>& c
         p.network = answer_network(*c.runtime, c.traits.address);
         if (c.room->index() < w.room_metrics.size() &&
             w.runtime->engine.get() == c.runtime->engine.get()) {
-            w.room_metrics[c.room->index()]->revoked.inc(c.worker);
+            const metrics::room_metrics& m = *w.room_metrics[c.room->index()];
+            m.revoked.inc(c.worker);
+            m.session_duration.observe(
+                c.worker,
+                static_cast<double>(std::max<std::int64_t>(0, now_ms - c.cookie.accepted_at)) /
+                    1000.0);
         }
         auto sealed = cookie::encode(*c.runtime->keys, p);
         if (sealed) {

@@ -118,10 +118,82 @@ void histogram::observe(unsigned slot, double seconds) const {
         ++i;
     }
     reg_->at(slot, cell_ + static_cast<std::uint32_t>(i)).fetch_add(1, std::memory_order_relaxed);
-    double ns = seconds * 1e9;
-    std::int64_t n = ns > 0 ? static_cast<std::int64_t>(std::llround(ns)) : 0;
+    // Signed, so that a histogram of errors sums both ways; clamped to a century either way.
+    const double ns = std::clamp(seconds * 1e9, -3.2e18, 3.2e18);
+    std::int64_t n = std::isnan(ns) ? 0 : static_cast<std::int64_t>(std::llround(ns));
     reg_->at(slot, cell_ + static_cast<std::uint32_t>(b.size() + 1))
         .fetch_add(n, std::memory_order_relaxed);
+}
+
+histogram_reading histogram::read() const {
+    histogram_reading r;
+    if (reg_ == nullptr) {
+        return r;
+    }
+    r.bounds = *bounds_;
+    r.buckets.resize(r.bounds.size() + 1);
+    for (std::size_t i = 0; i < r.buckets.size(); ++i) {
+        r.buckets[i] = reg_->sum(cell_ + static_cast<std::uint32_t>(i));
+    }
+    r.sum = static_cast<double>(reg_->sum(cell_ + static_cast<std::uint32_t>(r.bounds.size() + 1))) /
+            1e9;
+    return r;
+}
+
+std::int64_t counter::value() const {
+    return reg_ == nullptr ? 0 : reg_->sum(cell_);
+}
+
+std::int64_t gauge::value() const {
+    return reg_ == nullptr ? 0 : reg_->sum(cell_);
+}
+
+std::int64_t histogram_reading::count() const {
+    std::int64_t n = 0;
+    for (auto b : buckets) {
+        n += b;
+    }
+    return n;
+}
+
+histogram_reading histogram_reading::since(const histogram_reading& earlier) const {
+    histogram_reading out = *this;
+    if (earlier.buckets.size() != buckets.size()) {
+        return out;  // nothing earlier (or another histogram): everything is new
+    }
+    for (std::size_t i = 0; i < buckets.size(); ++i) {
+        out.buckets[i] = std::max<std::int64_t>(0, buckets[i] - earlier.buckets[i]);
+    }
+    out.sum = sum - earlier.sum;
+    return out;
+}
+
+double quantile(const histogram_reading& r, double q) {
+    const std::int64_t total = r.count();
+    if (total == 0 || r.buckets.size() != r.bounds.size() + 1 || !(q >= 0 && q <= 1)) {
+        return NAN;
+    }
+    const double rank = q * static_cast<double>(total);
+    std::int64_t below = 0;
+    for (std::size_t i = 0; i < r.buckets.size(); ++i) {
+        const std::int64_t in = r.buckets[i];
+        if (in > 0 && static_cast<double>(below + in) >= rank) {
+            if (i == r.bounds.size()) {
+                return r.bounds.empty() ? NAN : r.bounds.back();
+            }
+            const double upper = r.bounds[i];
+            const double lower = i > 0 ? r.bounds[i - 1] : (upper > 0 ? 0.0 : upper);
+            return lower + (upper - lower) * (rank - static_cast<double>(below)) /
+                               static_cast<double>(in);
+        }
+        below += in;
+    }
+    return r.bounds.empty() ? NAN : r.bounds.back();
+}
+
+double mean(const histogram_reading& r) {
+    const std::int64_t n = r.count();
+    return n == 0 ? NAN : r.sum / static_cast<double>(n);
 }
 
 // --- registry ------------------------------------------------------------------------------------
@@ -347,6 +419,17 @@ const std::vector<double> request_bounds = {0.001, 0.0025, 0.005, 0.01, 0.025, 0
 // A store round trip: local is microseconds, Redis a millisecond or so; the timeout is 0.5 s.
 const std::vector<double> sync_bounds = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
                                          0.05,   0.1,   0.25,   0.5,   1};
+// Time in the queue and on the origin: seconds to hours.
+const std::vector<double> queue_wait_bounds = {5,   10,  20,   30,   60,   120,  180,  300,
+                                               450, 600, 900,  1200, 1800, 2700, 3600, 7200,
+                                               14400};
+const std::vector<double> session_bounds = {10,  30,  60,   120,  300,  600,  900,
+                                            1200, 1800, 2700, 3600, 7200, 14400};
+// An estimate's error, both ways: the estimate is in whole minutes, so finer than 15 s tells
+// nothing.
+const std::vector<double> estimate_error_bounds = {-3600, -1800, -900, -600, -300, -180, -120,
+                                                   -60,   -30,   -15,  0,    15,   30,   60,
+                                                   120,   180,   300,  600,  900,  1800, 3600};
 
 }  // namespace
 
@@ -393,6 +476,29 @@ metric_set::metric_set(unsigned slots) : reg_(slots) {
     r.declare("waitroom_room_challenge_failures_total",
               "Requests whose Waitroom-Solution did not solve the visitor's challenge.",
               kind::counter, L{"room"});
+
+    r.declare("waitroom_room_admitted_from_queue_total",
+              "Queued visitors admitted by this node (their place in the queue spent).",
+              kind::counter, L{"room"});
+    r.declare("waitroom_room_admitted_out_of_order_total",
+              "Queued visitors admitted by this node while a visitor of an older arrival window "
+              "was still waiting.",
+              kind::counter, L{"room"});
+    r.declare("waitroom_room_abandoned_total",
+              "Queued visitors who stopped refreshing: still counted in a waiting window when it "
+              "lapsed (found by this node's syncs).",
+              kind::counter, L{"room"});
+    r.declare("waitroom_room_queue_wait_seconds",
+              "Time in the queue of the visitors admitted from it, from their first queue page.",
+              kind::histogram, L{"room"}, queue_wait_bounds);
+    r.declare("waitroom_room_wait_estimate_error_seconds",
+              "Actual wait minus the first estimate shown, at admission (positive: longer than "
+              "told).",
+              kind::histogram, L{"room"}, estimate_error_bounds);
+    r.declare("waitroom_room_session_duration_seconds",
+              "Time on the origin: from admission to the session's end, for the sessions whose "
+              "end this node saw (revoked, or expired and back).",
+              kind::histogram, L{"room"}, session_bounds);
 
     r.declare("waitroom_http_requests_total", "Requests answered on the public listener.",
               kind::counter, L{"code"});
@@ -456,6 +562,12 @@ const room_metrics& metric_set::room(std::string_view id) {
     m->challenges_issued = reg_.add_counter("waitroom_room_challenges_issued_total", l);
     m->challenges_solved = reg_.add_counter("waitroom_room_challenges_solved_total", l);
     m->challenge_failures = reg_.add_counter("waitroom_room_challenge_failures_total", l);
+    m->admitted_from_queue = reg_.add_counter("waitroom_room_admitted_from_queue_total", l);
+    m->admitted_out_of_order = reg_.add_counter("waitroom_room_admitted_out_of_order_total", l);
+    m->abandoned = reg_.add_counter("waitroom_room_abandoned_total", l);
+    m->queue_wait = reg_.add_histogram("waitroom_room_queue_wait_seconds", l);
+    m->estimate_error = reg_.add_histogram("waitroom_room_wait_estimate_error_seconds", l);
+    m->session_duration = reg_.add_histogram("waitroom_room_session_duration_seconds", l);
     auto& ref = *m;
     rooms_.emplace(std::string(id), std::move(m));
     return ref;

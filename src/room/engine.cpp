@@ -151,6 +151,9 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
         }
         // Expired: a new arrival now — at the back of the queue when the room queues, a fresh
         // session otherwise. The old session's count ends with its window.
+        const std::int64_t ended_at =
+            s.disable_session_renewal ? c->accepted_at + s.session_ms : old_w + W + s.session_ms;
+        d.ended_session_ms = std::max<std::int64_t>(0, std::min(ended_at, now_ms) - c->accepted_at);
         c = nullptr;
     }
 
@@ -317,6 +320,7 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
             deltas.waiting.add({bucket, old_w}, -1);
         }
         if (queued_cookie) {
+            d.admission = assess_admission(*c, st, now_ms);
             // The admission spends the queue place, at once: a copy of the queued cookie (kept
             // back, shared, or sent again before this answer arrived) is a new arrival, on this
             // worker at once and on every node after the next sync. Spent at the decision, not
@@ -384,6 +388,16 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
     }
     ++deltas.queued;
     fill_page(r, s, ph, st, bucket, now_ms, eligible, d);
+    // The first estimate the visitor is shown stays in its cookie until its admission, which
+    // compares the actual wait with it from the same instant.
+    if (queued_cookie && c->estimate_shown_at != 0) {
+        d.cookie.estimate_shown_at = c->estimate_shown_at;
+        d.cookie.estimate_seconds = c->estimate_seconds;
+    } else if (d.page.wait_time_known) {
+        d.cookie.estimate_shown_at = now_ms;
+        d.cookie.estimate_seconds = static_cast<std::uint32_t>(
+            std::clamp<std::int64_t>(d.page.wait_time, 0, max_believed_wait_ms / 60'000) * 60);
+    }
     if (slowed) {
         // `slow`: told to come back flood_factor times later than anyone, and held to it.
         d.refresh_seconds =

@@ -55,12 +55,6 @@ bool server::impl::start_rooms(const config::snapshot& cfg) {
             spdlog::info("state store reachable again: degraded mode over, leases resume");
         }
     });
-    // Every sync's round trip goes into the histogram from the control thread's metric slot
-    // (shared by the rare sync a worker runs to renew a lapsed lease: the cells are atomic).
-    sync_->on_sync_complete([m = metrics_, slot = static_cast<unsigned>(iocs_.size())](
-                                std::chrono::nanoseconds took, std::error_code) {
-        m->store_sync_latency().observe(slot, std::chrono::duration<double>(took).count());
-    });
     sync_->follow_engine([runtimes] { return runtimes->load()->engine; });
     // Run-time switches (admin PATCH) live in the store; each sync brings them to this node.
     sync_->set_overrides(overrides_);
@@ -75,6 +69,17 @@ bool server::impl::start_rooms(const config::snapshot& cfg) {
     admin_backend_ = std::make_shared<gateway::room_admin_backend>(
         *filter_, node_, *sync_, overrides_, metrics_, static_cast<unsigned>(iocs_.size()),
         ctx_->clock(), store_.get());
+    // Every sync's round trip goes into the histogram from the control thread's metric slot
+    // (shared by the rare sync a worker runs to renew a lapsed lease: the cells are atomic),
+    // and each sync takes a reading of the rooms' analytics into their minute rows.
+    sync_->on_sync_complete([m = metrics_, slot = static_cast<unsigned>(iocs_.size()),
+                             backend = std::weak_ptr(admin_backend_)](
+                                std::chrono::nanoseconds took, std::error_code) {
+        m->store_sync_latency().observe(slot, std::chrono::duration<double>(took).count());
+        if (auto b = backend.lock()) {
+            b->record_history();
+        }
+    });
 
     sync_timer_ = std::make_unique<sync_timer>(control_.get_executor(), *sync_, ctx_->clock(),
                                                cfg->state.sync_interval);

@@ -83,14 +83,20 @@ void room_ledger::apply_revocations(const room::room_deltas& deltas, const room_
     }
 }
 
-void room_ledger::prune(const room_limits& l, std::int64_t now_ms) {
+std::int64_t room_ledger::prune(const room_limits& l, std::int64_t now_ms) {
     std::erase_if(admitted_,
                   [&](const auto& e) { return !room::rate_window_live(e.first, l, now_ms); });
     std::erase_if(active_,
                   [&](const auto& e) { return !room::active_window_live(e.first, l, now_ms); });
+    std::int64_t lapsed = 0;
     std::erase_if(waiting_, [&](const auto& e) {
-        return !room::waiting_window_live(e.first.second, l, now_ms);
+        if (room::waiting_window_live(e.first.second, l, now_ms)) {
+            return false;
+        }
+        lapsed += std::max<std::int64_t>(0, e.second);  // floored, as every count (see below)
+        return true;
     });
+    return lapsed;
 }
 
 namespace {
@@ -205,7 +211,7 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
         me.batch = batch;
         apply(report.full ? report.live : report.deltas, l, now_ms);
     }
-    prune(l, now_ms);
+    g.abandoned = prune(l, now_ms);
     if (!applied_before) {
         me.held = report.full || report.held_exact
                       ? std::max<std::int64_t>(0, report.held)

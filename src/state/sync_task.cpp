@@ -303,6 +303,12 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
     const bool left_degraded = end_episodes(sent, adj, holdback);
     {
         std::lock_guard lock(mu_);
+        for (std::size_t i = 0; i < sent.size(); ++i) {
+            if (res.rooms[i].abandoned > 0) {
+                abandoned_by_room_[sent[i].room] +=
+                    static_cast<std::uint64_t>(res.rooms[i].abandoned);
+            }
+        }
         for (const auto& r : sent) {
             // The store took back what it granted the lost top-up, if anything.
             if (auto it = lost_top_ups_.find(r.room);
@@ -426,6 +432,12 @@ std::int64_t sync_task::last_success_ms() const {
 std::uint64_t sync_task::syncs() const {
     std::lock_guard lock(mu_);
     return syncs_;
+}
+
+std::uint64_t sync_task::abandoned(const std::string& room_id) const {
+    std::lock_guard lock(mu_);
+    auto it = abandoned_by_room_.find(room_id);
+    return it == abandoned_by_room_.end() ? 0 : it->second;
 }
 
 void sync_task::on_sync_complete(std::function<void(std::chrono::nanoseconds, std::error_code)> f) {

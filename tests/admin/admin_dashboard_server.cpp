@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "admin/admin_fake_backend.hpp"
+#include "waitroom/metrics/room_history.hpp"
 #include "waitroom/admin/admin_server.hpp"
 
 namespace {
@@ -64,6 +65,42 @@ void animate(admin_room_status& r, double t) {
     }
 }
 
+// Half an hour of a room's minutes, made by the real registry and history from deterministic
+// observations, so the analytics charts have shapes and the CSV has rows.
+std::vector<metrics::minute_row> past_half_hour(const std::string& id, std::int64_t now_ms,
+                                                double scale) {
+    metrics::metric_set ms(1);
+    const auto& m = ms.room(id);
+    metrics::room_history h;
+    const std::int64_t start = now_ms - 30 * 60'000;
+    h.record(start, metrics::read_room(m));
+    for (int step = 1; step <= 90; ++step) {  // every 20 s
+        const double t = step / 9.0;
+        const int admitted = static_cast<int>(std::lround(scale * (6 + 3 * std::sin(t))));
+        m.admitted.inc(0, admitted + 2);
+        m.admitted_from_queue.inc(0, admitted);
+        if (step % 7 == 0) {
+            m.admitted_out_of_order.inc(0, 1);
+        }
+        for (int i = 0; i < admitted; ++i) {
+            m.queue_wait.observe(0, 120 + 90 * std::sin(t + i) + 40 * i);
+            m.estimate_error.observe(0, 25 * std::sin(t * 1.7 + i) + 10 - 4 * i);
+        }
+        if (step % 3 == 0) {
+            m.abandoned.inc(0, 1 + step % 4);
+            m.session_duration.observe(0, 240 + 60 * std::cos(t));
+        }
+        if (step % 11 == 0) {
+            m.revoked.inc(0, 1);
+            m.flagged.inc(0, step % 2);
+        }
+        auto reading = metrics::read_room(m);
+        reading.queued_users = std::lround(scale * (300 + 100 * std::sin(t)));
+        h.record(start + step * 20'000, reading);
+    }
+    return h.rows(0, now_ms + 60'000);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -87,6 +124,13 @@ int main(int argc, char** argv) {
     backend->add_room(room("docs", room_queue_status::not_queueing, 1000, 400));
     backend->add_room(room("legacy", room_queue_status::suspended, 50, 20));
     backend->set_metrics("# fake backend\n");
+    const std::int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    std::chrono::system_clock::now().time_since_epoch())
+                                    .count();
+    backend->set_now(now_ms);
+    backend->set_rows("shop", past_half_hour("shop", now_ms, 1.0));
+    backend->set_rows("launch", past_half_hour("launch", now_ms, 0.3));
+    backend->add_event("launch", "spring launch", {now_ms - 20 * 60'000, now_ms + 60 * 60'000});
 
     boost::asio::io_context ioc;
     admin::admin_server server(ioc, backend);
@@ -98,6 +142,9 @@ int main(int argc, char** argv) {
     std::function<void()> tick = [&] {
         double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         backend->update([t](admin_room_status& r) { animate(r, t); });
+        backend->set_now(std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count());
         timer.expires_after(std::chrono::milliseconds(200));
         timer.async_wait([&](boost::system::error_code ec) {
             if (!ec) {

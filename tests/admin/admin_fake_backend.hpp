@@ -2,6 +2,7 @@
 // An in-memory admin_backend for the admin listener's tests and the dashboard's browser test:
 // rooms held in a map, every PATCH recorded, readiness settable from the test thread.
 
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -125,6 +126,58 @@ class fake_admin_backend : public admin::admin_backend {
         std::lock_guard lock(mutex_);
         return previews_;
     }
+    // Analytics: each room's minute rows, the clock, the events; every query recorded.
+    void set_now(std::int64_t ms) {
+        std::lock_guard lock(mutex_);
+        now_ms_ = ms;
+    }
+    void set_rows(const std::string& id, std::vector<metrics::minute_row> rows) {
+        std::lock_guard lock(mutex_);
+        rows_[id] = std::move(rows);
+    }
+    void add_event(const std::string& id, const std::string& name, admin::admin_event_span span) {
+        std::lock_guard lock(mutex_);
+        events_[id + "/" + name] = span;
+    }
+    struct analytics_call {
+        std::string id;
+        std::int64_t from_ms = 0;
+        std::int64_t to_ms = 0;
+    };
+    std::vector<analytics_call> analytics_calls() const {
+        std::lock_guard lock(mutex_);
+        return analytics_calls_;
+    }
+    admin::admin_analytics analytics(std::string_view id, std::int64_t from_ms,
+                                     std::int64_t to_ms) override {
+        admin::admin_analytics out;
+        if (!room_status(id)) {
+            return out;
+        }
+        std::lock_guard lock(mutex_);
+        out.found = true;
+        analytics_calls_.push_back({std::string(id), from_ms, to_ms});
+        for (const auto& r : rows_[std::string(id)]) {
+            if (r.minute_ms >= from_ms && r.minute_ms < to_ms) {
+                out.rows.push_back(r);
+            }
+        }
+        return out;
+    }
+    std::optional<admin::admin_event_span> event_span(std::string_view id,
+                                                      std::string_view event) override {
+        std::lock_guard lock(mutex_);
+        auto it = events_.find(std::string(id) + "/" + std::string(event));
+        if (it == events_.end()) {
+            return std::nullopt;
+        }
+        return it->second;
+    }
+    std::int64_t now_ms() override {
+        std::lock_guard lock(mutex_);
+        return now_ms_;
+    }
+
     admin::admin_readiness readiness() override {
         std::lock_guard lock(mutex_);
         return ready_;
@@ -154,6 +207,10 @@ class fake_admin_backend : public admin::admin_backend {
     admin::admin_readiness ready_;
     std::string metrics_ = "# no metrics\n";
     std::optional<std::string> fail_next_;
+    std::int64_t now_ms_ = 1'800'000'000'000;
+    std::map<std::string, std::vector<metrics::minute_row>> rows_;
+    std::map<std::string, admin::admin_event_span> events_;
+    std::vector<analytics_call> analytics_calls_;
 };
 
 }  // namespace waitroom::test

@@ -460,5 +460,170 @@ TEST_F(AdminServer, AnswersAMalformedRequestWith400AndCloses) {
     EXPECT_TRUE(client.closed_by_server());
 }
 
+
+// ---- analytics --------------------------------------------------------------------------------
+
+constexpr std::int64_t minute = 60'000;
+// 2027-01-15T08:00:00Z, a minute boundary.
+constexpr std::int64_t t0 = 1'800'000'000'000 - 1'800'000'000'000 % minute;
+
+// Two minutes of a room, made by the real registry and history from known observations.
+std::vector<metrics::minute_row> two_minutes() {
+    metrics::metric_set ms(1);
+    const auto& m = ms.room("shop");
+    metrics::room_history h;
+    h.record(t0, metrics::read_room(m));
+    m.admitted.inc(0, 6);
+    m.admitted_from_queue.inc(0, 4);
+    m.admitted_out_of_order.inc(0, 1);
+    for (double s : {30.0, 60.0, 90.0, 600.0}) {
+        m.queue_wait.observe(0, s);
+    }
+    for (double s : {-20.0, 40.0, 50.0, 70.0}) {
+        m.estimate_error.observe(0, s);
+    }
+    auto reading = metrics::read_room(m);
+    reading.queued_users = 37;
+    h.record(t0 + 30'000, reading);
+    m.abandoned.inc(0, 3);
+    m.revoked.inc(0, 2);
+    m.flagged.inc(0, 1);
+    h.record(t0 + minute + 5'000, metrics::read_room(m));
+    return h.rows(0, t0 + 10 * minute);
+}
+
+std::vector<std::string> lines_of(const std::string& body) {
+    std::vector<std::string> out;
+    std::size_t at = 0;
+    while (at < body.size()) {
+        auto end = body.find("\r\n", at);
+        EXPECT_NE(end, std::string::npos) << "every line ends in CRLF";
+        if (end == std::string::npos) {
+            break;
+        }
+        out.push_back(body.substr(at, end - at));
+        at = end + 2;
+    }
+    return out;
+}
+
+TEST_F(AdminServer, AnalyticsCsvOfATimeRangeHasARowPerMinuteWithItsFigures) {
+    backend_->set_now(t0 + 2 * minute);
+    backend_->set_rows("shop", two_minutes());
+    auto r = get("/rooms/shop/analytics.csv?from=2027-01-15T08:00Z&to=" +
+                 std::to_string((t0 + 2 * minute) / 1000));
+    ASSERT_EQ(r.result_int(), 200) << r.body();
+    EXPECT_EQ(r[http::field::content_type], "text/csv; charset=utf-8");
+    EXPECT_EQ(r["Content-Disposition"], "attachment; filename=\"shop-analytics.csv\"");
+    const auto lines = lines_of(r.body());
+    ASSERT_EQ(lines.size(), 3u) << r.body();
+    EXPECT_EQ(lines[0],
+              "room,minute_start,admitted,admitted_from_queue,admitted_out_of_order,queued,"
+              "abandoned,revoked,flagged,queue_wait_p50_seconds,queue_wait_p90_seconds,"
+              "estimates_compared,estimate_error_median_seconds,estimate_error_bias_seconds,"
+              "session_p50_seconds,active_users,queued_users");
+    // p50 of 30, 60, 90, 600 s interpolated in (30, 60]: 60; p90 in (450, 600]: 540. The
+    // errors −20, 40, 50, 70 s: median 45 (in (30, 60]), bias (mean) 35.
+    EXPECT_EQ(lines[1], "\"shop\",2027-01-15T08:00:00Z,6,4,1,0,0,0,0,60.0,540.0,4,45.0,35.0,,0,37");
+    EXPECT_EQ(lines[2], "\"shop\",2027-01-15T08:01:00Z,0,0,0,0,3,2,1,,,0,,,,0,0");
+    const auto calls = backend_->analytics_calls();
+    ASSERT_EQ(calls.size(), 1u);
+    EXPECT_EQ(calls[0].from_ms, t0);
+    EXPECT_EQ(calls[0].to_ms, t0 + 2 * minute);
+}
+
+TEST_F(AdminServer, AnalyticsCsvOfAnEventCoversItsSpanAndNoTimesGiveTheLastDay) {
+    backend_->set_now(t0 + 2 * minute + 1'000);
+    backend_->set_rows("shop", two_minutes());
+    backend_->add_event("shop", "spring sale", {t0 + minute, t0 + 90 * minute});
+    auto r = get("/rooms/shop/analytics.csv?event=spring%20sale");
+    ASSERT_EQ(r.result_int(), 200) << r.body();
+    EXPECT_EQ(lines_of(r.body()).size(), 2u) << "the header and the event's one minute kept";
+    r = get("/rooms/shop/analytics.csv");
+    ASSERT_EQ(r.result_int(), 200) << r.body();
+    EXPECT_EQ(lines_of(r.body()).size(), 3u);
+    const auto calls = backend_->analytics_calls();
+    ASSERT_EQ(calls.size(), 2u);
+    EXPECT_EQ(calls[0].from_ms, t0 + minute);
+    EXPECT_EQ(calls[0].to_ms, t0 + 90 * minute);
+    EXPECT_EQ(calls[1].to_ms, t0 + 3 * minute) << "the minute under way is included";
+    EXPECT_EQ(calls[1].to_ms - calls[1].from_ms, 24 * 60 * minute);
+}
+
+TEST_F(AdminServer, AnalyticsCsvRefusesHostileQueriesWith400) {
+    backend_->add_event("shop", "launch", {t0, t0 + minute});
+    const std::string bad_from =
+        "from must be unix seconds or an ISO 8601 UTC time like 2026-11-26T07:00:00Z, from 1970 "
+        "to 9999";
+    struct probe {
+        std::string query;
+        std::string error;
+    };
+    for (const auto& [query, error] : std::vector<probe>{
+             {"?from=-5", bad_from},
+             {"?from=99999999999999", bad_from},
+             {"?from=1e9", bad_from},
+             {"?from=", bad_from},
+             {"?from=2026-13-01T00:00Z", bad_from},
+             {"?from=2026-02-30T00:00Z", bad_from},
+             {"?from=1969-12-31T23:59Z", bad_from},
+             {"?from=2026-01-01T24:00Z", bad_from},
+             {"?from=2026-01-01T00:00", bad_from},
+             {"?from=%3Cscript%3E", bad_from},
+             {"?from=1800000000&to=1700000000", "from must be before to"},
+             {"?from=1800000000&to=1800000000", "from must be before to"},
+             {"?from=0&to=99999999999",
+              "the range is longer than 31 days; the rows of the last day are kept"},
+             {"?from=1&from=2", "from given more than once"},
+             {"?event=launch&from=1", "give either event or from and to, not both"},
+             {"?event=nope", "event must name one of the room's events"},
+             {"?event=", "event must name one of the room's events"},
+             {"?limit=5", "unknown query parameter; expected from and to, or event"},
+             {"?from=%zz", "bad percent escape in the query"},
+             {"?from=%4", "bad percent escape in the query"},
+             {"?from=" + std::string(2000, '1'), "query longer than 1024 bytes"},
+         }) {
+        auto r = get("/rooms/shop/analytics.csv" + query);
+        EXPECT_EQ(r.result_int(), 400) << query;
+        EXPECT_EQ(body_of(r).value("error", ""), error) << query;
+    }
+    EXPECT_TRUE(backend_->analytics_calls().empty()) << "nothing reached the backend";
+    auto r = get("/rooms/nowhere/analytics.csv?from=-5");
+    EXPECT_EQ(r.result_int(), 404) << "the path is judged first";
+    r = call(http::verb::post, "/rooms/shop/analytics.csv", std::string("Bearer ") + token);
+    EXPECT_EQ(r.result_int(), 405);
+    r = get("/rooms/shop/analytics.csv", "");
+    EXPECT_EQ(r.result_int(), 401) << "behind the admin token like every endpoint";
+}
+
+TEST_F(AdminServer, AnalyticsJsonSummarisesTheMinutesAskedFor) {
+    backend_->set_now(t0 + 2 * minute);
+    backend_->set_rows("shop", two_minutes());
+    auto r = get("/rooms/shop/analytics?minutes=30");
+    ASSERT_EQ(r.result_int(), 200) << r.body();
+    auto b = body_of(r);
+    EXPECT_EQ(b["room"], "shop");
+    EXPECT_EQ(b["minutes"], 30);
+    ASSERT_EQ(b["rows"].size(), 2u);
+    EXPECT_EQ(b["rows"][0]["minute"], t0);
+    EXPECT_EQ(b["rows"][1]["abandoned"], 3);
+    const auto& s = b["summary"];
+    EXPECT_EQ(s["queue_wait_p50_seconds"], 60.0);
+    EXPECT_EQ(s["queue_wait_p90_seconds"], 540.0);
+    EXPECT_EQ(s["estimate_error_median_seconds"], 45.0);
+    EXPECT_EQ(s["estimate_error_bias_seconds"], 35.0);
+    EXPECT_EQ(s["estimates_compared"], 4);
+    EXPECT_EQ(s["out_of_order_share"], 0.25) << "1 of the 4 admitted from the queue";
+    EXPECT_EQ(s["abandoned"], 3);
+    EXPECT_EQ(s["revoked"], 2);
+    EXPECT_EQ(s["flagged"], 1);
+    EXPECT_TRUE(s["session_p50_seconds"].is_null()) << "no session ended";
+    for (const char* query : {"?minutes=0", "?minutes=1441", "?minutes=-1", "?minutes=abc",
+                              "?minutes=99999999999999999999", "?minutes=5&minutes=6", "?x=1"}) {
+        EXPECT_EQ(get(std::string("/rooms/shop/analytics") + query).result_int(), 400) << query;
+    }
+    EXPECT_EQ(get("/rooms/nowhere/analytics").result_int(), 404);
+}
+
 }  // namespace
 }  // namespace waitroom::admin

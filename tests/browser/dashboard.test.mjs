@@ -6,7 +6,7 @@
 // OUT_DIR/dashboard.png.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { chromium } from "playwright-core";
 
@@ -59,8 +59,9 @@ try {
   const errors = [];
   page.on("pageerror", (e) => errors.push(String(e)));
   page.on("console", (m) => {
-    // The 401 before the token and the 403 for the wrong one are expected; script errors are not.
-    if (m.type() === "error" && !/\b40[13]\b|Unauthorized|Forbidden/.test(m.text())) {
+    // The 401 before the token, the 403 for the wrong one and the 400 of the CSV of an unknown
+    // event are expected; script errors are not.
+    if (m.type() === "error" && !/\b40[013]\b|Unauthorized|Forbidden/.test(m.text())) {
       errors.push(m.text());
     }
   });
@@ -113,7 +114,7 @@ try {
 
   for (const id of ["shop", "launch", "docs", "legacy"]) {
     const card = page.locator(`article.room[data-room="${id}"]`);
-    assert.equal(await card.locator("canvas[role=img]").count(), 4, id);
+    assert.equal(await card.locator(":scope > .charts canvas[role=img]").count(), 4, id);
   }
   // Wait for several polls, then check a chart has been drawn (some non-transparent pixels).
   await page.waitForTimeout(4000);
@@ -129,6 +130,61 @@ try {
     .getAttribute("aria-label");
   assert.match(label, /^Active users of room shop: [\d,]+ \/ 500$/);
   step("each room has its four live charts, drawn and labelled");
+
+  // The analytics charts: five per room, drawn from the rows of GET /rooms/{id}/analytics.
+  const inkOf = (id, chart) => page.evaluate(([id, chart]) => {
+    const c = document.querySelector(
+      `article.room[data-room="${id}"] .analytics canvas[data-chart="${chart}"]`);
+    const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 3; i < d.length; i += 4) { if (d[i] > 0) { n++; } }
+    return n;
+  }, [id, chart]);
+  for (const id of ["shop", "launch", "docs", "legacy"]) {
+    assert.equal(await page.locator(
+      `article.room[data-room="${id}"] .analytics canvas[role=img]`).count(), 5, id);
+  }
+  const shopCard = page.locator('article.room[data-room="shop"] .analytics');
+  const caption = (key) => shopCard.locator(`[data-value="${key}"]`).textContent();
+  assert.match(await caption("queue_wait"), /^p50 \d+ (s|min \d\d s) · p90 \d+ (s|min \d\d s)$/);
+  assert.match(await caption("honesty"), /^median [+−]?\d+ s · bias [+−]?\d+ s · n [\d,]+$/);
+  assert.match(await caption("fairness"), /^\d+(\.\d)? % of [\d,]+$/);
+  assert.match(await caption("exits"), /^\d+ · \d+ · \d+$/);
+  assert.match(await caption("origin"), /^p50 \d+ min \d\d s$/);
+  // Lines and dots on top of the axes: the empty room's charts have the axes only.
+  const bare = await inkOf("docs", "honesty");
+  for (const chart of ["queue_wait", "honesty", "fairness", "exits", "origin"]) {
+    const ink = await inkOf("shop", chart);
+    assert.ok(ink > bare + 300, `the ${chart} chart of shop is drawn (${ink} vs ${bare} pixels)`);
+  }
+  assert.equal(await page.locator('article.room[data-room="docs"] .analytics [data-value="queue_wait"]')
+    .textContent(), "p50 – · p90 –");
+  assert.match(await shopCard.locator('canvas[data-chart="honesty"]').getAttribute("aria-label"),
+    /^Wait shown vs actual of room shop, last 30 minutes: median /);
+  step("each room has its five analytics charts, drawn from its minutes and labelled");
+
+  const saved = async (trigger) => {
+    const [download] = await Promise.all([page.waitForEvent("download"), trigger()]);
+    const file = await download.path();
+    return { name: download.suggestedFilename(), text: readFileSync(file, "utf8") };
+  };
+  let csv = await saved(() => page.getByRole("button",
+    { name: "Download the last hour of room shop as CSV" }).click());
+  assert.equal(csv.name, "shop-analytics.csv");
+  let lines = csv.text.trim().split("\r\n");
+  assert.match(lines[0], /^room,minute_start,admitted,admitted_from_queue,/);
+  assert.ok(lines.length >= 25, "half an hour of minutes: " + lines.length);
+  assert.match(lines[1], /^"shop",\d{4}-\d\d-\d\dT\d\d:\d\d:00Z,\d+,\d+,/);
+  await page.getByLabel("Event name for the CSV of room launch").fill("spring launch");
+  csv = await saved(() => page.getByRole("button",
+    { name: "Download the named event of room launch as CSV" }).click());
+  lines = csv.text.trim().split("\r\n");
+  assert.ok(lines.length >= 15 && lines.length <= 22, "the event's 20 minutes: " + lines.length);
+  await page.getByLabel("Event name for the CSV of room launch").fill("no such event");
+  await page.getByRole("button", { name: "Download the named event of room launch as CSV" })
+    .click();
+  await page.locator("#alert", { hasText: "event must name one of the room's events" }).waitFor();
+  step("the CSV of the last hour and of an event download from the dashboard; a bad one says why");
 
   const toggle = (id, field) =>
     page.locator(`#rooms-body tr[data-room="${id}"] button[role=switch][data-field="${field}"]`);

@@ -62,7 +62,16 @@ TEST(CookieCodec, RoundTripsEveryField) {
     extremes.flood_since = std::numeric_limits<std::int64_t>::max();
     extremes.flood_count = std::numeric_limits<std::uint32_t>::max();
     extremes.network = std::numeric_limits<std::uint32_t>::max();
+    extremes.estimate_shown_at = std::numeric_limits<std::int64_t>::max();
+    extremes.estimate_seconds = std::numeric_limits<std::uint32_t>::max();
     cases.push_back(extremes);
+    payload estimated = waiting;
+    estimated.estimate_shown_at = waiting.bucket + 1'234;
+    estimated.estimate_seconds = 300;
+    cases.push_back(estimated);
+    payload estimated_zero = waiting;  // an estimate of 0 s is an estimate
+    estimated_zero.estimate_shown_at = -7;
+    cases.push_back(estimated_zero);
     payload watched = waiting;
     watched.flood_since = now_ms - 30'000;
     watched.flood_count = 14;
@@ -122,6 +131,27 @@ TEST(CookieCodec, TheWatchAndTheBindingCostNothingWhenUnusedAndAFewBytesWhenUsed
     EXPECT_LT(b.size(), 110u) << b;
     EXPECT_EQ(open(*ring, b, "shop").value(), watched);
     EXPECT_EQ(open(*ring, a, "shop").value().network, 0u);
+}
+
+TEST(CookieCodec, TheFirstEstimateCostsAFewBytesAndACookieWithoutItOpensAsNone) {
+    auto ring = ring_of({make_key("k1", 1)});
+    payload queued = admitted_visitor();
+    queued.accepted_at = 0;
+    payload estimated = queued;
+    estimated.estimate_shown_at = queued.last_check_in - 95'000;
+    estimated.estimate_seconds = 720;
+    const std::string a = seal(*ring, queued);
+    const std::string b = seal(*ring, estimated);
+    // A 3-byte delta and a 2-byte estimate: 5 bytes, 7 characters.
+    EXPECT_LE(b.size(), a.size() + 7);
+    EXPECT_GT(b.size(), a.size());
+    EXPECT_EQ(open(*ring, b, "shop").value(), estimated);
+    // A cookie without the field (sealed before it existed, or an admitted one) has no
+    // estimate, and it is as long as a cookie of the format without the field always was.
+    const auto plain = open(*ring, a, "shop").value();
+    EXPECT_EQ(plain.estimate_shown_at, 0);
+    EXPECT_EQ(plain.estimate_seconds, 0u);
+    EXPECT_EQ(a.size(), seal(*ring, queued).size());
 }
 
 TEST(CookieCodec, UsesAFreshNonceForEveryCookie) {

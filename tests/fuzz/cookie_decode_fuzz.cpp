@@ -73,6 +73,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         std::memcpy(&p.event_id, data + 32, 4);
         p.flags = size > 36 ? data[36] : 0;
         p.room.assign(text.substr(size > 37 ? 37 : size, 16));
+        if (p.flags & 0x80) {  // the first estimate shown (present bit 32)
+            p.estimate_shown_at = p.bucket != 0 ? p.bucket : 1;
+            p.estimate_seconds = p.event_id;
+        }
         auto sealed = encode(ring, p);
         if (!sealed) {
             std::abort();

@@ -139,9 +139,10 @@ TEST(RedisProtocol, DecodesAGrantWithWaitingBucketsAndDatacenters) {
                     array({integer(100), integer(2), integer(200), integer(1)}),
                     array({text("dc1"), integer(2), text("dc2"), integer(1)}),
                     array({integer(1), integer(-1)}), text("1000/edge-1"),
-                    array({text("18446744073709551615"), text("7")})});
+                    array({text("18446744073709551615"), text("7")}), integer(4)});
     room_grant g;
     ASSERT_FALSE(parse_grant(v, "shop", 42, g));
+    EXPECT_EQ(g.abandoned, 4);
     EXPECT_EQ(g.room, "shop");
     EXPECT_EQ(g.epoch, "1000/edge-1");
     EXPECT_FALSE(g.stale);
@@ -158,6 +159,11 @@ TEST(RedisProtocol, DecodesAGrantWithWaitingBucketsAndDatacenters) {
     EXPECT_EQ(g.overrides.queue_all, std::optional<bool>(true));
     EXPECT_EQ(g.overrides.suspended, std::nullopt);
     EXPECT_EQ(g.counts.revoked, (std::vector<std::uint64_t>{7, 18'446'744'073'709'551'615ull}));
+    v.elements[10] = integer(-1);
+    EXPECT_TRUE(parse_grant(v, "shop", 42, g)) << "a negative count of abandonments";
+    v.elements.pop_back();
+    EXPECT_TRUE(parse_grant(v, "shop", 42, g)) << "an answer of a script without the count";
+    v.elements.push_back(integer(0));
     v.elements[9] = array({text("7x")});
     EXPECT_TRUE(parse_grant(v, "shop", 42, g)) << "a ticket that is not a number";
 }

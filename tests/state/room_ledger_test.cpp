@@ -362,6 +362,29 @@ TEST(Ledger, WaitingWindowsCountAtLeastZeroToo) {
     EXPECT_EQ(g.counts.waiting[0], (std::pair<std::int64_t, std::int64_t>{t0, 5}));
 }
 
+// Visitors still counted in a waiting window when it lapses stopped refreshing: the sync that
+// finds the window lapsed reports them, once, whichever node it comes from.
+TEST(Ledger, ReportsTheVisitorsOfALapsedWaitingWindowOnceAsAbandoned) {
+    room_ledger ledger;
+    auto l = limits(100, 100);  // a waiting window lives window + abandon_after = 35 s
+    auto a = report(l);
+    a.deltas.waiting.add({t0, t0}, 4);           // four queued on node a
+    a.deltas.waiting.add({t0, t0 + 10'000}, 1);  // one of them moves on...
+    auto b = report(l);
+    b.deltas.waiting.add({t0, t0}, -1);  // ...through node b, which takes it out of t0
+    b.deltas.waiting.add({t0 + 10'000, t0}, 2);
+    b.deltas.waiting.add({t0 + 10'000, t0}, -3);  // replayed copies: floored at zero
+    EXPECT_EQ(ledger.sync("a", "dc", a, t0 + 1'000, 60'000).abandoned, 0);
+    EXPECT_EQ(ledger.sync("b", "dc", b, t0 + 2'000, 60'000).abandoned, 0);
+    // At t0 + 35 s the windows of t0 lapse: 3 left in (t0, t0), none in (t0 + 10 s, t0).
+    auto g = ledger.sync("b", "dc", report(l), t0 + 35'000, 60'000);
+    EXPECT_EQ(g.abandoned, 3);
+    EXPECT_EQ(ledger.sync("a", "dc", report(l), t0 + 35'500, 60'000).abandoned, 0);
+    // The window of t0 + 10 s lapses 10 s later, with its one visitor.
+    EXPECT_EQ(ledger.sync("a", "dc", report(l), t0 + 45'000, 60'000).abandoned, 1);
+    ASSERT_TRUE(ledger.sync("a", "dc", report(l), t0 + 46'000, 60'000).counts.waiting.empty());
+}
+
 TEST(Ledger, ARevocationReportedByEveryNodeFreesOnePlace) {
     room_ledger ledger;
     auto l = limits(10, 100);

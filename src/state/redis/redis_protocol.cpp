@@ -321,7 +321,7 @@ std::error_code parse_grant(const value& v, const std::string& room, std::int64_
         out.stale = true;
         return {};
     }
-    if (v.type != value::kind::array || v.elements.size() != 10 ||
+    if (v.type != value::kind::array || v.elements.size() != 11 ||
         v.elements[8].type != value::kind::string) {
         return bad;
     }
@@ -330,7 +330,7 @@ std::error_code parse_grant(const value& v, const std::string& room, std::int64_
     out.counts.as_of_ms = now_ms;
     if (!as_int(e[0], out.granted) || !as_int(e[1], out.release) ||
         !as_int(e[2], out.counts.active) || !as_int(e[3], out.counts.admitted_last_minute) ||
-        !as_int(e[4], out.counts.held)) {
+        !as_int(e[4], out.counts.held) || !as_int(e[10], out.abandoned) || out.abandoned < 0) {
         return bad;
     }
     const value& waiting = e[5];

@@ -12,6 +12,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "waitroom/metrics/room_history.hpp"
+
 namespace waitroom::admin {
 
 // Cloudflare's status values of a waiting room.
@@ -73,6 +75,18 @@ struct admin_preview {
     std::vector<std::string> languages;  // unknown_language only
 };
 
+// GET /rooms/{id}/analytics and /rooms/{id}/analytics.csv: a room's figures by the minute.
+struct admin_analytics {
+    bool found = false;                     // false: no such room
+    std::vector<metrics::minute_row> rows;  // the minutes asked for that are kept, oldest first
+};
+
+// An event's span, for the CSV of an event: from its prequeue (or its start) to its end.
+struct admin_event_span {
+    std::int64_t from_ms = 0;
+    std::int64_t to_ms = 0;
+};
+
 struct admin_readiness {
     bool ready = true;
     std::string reason;  // when not ready: "draining", "degraded: store unreachable"…
@@ -99,6 +113,14 @@ class admin_backend {
     virtual admin_preview preview_page(std::string_view id, admin_preview_state state,
                                        std::string_view language) = 0;
     virtual admin_readiness readiness() = 0;
+    // The rows of room `id` whose minute starts in [from_ms, to_ms) (metrics::room_history).
+    virtual admin_analytics analytics(std::string_view id, std::int64_t from_ms,
+                                      std::int64_t to_ms) = 0;
+    // The span of the room's event named `event`; nullopt when the room has none of that name.
+    virtual std::optional<admin_event_span> event_span(std::string_view id,
+                                                       std::string_view event) = 0;
+    // The daemon's clock, unix ms: "the last N minutes" are counted back from it.
+    virtual std::int64_t now_ms() = 0;
     // The body of GET /metrics (e.g. metrics::metric_set::text()).
     virtual std::string metrics_text() = 0;
 };

@@ -17,11 +17,14 @@
 //               accepted_at)] | u64le ticket | [varint event_id] | [varint flags]
 //               | [varint zigzag(last_check_in - flood_since) | varint flood_count]
 //               | [u32le network]
+//               | [varint zigzag(last_check_in - estimate_shown_at) | varint estimate_seconds]
 //               present-bits: 1 = accepted_at != 0, 2 = event_id != 0, 4 = flags != 0,
-//               8 = flood_since != 0, 16 = network != 0.
+//               8 = flood_since != 0, 16 = network != 0, 32 = estimate_shown_at != 0.
 //               Times are unix milliseconds; the deltas keep a cookie short. A field that is
 //               zero is left out, so a cookie of a room without abuse_action or cookie.bind is
-//               byte for byte what it was before those existed.
+//               byte for byte what it was before those existed, and a cookie without the
+//               estimate (sealed before it existed, or an admitted visitor's) opens as one
+//               whose estimate_shown_at is 0.
 
 #include <chrono>
 #include <cstdint>

@@ -18,6 +18,7 @@
 
 #include "waitroom/admin/admin_backend.hpp"
 #include "waitroom/metrics/metrics.hpp"
+#include "waitroom/metrics/room_history.hpp"
 #include "waitroom/gateway/room_filter.hpp"
 #include "waitroom/room/overrides.hpp"
 #include "waitroom/room/room_state.hpp"
@@ -49,6 +50,16 @@ class room_admin_backend final : public admin::admin_backend {
                                       std::string_view language) override;
     admin::admin_readiness readiness() override;
     std::string metrics_text() override;
+    admin::admin_analytics analytics(std::string_view id, std::int64_t from_ms,
+                                     std::int64_t to_ms) override;
+    std::optional<admin::admin_event_span> event_span(std::string_view id,
+                                                      std::string_view event) override;
+    std::int64_t now_ms() override;
+
+    // Takes a reading of every room into its minute rows (metrics::room_history). Called after
+    // every sync, on the thread that completed it; skipped, not waited for, while a scrape or an
+    // analytics answer holds the lock (a worker may complete the odd sync).
+    void record_history();
 
   private:
     admin::admin_room_status status_of(const room::engine& eng, const room::compiled_room& r,
@@ -67,6 +78,14 @@ class room_admin_backend final : public admin::admin_backend {
     std::mutex scrape_mu_;                 // one scrape at a time updates the gauges below
     std::uint64_t failures_reported_ = 0;  // sync failures already added to the counter
     std::map<std::string, std::uint64_t> top_ups_reported_;  // room → top-ups already counted
+    std::map<std::string, std::uint64_t> abandoned_reported_;  // room → abandonments counted
+    // The rooms' minute rows, by room id: the rooms of the running config only, each bounded
+    // (a day of minutes), so memory follows the config, never the visitors or the requests.
+    std::map<std::string, metrics::room_history, std::less<>> history_;
+
+    // Brings the room gauges and the counters the sync task feeds up to date, and returns each
+    // room's reading (scrape_mu_ held).
+    std::vector<std::pair<std::string, metrics::room_reading>> refresh_locked(std::int64_t now_ms);
 };
 
 }  // namespace waitroom::gateway

@@ -30,6 +30,8 @@ class counter {
   public:
     counter() = default;
     void inc(unsigned slot, std::int64_t n = 1) const;
+    // The sum over slots now (0 for a default handle). Off the request path: reads every slot.
+    std::int64_t value() const;
 
   private:
     friend class registry;
@@ -47,6 +49,7 @@ class gauge {
     void set(unsigned slot, std::int64_t v) const;
     void add(unsigned slot, std::int64_t n) const;
     void sub(unsigned slot, std::int64_t n) const { add(slot, -n); }
+    std::int64_t value() const;  // as counter::value
 
   private:
     friend class registry;
@@ -55,12 +58,33 @@ class gauge {
     std::uint32_t cell_ = 0;
 };
 
-// Counts observations into fixed buckets (upper bounds in seconds, set at registration). The sum
-// is kept in whole nanoseconds so that adds stay integer and exact.
+// A histogram read at one instant: its bucket bounds, the observations in each bucket (not
+// cumulative; the last one is +Inf) and their sum.
+struct histogram_reading {
+    std::vector<double> bounds;
+    std::vector<std::int64_t> buckets;  // bounds.size() + 1 entries once read
+    double sum = 0;
+
+    std::int64_t count() const;
+    // The observations made between `earlier` (a reading of the same histogram) and this one.
+    histogram_reading since(const histogram_reading& earlier) const;
+};
+
+// The q-quantile (0 ≤ q ≤ 1) of a reading, interpolated linearly inside its bucket as
+// Prometheus' histogram_quantile does: the lowest bucket starts at 0 when its bound is positive
+// (else it is its bound), and a quantile in +Inf is the highest bound. NaN without observations.
+double quantile(const histogram_reading& r, double q);
+// The mean of the observations (sum / count); NaN without observations.
+double mean(const histogram_reading& r);
+
+// Counts observations into fixed buckets (upper bounds in seconds, set at registration; they may
+// be negative, for signed values such as an estimate's error). The sum is kept in whole
+// nanoseconds so that adds stay integer and exact.
 class histogram {
   public:
     histogram() = default;
     void observe(unsigned slot, double seconds) const;
+    histogram_reading read() const;  // off the request path: reads every slot
 
   private:
     friend class registry;
@@ -101,6 +125,9 @@ class registry {
     // series in creation order.
     std::string text() const;
 
+    // The sum over slots of one cell (handles' value()).
+    std::int64_t sum(std::uint32_t index) const;
+
     // For handles: the cell of `slot`.
     cell& at(unsigned slot, std::uint32_t index) const {
         return chunks_[slot][index >> chunk_bits].load(
@@ -129,7 +156,6 @@ class registry {
     std::uint32_t series_cell(family& f, std::vector<std::string> label_values,
                               std::uint32_t cells);
     std::uint32_t allocate(std::uint32_t cells);
-    std::int64_t sum(std::uint32_t index) const;
 
     unsigned slots_;
     mutable std::mutex mutex_;  // registration and scrape only
@@ -172,6 +198,13 @@ struct room_metrics {
     counter challenges_issued;     // waitroom_room_challenges_issued_total
     counter challenges_solved;     // waitroom_room_challenges_solved_total
     counter challenge_failures;    // waitroom_room_challenge_failures_total
+    // Analytics: what the queue did to the visitors it admitted, and how honest it was.
+    counter admitted_from_queue;    // waitroom_room_admitted_from_queue_total
+    counter admitted_out_of_order;  // waitroom_room_admitted_out_of_order_total
+    counter abandoned;              // waitroom_room_abandoned_total
+    histogram queue_wait;           // waitroom_room_queue_wait_seconds
+    histogram estimate_error;       // waitroom_room_wait_estimate_error_seconds
+    histogram session_duration;     // waitroom_room_session_duration_seconds
 };
 
 // Every metric of waitroomd, named once. Request-path code keeps a reference to this object and

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "waitroom/config/config.hpp"
+#include "waitroom/room/analytics.hpp"
 #include "waitroom/room/payload.hpp"
 #include "waitroom/room/counters.hpp"
 #include "waitroom/room/limits.hpp"
@@ -133,6 +134,10 @@ struct decision {
     bool flagged_now = false;                 // this request flagged the visitor (abuse_action)
     bool challenge_issued = false;            // queue: a new challenge is in `cookie` (set it)
     bool challenge_solved = false;            // this request solved its challenge and joined
+    queue_admission admission;                // admit: the figures of an admission from the queue
+    // The visitor's session had ended (it comes back after its expiry): how long it lasted,
+    // from its admission to its end; -1 = none ended.
+    std::int64_t ended_session_ms = -1;
 };
 
 // What routing alone says of a request, before any counter is read.

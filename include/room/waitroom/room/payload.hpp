@@ -26,6 +26,11 @@ struct payload {
     // A keyed hash of the visitor's network (cookie.bind: prefix), never the address itself;
     // 0 = not bound.
     std::uint32_t network = 0;
+    // The first wait estimate a queued visitor was shown, kept until its admission so that the
+    // actual wait is measured from the same instant as the estimate: when it was shown (unix
+    // ms; 0 = none shown yet) and what it said (seconds).
+    std::int64_t estimate_shown_at = 0;
+    std::uint32_t estimate_seconds = 0;
 
     friend bool operator==(const payload&, const payload&) = default;
 };

@@ -61,7 +61,8 @@ class room_ledger {
     void apply(const room::room_deltas& d, const room::room_limits& l, std::int64_t now_ms);
     void apply_revocations(const room::room_deltas& d, const room::room_limits& l,
                            std::int64_t now_ms);
-    void prune(const room::room_limits& limits, std::int64_t now_ms);
+    // Drops dead windows; returns the queued visitors the lapsed waiting windows still held.
+    std::int64_t prune(const room::room_limits& limits, std::int64_t now_ms);
     void expire_nodes(std::int64_t now_ms, std::int64_t node_ttl_ms);
     node_entry& touch(const std::string& node_id, const std::string& datacenter,
                       std::int64_t now_ms);

@@ -77,6 +77,10 @@ struct room_grant {
     std::string epoch;             // the store's epoch for the room (made by its first sync)
     // The report's epoch was not the store's: nothing was applied, send it again with `full`.
     bool stale = false;
+    // Queued visitors still counted in waiting windows that lapsed since the store's last sync
+    // of the room (visitors who stopped refreshing: abandonments). The store finds each lapsed
+    // window once, in whichever node's sync comes first, so the nodes' sums add up exactly.
+    std::int64_t abandoned = 0;
 };
 
 struct sync_result {

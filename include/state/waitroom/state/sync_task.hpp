@@ -76,6 +76,10 @@ class sync_task {
 
     std::int64_t last_success_ms() const;
     std::uint64_t syncs() const;
+    // Queued visitors of a room whose waiting windows lapsed while they were still counted in
+    // them (they stopped refreshing), as the store reported them to this node's syncs over the
+    // node's life: each lapsed window reaches one node, so the nodes' figures add up.
+    std::uint64_t abandoned(const std::string& room_id) const;
     // Called after every sync that reached the store, answered or failed (not one refused as
     // busy), with its round trip on the steady clock, on the thread that completes it and never
     // under a lock of this class. state/ sees no metrics: server/ feeds the histogram here.
@@ -159,6 +163,7 @@ class sync_task {
     std::int64_t last_success_ms_ = 0;
     std::uint64_t syncs_ = 0;
     std::map<std::string, std::int64_t> pending_release_;  // room → slots to give back
+    std::map<std::string, std::uint64_t> abandoned_by_room_;  // room → abandonments (metric)
     // What the store holds of this node, per room: its epoch and the node's live windows as
     // applied there (every applied delta summed, dead windows dropped: a few dozen entries).
     // A store that lost its memory answers with another epoch, and these go to it again.

@@ -41,7 +41,8 @@
 --   top_up: 14 want  15 epoch the node last had answered ("" = none)  16 id ("0" = none)
 -- Returns, sync:   {granted, release, active, admitted_last_minute, held,
 --                   {bucket, queued, ...}, {datacenter, nodes, ...}, {queue_all, suspended},
---                   epoch, {revoked ticket, ...}}
+--                   epoch, {revoked ticket, ...}, abandoned (the queued visitors the waiting
+--                   windows this call pruned still held, each floored at zero)}
 --                  or "stale" when ARGV[19] is another epoch and ARGV[20] is "-1": nothing
 --                  was applied (no node touched), the node sends its live totals instead
 --          top_up: granted (0 while ARGV[15] is set and is not the room's epoch, and
@@ -356,11 +357,13 @@ local active = live_sum(KEYS[2], active_live, true)
 -- Waiting: prune, then sum per bucket in ascending order, each (bucket, window) floored at zero
 -- as above, dropping buckets that sum to 0.
 local per_bucket, buckets = {}, {}
+local abandoned = 0
 local raw = redis.call('HGETALL', KEYS[3])
 for k = 1, #raw, 2 do
     local b, w = string.match(raw[k], '^(-?%d+):(-?%d+)$')
     b, w = tonumber(b), tonumber(w)
     if b == nil or not waiting_live(w) then
+        if b ~= nil then abandoned = abandoned + math.max(0, tonumber(raw[k + 1]) or 0) end
         redis.call('HDEL', KEYS[3], raw[k])
     else
         if per_bucket[b] == nil then
@@ -453,4 +456,4 @@ for k = 1, #rev, 2 do
     if revocation_live(revoked_since(rev[k + 1])) then revoked[#revoked + 1] = rev[k] end
 end
 return {granted, release, active, admitted,
-        held_total(nodes, ids), waiting, dcs, read_overrides(), epoch, revoked}
+        held_total(nodes, ids), waiting, dcs, read_overrides(), epoch, revoked, abandoned}
