@@ -323,16 +323,26 @@
 
       // Solves the challenge and sends the solution: the answer is the visitor's place in the
       // line (the page, loaded next) or, when the room has room, its turn (204).
+      // An answer that still asks a challenge (cookies refused, or the challenge went stale while
+      // it was solved), an error, or no answer within a minute: the page is loaded again, no
+      // sooner than it would reload without its script.
       function join() {
+        var later = function () { setTimeout(enter, interval * 1000); };
+        var guard = 0;
         solve().then(function (solution) {
+          guard = setTimeout(enter, 60000);
           return fetch(window.location.href, {
             cache: "no-store", credentials: "same-origin",
             headers: { Accept: "text/html", "Waitroom-Check-In": "1", "Waitroom-Solution": solution }
           });
         }).then(function (res) {
+          clearTimeout(guard);
           if (res.status === 204) { return admitted(); }
-          enter();
-        }).catch(enter);
+          return res.text().then(function (body) {
+            var page = new DOMParser().parseFromString(body, "text/html").getElementById("queue");
+            if (page && page.dataset.challenge) { later(); } else { enter(); }
+          });
+        }).catch(function () { clearTimeout(guard); later(); });
       }
 
       // From here the script asks for the page itself: stop the declarative refresh (the Refresh

@@ -330,6 +330,12 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
             deltas.revoke({ticket, -1});
             ws.remember_revoked(ticket);
             ticket = random();
+        } else if (joining) {
+            // A solved challenge admitted at once is spent the same way: its cookie, kept back,
+            // is no second way in (a place in the queue) with the same solution.
+            deltas.revoke({ticket, -1});
+            ws.remember_revoked(ticket);
+            ticket = random();
         }
         deltas.admitted.add(floor_to(now_ms, win_.rate_window_ms), 1);
         deltas.active.add(now_w, 1);
@@ -500,11 +506,17 @@ cookie_standing engine::standing(const compiled_room& r, worker_state& ws, const
     const event_phase ph = r.phase_at(now_ms);
     const settings s = r.settings_at(ph);
     const room_limits lim = make_limits(s, ph, win_);
-    if (!trusted(r, c, now_ms, win_.window_ms) || challenged(c)) {
-        return {};  // a challenged cookie holds no place
+    if (!trusted(r, c, now_ms, win_.window_ms)) {
+        return {};
     }
     if (refused_ticket(ws, *ws.view(*this, r).state, c)) {
         return {};  // decide() makes its holder a new arrival
+    }
+    if (challenged(c)) {
+        // No place, but the visitor's work in progress: worth more than a dead cookie, so that a
+        // dead one planted beside it (a sibling subdomain's) cannot hide it.
+        return now_ms - c.last_check_in <= win_.challenge_ttl_ms ? cookie_standing{0, 1}
+                                                                 : cookie_standing{};
     }
     if (c.accepted_at > 0) {
         // An ended session is worth nothing: decide() makes its holder a new arrival.

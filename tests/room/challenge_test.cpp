@@ -236,13 +236,49 @@ TEST(Challenge, OnlyRoomsThatQueueAsk) {
     }
 }
 
-TEST(Challenge, AChallengedCookieStandsForNothingBesideAnother) {
+TEST(Challenge, AFreshChallengeStandsAboveADeadCookieAndBelowAPlace) {
+    harness h({challenge_room(1)});
+    visitor in, v, queued;
+    ASSERT_EQ(h.visit(in).what, action::admit);
+    h.visit(v);
+    h.visit(queued);
+    ASSERT_EQ(h.visit(queued, "", true).what, action::queue);
+    const auto& r = h.engine().rooms().front();
+    const auto challenge = h.engine().standing(r, h.worker(), *v.cookie, h.now());
+    // A dead cookie (a session long over), as a sibling subdomain could plant beside it.
+    auto dead = *in.cookie;
+    dead.last_check_in -= 3'600'000;
+    dead.accepted_at -= 3'600'000;
+    EXPECT_EQ(h.engine().standing(r, h.worker(), dead, h.now()), cookie_standing{});
+    EXPECT_GT(challenge, cookie_standing{}) << "the work in progress is not hidden by a dead one";
+    EXPECT_LT(challenge, h.engine().standing(r, h.worker(), *queued.cookie, h.now()));
+    h.advance(601s);
+    EXPECT_EQ(h.engine().standing(r, h.worker(), *v.cookie, h.now()), cookie_standing{})
+        << "a stale challenge is worth nothing";
+}
+
+TEST(Challenge, ASolverLetInAtOnceCannotJoinAgainWithTheSameSolution) {
     harness h({challenge_room(1)});
     visitor in, v;
     ASSERT_EQ(h.visit(in).what, action::admit);
     h.visit(v);
-    const auto& r = h.engine().rooms().front();
-    EXPECT_EQ(h.engine().standing(r, h.worker(), *v.cookie, h.now()).tier, 0);
+    const visitor kept = v;  // the challenged cookie, kept back
+    h.revoke(in);
+    h.sync();
+    h.advance(1s);
+    auto d = h.visit(v, "", true);
+    ASSERT_EQ(d.what, action::admit) << "the room had room when the solution came";
+    EXPECT_TRUE(d.challenge_solved);
+    EXPECT_NE(v.cookie->ticket, kept.cookie->ticket) << "the session has a ticket of its own";
+    // The room is full again; the kept challenge with the same solution is a new visitor's.
+    visitor replay = kept;
+    auto again = h.visit(replay, "", true);
+    EXPECT_NE(again.what, action::admit);
+    EXPECT_FALSE(again.challenge_solved);
+    EXPECT_TRUE(again.page.challenge_required);
+    h.sync();
+    visitor replay2 = kept;
+    EXPECT_TRUE(h.visit(replay2, "", true).page.challenge_required) << "on every node after a sync";
 }
 
 }  // namespace

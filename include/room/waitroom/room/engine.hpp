@@ -159,7 +159,8 @@ struct route_result {
 // cookie decide() would treat as a new visitor's is worth nothing.
 struct cookie_standing {
     int tier = 0;            // 2: a live session; 1: a place in the queue; 0: a new visitor
-    std::int64_t place = 0;  // in the queue: minus the arrival bucket (older is better)
+    std::int64_t place = 0;  // in the queue: minus the arrival bucket (older is better);
+                             // a new visitor: 1 for a fresh challenge, else 0
 
     friend auto operator<=>(const cookie_standing&, const cookie_standing&) = default;
 };
