@@ -132,7 +132,8 @@ const cookie::payload* open_cookie(const request_info& info,
     std::optional<room::cookie_standing> best_standing;  // computed once a rival shows up
     int opened = 0;
     for (int read = 0; read < max_cookies_read; ++read) {
-        auto value = cookie::next_cookie(header, name);
+        auto value = cookie::next_cookie(header, name,
+                                         memo_usable ? std::string_view{last->value} : "");
         if (!value) {
             break;
         }
