@@ -339,6 +339,7 @@ if [[ "${INSTRUCTIONS:-0}" == 1 ]] && command -v valgrind >/dev/null; then
     taskset -c 1 wrk -t1 -c16 -d1s "${pre[@]}" "http://127.0.0.1:$port$path" "${post[@]}" >/dev/null
     callgrind_control -i on "$pid" >/dev/null 2>&1
     out=$(taskset -c 1 wrk -t1 -c16 -d5s "${pre[@]}" "http://127.0.0.1:$port$path" "${post[@]}")
+    callgrind_control -i off "$pid" >/dev/null 2>&1  # the shutdown is no request's cost
     kill -TERM "$pid"; wait "$pid" 2>/dev/null || true
     n=$(awk '/requests in/{print $1}' <<<"$out")
     ir=$(callgrind_annotate "$work/cg.out" 2>/dev/null | awk '/PROGRAM TOTALS/{gsub(",","",$1); print $1}')

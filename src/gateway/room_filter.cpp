@@ -507,6 +507,7 @@ void room_filter::apply(per_worker& w, const std::shared_ptr<const node_runtime>
 
     pages::page_key key{node_.version(), static_cast<std::uint64_t>(d.cookie.bucket)};
     header_list headers;
+    headers.reserve(4);  // at most these four: no growing of the list per queued request
     headers.emplace_back("Cache-Control", "no-store");
     pages::page_body body;
     if (d.what == room::action::reject) {
