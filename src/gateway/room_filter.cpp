@@ -22,6 +22,9 @@ namespace http = boost::beast::http;
 namespace {
 
 constexpr std::string_view command_header = "Cf-Waiting-Room-Command";
+constexpr std::string_view check_in_header = "Waitroom-Check-In";
+// Looked up in every admitted visitor's request: its field (unknown to Beast) is found once.
+const http::field check_in_field = http::string_to_field(check_in_header);
 
 // Bypass rules read request headers through this view of the parsed head.
 class head_fields final : public room::header_lookup {
@@ -384,8 +387,10 @@ void room_filter::on_request(const request_head& req, const request_info& info, 
                     now_ms, network ? &*network : nullptr);
     // Only a GET of a visitor the room knows (the queue page's own script): a cookieless or
     // non-GET request is decided and answered as any other.
-    traits.check_in = visitor != nullptr && req.method() == http::verb::get &&
-                      req["Waitroom-Check-In"] == "1";
+    if (visitor != nullptr && req.method() == http::verb::get) {
+        auto check_in = req.find(check_in_field, check_in_header);
+        traits.check_in = check_in != req.end() && (*check_in).value() == "1";
+    }
     if (network && network->refused > 0 && room.index() < w.room_metrics.size()) {
         w.room_metrics[room.index()]->network_changed.inc(w.index);
     }
