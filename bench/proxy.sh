@@ -11,9 +11,11 @@
 #              keeps the admission cookie the gateway last set, as a returning admitted
 #              visitor's browser does (bench/browser-cookie.lua)
 #   wr-bare    waitroomd with no room: the bare proxy (waitroomd - wr-bare = the room check)
+#   wr-uring   with URING_BUILD=DIR: waitroomd as in the waitroomd row, built with io_uring in DIR
 #   flash      the flash crowd: new visitors without a cookie at a full room, each answered with
 #              the queue page and a fresh cookie (waitroomd), against nginx serving a static file
-#              of the same size with a Set-Cookie header of the same length (nginx-static)
+#              of the same size with a Set-Cookie header of the same length (nginx-static);
+#              flash-uring the same with URING_BUILD's waitroomd
 # With ROUNDS=N (default 1) the rows run N times, alternating, and the summary takes each
 # figure's median: on a shared machine, neighbours' noise then hits all alike.
 # With ONLY=REGEX only the rows whose "NAME PATH" matches run (e.g. ONLY='^(nginx|waitroomd) /64').
@@ -117,13 +119,27 @@ taskset -c 0 nginx -p "$work/proxy" -c "$work/proxy/nginx.conf" -g 'daemon off;'
 nginx_pid=$!; pids+=($nginx_pid)
 taskset -c 0 haproxy -f "$work/haproxy.cfg" -db > "$work/haproxy.log" 2>&1 &
 haproxy_pid=$!; pids+=($haproxy_pid)
+# URING_BUILD=DIR: the same room and full room served by DIR's waitroomd too (a build with
+# -DWAITROOM_IO_URING=ON), as rows wr-uring and flash-uring.
+declare -A wr_bins=([waitroom]="$waitroomd" [bare]="$waitroomd" [full]="$waitroomd")
+ports=("$origin_port" "$nginx_port" "$haproxy_port" "$wr_port" "$bare_port" "$full_port")
+if [[ -n "${URING_BUILD:-}" ]]; then
+  [[ -x "$URING_BUILD/src/waitroomd" ]] || { echo "no $URING_BUILD/src/waitroomd" >&2; exit 1; }
+  uring_port=$(free_port); full_uring_port=$(free_port)
+  sed -e "s/127.0.0.1:$wr_port/127.0.0.1:$uring_port/" -e "s/admin: .*/admin: {listen: \"\"}/" \
+      -e "s|$work/waitroom.key|$work/uring.key|" "$work/waitroom.yaml" > "$work/uring.yaml"
+  sed -e "s/127.0.0.1:$full_port/127.0.0.1:$full_uring_port/" -e "s/admin: .*/admin: {listen: \"\"}/" \
+      -e "s|$work/full.key|$work/full-uring.key|" "$work/full.yaml" > "$work/full-uring.yaml"
+  wr_bins[uring]="$URING_BUILD/src/waitroomd"; wr_bins[full-uring]="$URING_BUILD/src/waitroomd"
+  ports+=("$uring_port" "$full_uring_port")
+fi
 declare -A wr_pids
-for conf in waitroom bare full; do
-  taskset -c 0 "$waitroomd" -c "$work/$conf.yaml" > "$work/$conf.log" 2>&1 &
+for conf in "${!wr_bins[@]}"; do
+  taskset -c 0 "${wr_bins[$conf]}" -c "$work/$conf.yaml" > "$work/$conf.log" 2>&1 &
   wr_pids[$conf]=$!; pids+=($!)
 done
 wr_pid=${wr_pids[waitroom]}
-for p in "$origin_port" "$nginx_port" "$haproxy_port" "$wr_port" "$bare_port" "$full_port"; do
+for p in "${ports[@]}"; do
   wait_port "$p"
 done
 
@@ -131,6 +147,7 @@ done
 # queue page, sizes nginx's static file and Set-Cookie (value of the same length, attributes
 # alike), and nginx reloads them.
 curl -s -o /dev/null "http://127.0.0.1:$full_port/64"
+[[ -n "${URING_BUILD:-}" ]] && curl -s -o /dev/null "http://127.0.0.1:$full_uring_port/64"
 curl -s -D "$work/queue.head" -o "$work/queue.body" "http://127.0.0.1:$full_port/64"
 head -c "$(stat -c %s "$work/queue.body")" /dev/zero | tr '\0' 'q' > "$work/static/queue"
 set_cookie=$(tr -d '\r' < "$work/queue.head" |
@@ -187,9 +204,11 @@ for path in /64 /16k; do
          "haproxy $haproxy_port $path $haproxy_pid browser"
          "waitroomd $wr_port $path ${wr_pids[waitroom]} browser"
          "wr-bare $bare_port $path ${wr_pids[bare]} browser")
+  [[ -n "${URING_BUILD:-}" ]] && rows+=("wr-uring $uring_port $path ${wr_pids[uring]} browser")
 done
 rows+=("nginx-static $static_port /queue $nginx_pid new"
        "flash $full_port /64 ${wr_pids[full]} new")
+[[ -n "${URING_BUILD:-}" ]] && rows+=("flash-uring $full_uring_port /64 ${wr_pids[full-uring]} new")
 if [[ -n "${ONLY:-}" ]]; then   # ONLY=REGEX: the rows whose "NAME PATH" matches
   kept=()
   for row in "${rows[@]}"; do
@@ -264,7 +283,7 @@ echo
 echo "against nginx (throughput higher is better; p99 and cpu lower is better)"
 has() { grep -q "^$1 $2 " "$work/rows" 2>/dev/null; }
 for path in /64 /16k; do
-  for name in haproxy waitroomd wr-bare; do
+  for name in haproxy waitroomd wr-bare wr-uring; do
     has "$name" "$path" && has nginx "$path" && ratio "$name" "$path" nginx "$path"
   done
   if has waitroomd "$path" && has wr-bare "$path"; then
@@ -273,7 +292,9 @@ for path in /64 /16k; do
         'BEGIN{printf "%-17s %+.2f us/req (waitroomd - wr-bare)\n", "room check " p, a - b}'
   fi
 done
-has flash /64 && has nginx-static /queue && ratio flash /64 nginx-static /queue
+for name in flash flash-uring; do
+  has "$name" /64 && has nginx-static /queue && ratio "$name" /64 nginx-static /queue
+done
 
 if [[ "${SYSCALLS:-0}" == 1 ]] && command -v strace >/dev/null; then
   # syscalls NAME PORT PATH PID CLIENT -> "NAME PATH total/req  call/req ..." (strace slows the
@@ -324,18 +345,20 @@ if [[ "${INSTRUCTIONS:-0}" == 1 ]] && command -v valgrind >/dev/null; then
         valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/cg.out" \
           haproxy -f "$work/cg.cfg" -db >/dev/null 2>&1 & ;;
       *)
-        local conf=waitroom
-        [[ "$name" == wr-bare ]] && conf=bare
-        [[ "$name" == flash ]] && conf=full
+        local conf
+        case "$name" in
+          wr-bare) conf=bare ;; flash) conf=full ;; wr-uring) conf=uring ;;
+          flash-uring) conf=full-uring ;; *) conf=waitroom ;;
+        esac
         sed -e "s/127.0.0.1:$old_port/127.0.0.1:$port/" \
             -e 's/^admin: .*/admin: {listen: ""}/' "$work/$conf.yaml" > "$work/cg.yaml"
         valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/cg.out" \
-          "$waitroomd" -c "$work/cg.yaml" >/dev/null 2>&1 & ;;
+          "${wr_bins[$conf]}" -c "$work/cg.yaml" >/dev/null 2>&1 & ;;
     esac
     pid=$!; pids+=($pid)
     wait_port "$port"
     # The full room's copy has its place taken first, as above.
-    [[ "$name" == flash ]] && curl -s -o /dev/null "http://127.0.0.1:$port/64"
+    [[ "$name" == flash* ]] && curl -s -o /dev/null "http://127.0.0.1:$port/64"
     taskset -c 1 wrk -t1 -c16 -d1s "${pre[@]}" "http://127.0.0.1:$port$path" "${post[@]}" >/dev/null
     callgrind_control -i on "$pid" >/dev/null 2>&1
     out=$(taskset -c 1 wrk -t1 -c16 -d5s "${pre[@]}" "http://127.0.0.1:$port$path" "${post[@]}")
