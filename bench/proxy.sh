@@ -374,6 +374,12 @@ if [[ "${INSTRUCTIONS:-0}" == 1 ]] && command -v valgrind >/dev/null; then
   echo
   echo "user-space instructions per request (callgrind, wrk -c16, 5 s)"
   for row in "${rows[@]}"; do
+    # Valgrind 3.19 hangs in Asio's io_uring set-up, and this VM has no hardware counters.
+    if [[ "$row" == *uring* ]]; then
+      printf '%-12s %-6s not measured (valgrind cannot run the io_uring build)\n' ${row%% *} \
+        "$(cut -d' ' -f3 <<<"$row")"
+      continue
+    fi
     # shellcheck disable=SC2086
     instructions $row
   done
