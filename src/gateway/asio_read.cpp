@@ -44,11 +44,11 @@ void socket_reader::start_op(tcp_socket& socket, asio::mutable_buffer into, kind
     r.pending = true;
     // `keep` owns this reader: `r` stays valid until the handler has run. The callback may start
     // the next read, so `pending` is cleared first, as edge_read does.
-    socket.async_read_some(into, [&r, keep = std::move(keep), target, done](
-                                     const error_code& ec, std::size_t n) {
-        r.pending = false;
-        done(target, ec, n);
-    });
+    socket.async_read_some(
+        into, [&r, keep = std::move(keep), target, done](const error_code& ec, std::size_t n) {
+            r.pending = false;
+            done(target, ec, n);
+        });
 }
 
 }  // namespace waitroom::gateway

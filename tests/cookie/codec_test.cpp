@@ -298,8 +298,7 @@ TEST(CookieCodec, RoomIsBoundByAuthenticationNotOnlyByTheClearTag) {
 // The blob of a value (no key id), by a plain base64url decoder of the test's own.
 std::vector<std::uint8_t> blob_of(std::string_view value) {
     const std::string_view text = value.substr(value.find('.') + 1);
-    const std::string alphabet =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    const std::string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     std::vector<std::uint8_t> out;
     std::uint32_t acc = 0;
     int bits = 0;
