@@ -1,22 +1,33 @@
 #!/usr/bin/env bash
-# Proxy speed, side by side in one run: nginx `proxy_pass` (upstream keep-alive) and waitroomd,
-# in front of the same nginx origin, each proxy pinned to core 0 with one worker, driven in turn
-# by wrk pinned to core 1 (the origin shares core 1). Prints req/s, p50, p99 and the proxy's CPU
-# time per request (utime+stime from /proc), and waitroomd's ratio to nginx.
+# Proxy speed, side by side in one run: nginx `proxy_pass` (upstream keep-alive), HAProxy and
+# waitroomd, in front of the same nginx origin, each proxy pinned to core 0 with one worker,
+# driven in turn by wrk pinned to core 1 (the origin shares core 1). Prints req/s, p50, p99 and
+# the proxy's CPU time per request (utime+stime from /proc), and each one's ratio to nginx.
 #   bench/proxy.sh [BUILD_DIR] [DURATION_S] [CONNECTIONS]
-# With ROUNDS=N (default 1) the nginx/waitroomd pair runs N times, alternating, and the summary
-# takes each figure's median: on a shared machine, neighbours' noise then hits both alike.
-# With CPU_QUOTA=P (percent of one core) both proxies run in a cgroup limited to P % of a core:
+# Rows, each for /64 and /16k unless said:
+#   nginx      proxy_pass
+#   haproxy    Debian's HAProxy, one thread, server connections reused
+#   waitroomd  a room on / with limits far above the load: every request is checked, and wrk
+#              keeps the admission cookie the gateway last set, as a returning admitted
+#              visitor's browser does (bench/browser-cookie.lua)
+#   wr-bare    waitroomd with no room: the bare proxy (waitroomd - wr-bare = the room check)
+#   wr-uring   with URING_BUILD=DIR: waitroomd as in the waitroomd row, built with io_uring in DIR
+#   flash      the flash crowd: new visitors without a cookie at a full room, each answered with
+#              the queue page and a fresh cookie (waitroomd), against nginx serving a static file
+#              of the same size with a Set-Cookie header of the same length (nginx-static);
+#              flash-uring the same with URING_BUILD's waitroomd
+# With ROUNDS=N (default 1) the rows run N times, alternating, and the summary takes each
+# figure's median: on a shared machine, neighbours' noise then hits all alike.
+# With ONLY=REGEX only the rows whose "NAME PATH" matches run (e.g. ONLY='^(nginx|waitroomd) /64').
+# With CPU_QUOTA=P (percent of one core) every proxy runs in a cgroup limited to P % of a core:
 # the proxy, not wrk or the origin, is then the bottleneck, and the figures compare capacity at
 # saturation (an idle-ish proxy also pays for waking up between bursts, a saturated one not).
-# With INSTRUCTIONS=1 it then counts each proxy's user-space instructions per request under
+# With INSTRUCTIONS=1 it then counts each row's user-space instructions per request under
 # valgrind's callgrind (start-up excluded; wrk -c16): a figure that neighbours' noise does not
 # move, for comparing builds. With SYSCALLS=1 it then counts each proxy's system calls per
-# request (strace -c on the nginx worker / waitroomd during an extra, untimed 3 s run) and prints
-# them by call.
-# Needs: scripts/install-deps.sh bench (nginx-light, wrk). A room with limits far above the load
-# checks every request; wrk keeps the admission cookie the gateway last set, as a returning
-# admitted visitor's browser does (bench/browser-cookie.lua).
+# request (strace -c on the nginx worker / HAProxy / waitroomd during an extra, untimed 3 s run)
+# and prints them by call.
+# Needs: scripts/install-deps.sh bench (nginx-light, haproxy, wrk).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build}"
@@ -25,45 +36,134 @@ conns="${3:-64}"
 . bench/lib.sh
 require_waitroomd "$build"
 # strace and valgrind only for SYSCALLS=1 / INSTRUCTIONS=1; install-deps.sh bench has all four.
-require_tools wrk nginx $([[ "${SYSCALLS:-0}" == 1 ]] && echo strace) \
+require_tools wrk nginx haproxy $([[ "${SYSCALLS:-0}" == 1 ]] && echo strace) \
               $([[ "${INSTRUCTIONS:-0}" == 1 ]] && echo valgrind)
 
-origin_port=$(free_port); nginx_port=$(free_port); wr_port=$(free_port); admin_port=$(free_port)
-mkdir -p "$work/proxy"
-write_nginx_conf "$work/proxy" "
+origin_port=$(free_port); nginx_port=$(free_port); static_port=$(free_port)
+haproxy_port=$(free_port); wr_port=$(free_port); bare_port=$(free_port); full_port=$(free_port)
+mkdir -p "$work/proxy" "$work/static"
+# The flash crowd's static file and its Set-Cookie are sized from the queue page below; nginx
+# reads both at start, so they are written before it starts (and rewritten, then reloaded).
+touch "$work/static/queue"; : > "$work/static/cookie"
+nginx_servers() {
+  cat <<NGINX
   upstream origin { server 127.0.0.1:$origin_port; keepalive 64; }
   server {
     listen 127.0.0.1:$nginx_port;
     location / {
       proxy_pass http://origin;
       proxy_http_version 1.1;
-      proxy_set_header Connection \"\";
+      proxy_set_header Connection "";
       proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
       proxy_set_header X-Forwarded-Proto \$scheme;
       proxy_set_header X-Forwarded-Host \$host;
     }
-  }"
-cat > "$work/waitroom.yaml" <<CONF
-listen: ["127.0.0.1:$wr_port"]
+  }
+  server {
+    listen 127.0.0.1:$static_port;
+    root $work/static;
+    default_type text/html;
+    location / { add_header Cache-Control no-store; add_header Set-Cookie "$(cat "$work/static/cookie")"; }
+  }
+NGINX
+}
+write_nginx_conf "$work/proxy" "$(nginx_servers)"
+cat > "$work/haproxy.cfg" <<CONF
+global
+  nbthread 1
+  maxconn 4096
+defaults
+  mode http
+  option http-keep-alive
+  option forwardfor
+  http-reuse always
+  timeout connect 5s
+  timeout client 60s
+  timeout server 60s
+frontend proxy
+  bind 127.0.0.1:$haproxy_port
+  http-request set-header X-Forwarded-Proto http
+  http-request set-header X-Forwarded-Host %[req.hdr(host)]
+  default_backend origin
+backend origin
+  server origin 127.0.0.1:$origin_port maxconn 64
+CONF
+# waitroomd_conf PORT ROOMS: a one-worker config in front of the origin.
+waitroomd_conf() {
+  cat <<CONF
+listen: ["127.0.0.1:$1"]
 # One load generator, one address: no per-client cap.
 origin: {url: "http://127.0.0.1:$origin_port", max_connections: 64, max_connections_per_client: 0}
 threads: 1
-admin: {listen: "127.0.0.1:$admin_port"}
+admin: {listen: "127.0.0.1:$(free_port)"}
 logging: {level: warn}
-cookie: {key_file: $work/bench.key}
-rooms:
+cookie: {key_file: $work/$3.key}
+$2
+CONF
+}
+waitroomd_conf "$wr_port" "rooms:
   - name: Bench
     total_active_users: 100000000
     new_users_per_minute: 100000000
-    session_duration: 1h
-CONF
+    session_duration: 1h" waitroom > "$work/waitroom.yaml"
+waitroomd_conf "$bare_port" "" bare > "$work/bare.yaml"
+# One place, taken below by a first visitor: everyone after it is queued.
+waitroomd_conf "$full_port" "rooms:
+  - name: Full
+    total_active_users: 1
+    new_users_per_minute: 1
+    session_duration: 1h" full > "$work/full.yaml"
 
 start_origin "$origin_port" taskset -c 1
 taskset -c 0 nginx -p "$work/proxy" -c "$work/proxy/nginx.conf" -g 'daemon off;' &
 nginx_pid=$!; pids+=($nginx_pid)
-taskset -c 0 "$waitroomd" -c "$work/waitroom.yaml" > "$work/waitroomd.log" 2>&1 &
-wr_pid=$!; pids+=($wr_pid)
-wait_port "$origin_port"; wait_port "$nginx_port"; wait_port "$wr_port"
+taskset -c 0 haproxy -f "$work/haproxy.cfg" -db > "$work/haproxy.log" 2>&1 &
+haproxy_pid=$!; pids+=($haproxy_pid)
+# URING_BUILD=DIR: the same room and full room served by DIR's waitroomd too (a build with
+# -DWAITROOM_IO_URING=ON), as rows wr-uring and flash-uring.
+declare -A wr_bins=([waitroom]="$waitroomd" [bare]="$waitroomd" [full]="$waitroomd")
+ports=("$origin_port" "$nginx_port" "$haproxy_port" "$wr_port" "$bare_port" "$full_port")
+if [[ -n "${URING_BUILD:-}" ]]; then
+  [[ -x "$URING_BUILD/src/waitroomd" ]] || { echo "no $URING_BUILD/src/waitroomd" >&2; exit 1; }
+  uring_port=$(free_port); full_uring_port=$(free_port)
+  sed -e "s/127.0.0.1:$wr_port/127.0.0.1:$uring_port/" -e "s/admin: .*/admin: {listen: \"\"}/" \
+      -e "s|$work/waitroom.key|$work/uring.key|" "$work/waitroom.yaml" > "$work/uring.yaml"
+  sed -e "s/127.0.0.1:$full_port/127.0.0.1:$full_uring_port/" -e "s/admin: .*/admin: {listen: \"\"}/" \
+      -e "s|$work/full.key|$work/full-uring.key|" "$work/full.yaml" > "$work/full-uring.yaml"
+  wr_bins[uring]="$URING_BUILD/src/waitroomd"; wr_bins[full-uring]="$URING_BUILD/src/waitroomd"
+  ports+=("$uring_port" "$full_uring_port")
+fi
+declare -A wr_pids
+for conf in "${!wr_bins[@]}"; do
+  taskset -c 0 "${wr_bins[$conf]}" -c "$work/$conf.yaml" > "$work/$conf.log" 2>&1 &
+  wr_pids[$conf]=$!; pids+=($!)
+done
+wr_pid=${wr_pids[waitroom]}
+for p in "${ports[@]}"; do
+  wait_port "$p"
+done
+
+# The flash crowd: a first visitor takes the full room's one place; the next one's answer, the
+# queue page, sizes nginx's static file and Set-Cookie (value of the same length, attributes
+# alike), and nginx reloads them.
+curl -s -o /dev/null "http://127.0.0.1:$full_port/64"
+[[ -n "${URING_BUILD:-}" ]] && curl -s -o /dev/null "http://127.0.0.1:$full_uring_port/64"
+curl -s -D "$work/queue.head" -o "$work/queue.body" "http://127.0.0.1:$full_port/64"
+head -c "$(stat -c %s "$work/queue.body")" /dev/zero | tr '\0' 'q' > "$work/static/queue"
+set_cookie=$(tr -d '\r' < "$work/queue.head" |
+             awk -F': ' 'tolower($1)=="set-cookie"{print $2; exit}')
+cookie_rest=${set_cookie#*=}; cookie_value=${cookie_rest%%;*}
+printf '%s=%s%s' "${set_cookie%%=*}" "$(head -c "${#cookie_value}" /dev/zero | tr '\0' 'c')" \
+  "${cookie_rest#"$cookie_value"}" > "$work/static/cookie"
+write_nginx_conf "$work/proxy" "$(nginx_servers)"
+kill -HUP "$nginx_pid"
+for _ in $(seq 50); do   # until the new worker answers with the cookie
+  curl -s -D - -o /dev/null "http://127.0.0.1:$static_port/queue" | grep -qi '^set-cookie: ..' && break
+  sleep 0.1
+done
+nginx_queue=$(curl -s "http://127.0.0.1:$static_port/queue" | wc -c)
+echo "flash crowd: queue page $(stat -c %s "$work/queue.body") B (nginx's file $nginx_queue B)," \
+     "Set-Cookie ${#set_cookie} B"
 
 if [[ -n "${CPU_QUOTA:-}" ]]; then
   # cgroup v2 (cpu.max) or v1 (cpu.cfs_quota_us); every proxy process goes in.
@@ -74,7 +174,9 @@ if [[ -n "${CPU_QUOTA:-}" ]]; then
     cg=/sys/fs/cgroup/cpu/waitroom-bench-$$; mkdir -p "$cg"
     echo 100000 > "$cg/cpu.cfs_period_us"; echo $((CPU_QUOTA * 1000)) > "$cg/cpu.cfs_quota_us"
   fi
-  for p in "$nginx_pid" $(pgrep -P "$nginx_pid") "$wr_pid"; do echo "$p" > "$cg/cgroup.procs"; done
+  for p in "$nginx_pid" $(pgrep -P "$nginx_pid") "$haproxy_pid" "${wr_pids[@]}"; do
+    echo "$p" > "$cg/cgroup.procs"
+  done
   trap 'cleanup; rmdir "$cg" 2>/dev/null || true' EXIT
   echo "proxies limited to ${CPU_QUOTA} % of a core (cgroup $cg)"
 fi
@@ -92,16 +194,43 @@ hz=$(getconf CLK_TCK)
 
 cookie=$(curl -s -D - -o /dev/null "http://127.0.0.1:$wr_port/64" | tr -d '\r' |
          awk -F': ' 'tolower($1)=="set-cookie"{split($2,a,";"); print a[1]; exit}')
-# Both proxies get the same client: one that keeps the last cookie set, as a browser does.
-client=(-s bench/browser-cookie.lua)
 
-# run NAME PORT PATH PID -> prints a table row
+# The rows: NAME PORT PATH PID CLIENT. CLIENT "browser" keeps the last cookie set, as a browser
+# does (every proxy gets it, so all see the same requests); "new" sends no cookie and keeps none:
+# every request is a new visitor.
+rows=()
+for path in /64 /16k; do
+  rows+=("nginx $nginx_port $path $nginx_pid browser"
+         "haproxy $haproxy_port $path $haproxy_pid browser"
+         "waitroomd $wr_port $path ${wr_pids[waitroom]} browser"
+         "wr-bare $bare_port $path ${wr_pids[bare]} browser")
+  [[ -n "${URING_BUILD:-}" ]] && rows+=("wr-uring $uring_port $path ${wr_pids[uring]} browser")
+done
+rows+=("nginx-static $static_port /queue $nginx_pid new"
+       "flash $full_port /64 ${wr_pids[full]} new")
+[[ -n "${URING_BUILD:-}" ]] && rows+=("flash-uring $full_uring_port /64 ${wr_pids[full-uring]} new")
+if [[ -n "${ONLY:-}" ]]; then   # ONLY=REGEX: the rows whose "NAME PATH" matches
+  kept=()
+  for row in "${rows[@]}"; do
+    read -r n _ p _ <<<"$row"
+    [[ "$n $p" =~ $ONLY ]] && kept+=("$row")
+  done
+  rows=("${kept[@]}")
+fi
+
+# client_args CLIENT -> wrk's arguments before the URL (and after it: see run)
+client_args() { [[ "$1" == browser ]] && echo "-s bench/browser-cookie.lua" || true; }
+cookie_args() { [[ "$1" == browser ]] && echo "-- $cookie" || true; }
+
+# run NAME PORT PATH PID CLIENT -> prints a table row
 run() {
-  local name=$1 port=$2 path=$3 pid=$4 extra=("${@:5}")
-  taskset -c 1 wrk -t1 -c"$conns" -d2s "${client[@]}" "http://127.0.0.1:$port$path" "${extra[@]}" >/dev/null  # warm-up
+  local name=$1 port=$2 path=$3 pid=$4 client=$5
+  local pre post
+  read -r -a pre <<<"$(client_args "$client")"; read -r -a post <<<"$(cookie_args "$client")"
+  taskset -c 1 wrk -t1 -c"$conns" -d2s "${pre[@]}" "http://127.0.0.1:$port$path" "${post[@]}" >/dev/null  # warm-up
   local out u0 s0 u1 s1
   read -r u0 s0 < <(cpu_ticks "$pid")
-  out=$(taskset -c 1 wrk -t1 -c"$conns" -d"${secs}s" --latency "${client[@]}" "http://127.0.0.1:$port$path" "${extra[@]}")
+  out=$(taskset -c 1 wrk -t1 -c"$conns" -d"${secs}s" --latency "${pre[@]}" "http://127.0.0.1:$port$path" "${post[@]}")
   read -r u1 s1 < <(cpu_ticks "$pid")
   local reqs rps p50 p99 errs
   reqs=$(awk '/requests in/{print $1}' <<<"$out")
@@ -113,18 +242,18 @@ run() {
   us=$(awk -v t=$((u1 - u0 + s1 - s0)) -v hz="$hz" -v n="$reqs" 'BEGIN{printf "%.2f", t/hz*1e6/n}')
   split=$(awk -v u=$((u1 - u0)) -v s=$((s1 - s0)) -v hz="$hz" -v n="$reqs" \
               'BEGIN{printf "%.1f/%.1f", u/hz*1e6/n, s/hz*1e6/n}')
-  printf '%-10s %-6s %12s %10s %10s %14s %11s  %s\n' "$name" "$path" "$rps" "$p50" "$p99" "$us" "$split" "$errs"
+  printf '%-12s %-6s %12s %10s %10s %14s %11s  %s\n' "$name" "$path" "$rps" "$p50" "$p99" "$us" "$split" "$errs"
   echo "$name $path $rps $p50 $p99 $us" >> "$work/rows"
 }
 
 echo "proxy speed: ${secs}s per run, wrk -t1 -c$conns, proxies on core 0, wrk+origin on core 1"
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
-printf '%-10s %-6s %12s %10s %10s %14s %11s\n' proxy body req/s p50 p99 "cpu us/req" "user/sys"
+printf '%-12s %-6s %12s %10s %10s %14s %11s\n' proxy path req/s p50 p99 "cpu us/req" "user/sys"
 rounds="${ROUNDS:-1}"
 for ((round = 1; round <= rounds; round++)); do
-  for path in /64 /16k; do
-    run nginx "$nginx_port" "$path" "$nginx_pid"
-    run waitroomd "$wr_port" "$path" "$wr_pid" -- "$cookie"
+  for row in "${rows[@]}"; do
+    # shellcheck disable=SC2086
+    run $row
   done
 done
 
@@ -139,79 +268,119 @@ median() {
       return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
     END { printf "%s %s %s\n", med(r, NR), med(p, NR), med(c, NR) }'
 }
+# ratio NAME PATH BASE BASE_PATH -> one summary line
+ratio() {
+  local b_rps b_p99 b_cpu rps p99 cpu
+  read -r b_rps b_p99 b_cpu < <(median "$3" "$4")
+  read -r rps p99 cpu < <(median "$1" "$2")
+  awk -v n="$1 $2" -v b="$3" -v a="$rps" -v bb="$b_rps" -v c="$p99" -v d="$b_p99" \
+      -v e="$cpu" -v f="$b_cpu" \
+      'BEGIN{printf "%-17s cpu %6.2f us/req  / %-12s throughput %.2fx   p99 %.2fx   cpu/req %.2fx\n",
+             n, e, b, a/bb, c/d, e/f}'
+}
 echo
 [[ "$rounds" -gt 1 ]] && echo "medians over $rounds rounds"
-echo "waitroomd / nginx (throughput higher is better; p99 and cpu lower is better)"
+echo "against nginx (throughput higher is better; p99 and cpu lower is better)"
+has() { grep -q "^$1 $2 " "$work/rows" 2>/dev/null; }
 for path in /64 /16k; do
-  read -r n_rps n_p99 n_cpu < <(median nginx "$path")
-  read -r w_rps w_p99 w_cpu < <(median waitroomd "$path")
-  [[ "$rounds" -gt 1 ]] && printf '%-6s median cpu us/req: nginx %s  waitroomd %s\n' "$path" "$n_cpu" "$w_cpu"
-  awk -v p="$path" -v a="$w_rps" -v b="$n_rps" -v c="$w_p99" -v d="$n_p99" \
-      -v e="$w_cpu" -v f="$n_cpu" \
-      'BEGIN{printf "%-6s throughput %.2fx   p99 %.2fx   cpu/req %.2fx\n", p, a/b, c/d, e/f}'
+  for name in haproxy waitroomd wr-bare wr-uring; do
+    has "$name" "$path" && has nginx "$path" && ratio "$name" "$path" nginx "$path"
+  done
+  if has waitroomd "$path" && has wr-bare "$path"; then
+    read -r _ _ w_cpu < <(median waitroomd "$path"); read -r _ _ b_cpu < <(median wr-bare "$path")
+    awk -v p="$path" -v a="$w_cpu" -v b="$b_cpu" \
+        'BEGIN{printf "%-17s %+.2f us/req (waitroomd - wr-bare)\n", "room check " p, a - b}'
+  fi
+done
+for name in flash flash-uring; do
+  has "$name" /64 && has nginx-static /queue && ratio "$name" /64 nginx-static /queue
 done
 
 if [[ "${SYSCALLS:-0}" == 1 ]] && command -v strace >/dev/null; then
-  # syscalls NAME PORT PATH PID -> "NAME PATH total/req  call/req ..." (strace slows the proxy,
-  # so only the counts per request mean anything here, never the times)
+  # syscalls NAME PORT PATH PID CLIENT -> "NAME PATH total/req  call/req ..." (strace slows the
+  # proxy, so only the counts per request mean anything here, never the times)
   syscalls() {
-    local name=$1 port=$2 path=$3 pid=$4 extra=("${@:5}") out reqs sp
+    local name=$1 port=$2 path=$3 pid=$4 client=$5 out reqs sp pre post
+    read -r -a pre <<<"$(client_args "$client")"; read -r -a post <<<"$(cookie_args "$client")"
+    [[ "$name" == nginx* ]] && pid=$(pgrep -P "$pid" | head -1)  # the worker
     strace -c -f -p "$pid" -o "$work/strace.$name" 2>/dev/null & sp=$!
     sleep 0.5
-    out=$(taskset -c 1 wrk -t1 -c"$conns" -d3s "${client[@]}" "http://127.0.0.1:$port$path" "${extra[@]}")
+    out=$(taskset -c 1 wrk -t1 -c"$conns" -d3s "${pre[@]}" "http://127.0.0.1:$port$path" "${post[@]}")
     kill -INT "$sp"; wait "$sp" 2>/dev/null || true
     reqs=$(awk '/requests in/{print $1}' <<<"$out")
     awk -v n="$reqs" -v who="$name" -v p="$path" '
       $1 ~ /^[0-9.]+$/ && NF >= 5 && $NF != "total" { c[$NF] = $4 }
       $NF == "total" { t = $4 }
-      END { printf "%-10s %-6s %6.2f/req ", who, p, t / n
+      END { printf "%-12s %-6s %6.2f/req ", who, p, t / n
             for (k in c) if (c[k] / n >= 0.05) printf " %s %.2f", k, c[k] / n; print "" }' \
       "$work/strace.$name"
   }
   echo
   echo "system calls per request (strace -c; counts only)"
-  nginx_worker=$(pgrep -P "$nginx_pid" | head -1)
-  for path in /64 /16k; do
-    syscalls nginx "$nginx_port" "$path" "$nginx_worker"
-    syscalls waitroomd "$wr_port" "$path" "$wr_pid" -- "$cookie"
+  for row in "${rows[@]}"; do
+    # shellcheck disable=SC2086
+    syscalls $row
   done
 fi
 
 if [[ "${INSTRUCTIONS:-0}" == 1 ]] && command -v valgrind >/dev/null; then
-  # instructions NAME PATH -> "NAME PATH N instructions/request": the proxy runs under callgrind
-  # with instrumentation off until wrk's measured run starts.
+  # instructions NAME PORT PATH PID CLIENT -> "NAME PATH N instructions/request": a copy of the
+  # row's proxy on another port runs under callgrind with instrumentation off until wrk's
+  # measured run starts.
   instructions() {
-    local name=$1 path=$2 port pid out n ir cookie_arg=()
+    local name=$1 old_port=$2 path=$3 client=$5 port pid out n ir pre post
+    read -r -a pre <<<"$(client_args "$client")"; read -r -a post <<<"$(cookie_args "$client")"
     port=$(free_port)
-    if [[ "$name" == nginx ]]; then
-      sed -e "s/listen 127.0.0.1:$nginx_port/listen 127.0.0.1:$port/" \
-          -e "s|pid $work/proxy/nginx.pid|pid $work/proxy/cg.pid|" \
-          -e '1i master_process off; daemon off;' "$work/proxy/nginx.conf" > "$work/proxy/cg.conf"
-      valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/cg.out" \
-        nginx -p "$work/proxy" -c "$work/proxy/cg.conf" >/dev/null 2>&1 &
-    else
-      sed -e "s/127.0.0.1:$wr_port/127.0.0.1:$port/" \
-          -e "s/admin: {listen: \"127.0.0.1:$admin_port\"}/admin: {listen: \"\"}/" \
-          "$work/waitroom.yaml" > "$work/cg.yaml"
-      valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/cg.out" \
-        "$waitroomd" -c "$work/cg.yaml" >/dev/null 2>&1 &
-      cookie_arg=(-- "$cookie")
-    fi
+    case "$name" in
+      nginx*)
+        # the other server of the conf moves too: the running nginx holds its port
+        sed -e "s/listen 127.0.0.1:$old_port;/listen 127.0.0.1:$port;/" \
+            -e "s/listen 127.0.0.1:$((old_port == nginx_port ? static_port : nginx_port));/listen 127.0.0.1:$(free_port);/" \
+            -e "s|pid $work/proxy/nginx.pid|pid $work/proxy/cg.pid|" \
+            -e '1i master_process off; daemon off;' "$work/proxy/nginx.conf" > "$work/proxy/cg.conf"
+        valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/cg.out" \
+          nginx -p "$work/proxy" -c "$work/proxy/cg.conf" >/dev/null 2>&1 & ;;
+      haproxy)
+        sed -e "s/127.0.0.1:$old_port/127.0.0.1:$port/" "$work/haproxy.cfg" > "$work/cg.cfg"
+        valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/cg.out" \
+          haproxy -f "$work/cg.cfg" -db >/dev/null 2>&1 & ;;
+      *)
+        local conf
+        case "$name" in
+          wr-bare) conf=bare ;; flash) conf=full ;; wr-uring) conf=uring ;;
+          flash-uring) conf=full-uring ;; *) conf=waitroom ;;
+        esac
+        sed -e "s/127.0.0.1:$old_port/127.0.0.1:$port/" \
+            -e 's/^admin: .*/admin: {listen: ""}/' "$work/$conf.yaml" > "$work/cg.yaml"
+        valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/cg.out" \
+          "${wr_bins[$conf]}" -c "$work/cg.yaml" >/dev/null 2>&1 & ;;
+    esac
     pid=$!; pids+=($pid)
     wait_port "$port"
-    taskset -c 1 wrk -t1 -c16 -d1s "${client[@]}" "http://127.0.0.1:$port$path" "${cookie_arg[@]}" >/dev/null
+    # The full room's copy has its place taken first, as above.
+    [[ "$name" == flash* ]] && curl -s -o /dev/null "http://127.0.0.1:$port/64"
+    taskset -c 1 wrk -t1 -c16 -d1s "${pre[@]}" "http://127.0.0.1:$port$path" "${post[@]}" >/dev/null
     callgrind_control -i on "$pid" >/dev/null 2>&1
-    out=$(taskset -c 1 wrk -t1 -c16 -d5s "${client[@]}" "http://127.0.0.1:$port$path" "${cookie_arg[@]}")
+    out=$(taskset -c 1 wrk -t1 -c16 -d5s "${pre[@]}" "http://127.0.0.1:$port$path" "${post[@]}")
+    callgrind_control -i off "$pid" >/dev/null 2>&1  # the shutdown is no request's cost
     kill -TERM "$pid"; wait "$pid" 2>/dev/null || true
     n=$(awk '/requests in/{print $1}' <<<"$out")
     ir=$(callgrind_annotate "$work/cg.out" 2>/dev/null | awk '/PROGRAM TOTALS/{gsub(",","",$1); print $1}')
-    printf '%-10s %-6s %8s requests %10s instructions/request\n' "$name" "$path" "$n" "$((ir / n))"
+    printf '%-12s %-6s %8s requests %10s instructions/request\n' "$name" "$path" "$n" "$((ir / n))"
+    [[ -n "${CALLGRIND_KEEP:-}" ]] && mkdir -p "$CALLGRIND_KEEP" && \
+      cp "$work/cg.out" "$CALLGRIND_KEEP/callgrind.$name.${path//\//}"
     rm -f "$work/cg.out"
   }
   echo
   echo "user-space instructions per request (callgrind, wrk -c16, 5 s)"
-  for path in /64 /16k; do
-    instructions nginx "$path"
-    instructions waitroomd "$path"
+  for row in "${rows[@]}"; do
+    # Valgrind 3.19 hangs in Asio's io_uring set-up, and this VM has no hardware counters.
+    if [[ "$row" == *uring* ]]; then
+      printf '%-12s %-6s not measured (valgrind cannot run the io_uring build)\n' ${row%% *} \
+        "$(cut -d' ' -f3 <<<"$row")"
+      continue
+    fi
+    # shellcheck disable=SC2086
+    instructions $row
   done
 fi

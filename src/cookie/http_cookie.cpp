@@ -106,8 +106,8 @@ std::optional<std::string_view> find_cookie(std::string_view header,
     return next_cookie(header, name);
 }
 
-std::optional<std::string_view> next_cookie(std::string_view& header,
-                                            std::string_view name) noexcept {
+std::optional<std::string_view> next_cookie(std::string_view& header, std::string_view name,
+                                            std::string_view known) noexcept {
     while (!header.empty()) {
         const std::size_t semi = header.find(';');
         std::string_view pair = header.substr(0, semi);
@@ -120,7 +120,7 @@ std::optional<std::string_view> next_cookie(std::string_view& header,
         if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
             value = value.substr(1, value.size() - 2);
         }
-        if (well_formed_value(value)) {
+        if ((!known.empty() && value == known) || well_formed_value(value)) {
             return value;
         }
     }

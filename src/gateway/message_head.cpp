@@ -39,9 +39,12 @@ field_list::const_iterator field_list::find(field name) const {
 }
 
 field_list::const_iterator field_list::find(std::string_view name) const {
-    const field f = http::string_to_field(name);
+    return find(http::string_to_field(name), name);
+}
+
+field_list::const_iterator field_list::find(field name, std::string_view name_string) const {
     for (std::size_t i = 0; i < entries_.size(); ++i) {
-        if (matches(entries_[i], f, name)) {
+        if (matches(entries_[i], name, name_string)) {
             return {this, i};
         }
     }

@@ -25,6 +25,9 @@ namespace http = boost::beast::http;
 namespace {
 
 constexpr std::string_view command_header = "Cf-Waiting-Room-Command";
+constexpr std::string_view check_in_header = "Waitroom-Check-In";
+// Looked up in every admitted visitor's request: its field (unknown to Beast) is found once.
+const http::field check_in_field = http::string_to_field(check_in_header);
 // A solution of the visitor's challenge (rooms[].challenge), sent by the queue page's script or
 // a JSON client.
 constexpr std::string_view solution_header = "Waitroom-Solution";
@@ -138,7 +141,8 @@ const cookie::payload* open_cookie(const request_info& info,
     std::optional<room::cookie_standing> best_standing;  // computed once a rival shows up
     int opened = 0;
     for (int read = 0; read < max_cookies_read; ++read) {
-        auto value = cookie::next_cookie(header, name);
+        auto value = cookie::next_cookie(header, name,
+                                         memo_usable ? std::string_view{last->value} : "");
         if (!value) {
             break;
         }
@@ -392,8 +396,10 @@ void room_filter::on_request(const request_head& req, const request_info& info, 
                     now_ms, network ? &*network : nullptr);
     // Only a GET of a visitor the room knows (the queue page's own script): a cookieless or
     // non-GET request is decided and answered as any other.
-    traits.check_in = visitor != nullptr && req.method() == http::verb::get &&
-                      req["Waitroom-Check-In"] == "1";
+    if (visitor != nullptr && req.method() == http::verb::get) {
+        auto check_in = req.find(check_in_field, check_in_header);
+        traits.check_in = check_in != req.end() && (*check_in).value() == "1";
+    }
     if (network && network->refused > 0 && room.index() < w.room_metrics.size()) {
         w.room_metrics[room.index()]->network_changed.inc(w.index);
     }
@@ -540,6 +546,7 @@ void room_filter::apply(per_worker& w, const std::shared_ptr<const node_runtime>
 
     pages::page_key key{node_.version(), static_cast<std::uint64_t>(d.cookie.bucket)};
     header_list headers;
+    headers.reserve(4);  // at most these four: no growing of the list per queued request
     headers.emplace_back("Cache-Control", "no-store");
     pages::page_body body;
     if (d.what == room::action::reject) {

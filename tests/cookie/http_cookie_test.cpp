@@ -127,5 +127,21 @@ TEST(NextCookie, LeavesTheRestOfTheHeaderAfterTheValueItReturns) {
     EXPECT_EQ(find_cookie(" b=2", "b"), "2");
 }
 
+TEST(NextCookie, GivesTheKnownValueAndStillRefusesMalformedOnes) {
+    // The known value is one returned before: the walk's answers are the same with it or
+    // without it, and it vouches for nothing but itself.
+    const std::string_view all =
+        "_cfwaitingroom=k1.own; _cfwaitingroom=k1.bad value; _cfwaitingroom=k1.o\x01n; "
+        "_cfwaitingroom=\"k1.own\"; _cfwaitingroom=k1.next";
+    for (std::string_view known :
+         {std::string_view{}, std::string_view{"k1.own"}, std::string_view{"k1.o"}}) {
+        std::string_view header = all;
+        EXPECT_EQ(next_cookie(header, "_cfwaitingroom", known), "k1.own") << known;
+        EXPECT_EQ(next_cookie(header, "_cfwaitingroom", known), "k1.own") << known;
+        EXPECT_EQ(next_cookie(header, "_cfwaitingroom", known), "k1.next") << known;
+        EXPECT_EQ(next_cookie(header, "_cfwaitingroom", known), std::nullopt) << known;
+    }
+}
+
 }  // namespace
 }  // namespace waitroom::cookie

@@ -41,8 +41,10 @@ std::optional<std::string_view> find_cookie(std::string_view header,
 
 // The same search, resumable: returns the next such value in `header` and leaves `header` at
 // what follows it, so a caller walks every value of a name in order (a request may carry
-// several: one host-only, one planted for a parent domain by a sibling subdomain…).
-std::optional<std::string_view> next_cookie(std::string_view& header,
-                                            std::string_view name) noexcept;
+// several: one host-only, one planted for a parent domain by a sibling subdomain…). A value
+// equal to `known`, one this function returned before (a connection's last cookie), is returned
+// without its characters being checked again: one compare instead of a look-up per byte.
+std::optional<std::string_view> next_cookie(std::string_view& header, std::string_view name,
+                                            std::string_view known = {}) noexcept;
 
 }  // namespace waitroom::cookie

@@ -83,6 +83,9 @@ class field_list {
     // The first field with this name, or end().
     const_iterator find(field name) const;
     const_iterator find(std::string_view name) const;
+    // The same with the name's field looked up beforehand (string_to_field(name), once, by a
+    // caller that asks for the same name on every request): no hash of the name per call.
+    const_iterator find(field name, std::string_view name_string) const;
     std::size_t count(field name) const;
     std::size_t count(std::string_view name) const;
     // The value of the first field with this name, or "".
