@@ -282,8 +282,8 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
             // yet (1-5 % FIFO inversions against real processes, issue 16). Buckets are arrival
             // windows in sealed cookies: no visitor can move itself into an earlier one.
             const std::int64_t older = st.waiting_before(bucket);
-            eligible = older == 0 || older < free ||
-                       st.free_unclaimed_for(bucket, win_.front_hold_ms);
+            eligible =
+                older == 0 || older < free || st.free_unclaimed_for(bucket, win_.front_hold_ms);
         }
         if (eligible) {
             if (v.pool->try_take(now_ms)) {

@@ -229,6 +229,25 @@ TEST(Admission, AFreedPlaceIsHeldForTheOlderBucketThatStillRefreshes) {
     EXPECT_EQ(f.h.visit(f.older).what, action::admit);
 }
 
+// Hostile: the held place is the older bucket's, and a later visitor cannot get it by asking
+// more often (every 100 ms, its early refreshes answered from the Refresh sealed in its cookie)
+// or by sending copies of its cookie (the same bucket): a front visitor back late, at 7 s
+// (a background tab), still finds it.
+TEST(Admission, AHeldPlaceCannotBeTakenByRefreshingEarlyOrWithCopies) {
+    one_freed_place f;
+    for (int i = 0; i < 70; ++i) {
+        visitor copy = f.later;
+        ASSERT_EQ(f.h.visit(copy).what, action::queue) << i;
+        ASSERT_EQ(f.h.visit(f.later).what, action::queue) << i;
+        f.h.advance(100ms);
+        if (i % 10 == 9) {
+            f.h.sync();
+        }
+    }
+    EXPECT_EQ(f.h.visit(f.older).what, action::admit);
+    EXPECT_EQ(f.h.visit(f.later).what, action::queue);  // the room is full again
+}
+
 // The other side of the trade: a place is held for one front refresh (front_hold_ms) and no
 // longer, so a front that left (or is late) does not keep it idle until its count lapses.
 TEST(Admission, AFreedPlaceNobodyAheadTakesOpensToLaterBucketsAfterTheHold) {
