@@ -1,6 +1,7 @@
 #include "waitroom/room/room_state.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 #include "waitroom/util/clock.hpp"
 
@@ -22,7 +23,12 @@ room_state::room_state(room_counts counts, const room_limits& limits)
     last_updated_ = util::iso8601_utc(counts_.as_of_ms);
     // Capacity nobody may take (prequeue, queue_all, suspended) is not free for the hold: at an
     // event's start its places are new, and the prequeued front gets them first.
-    seen_.push_back({counts_.as_of_ms, limits.needs_slots ? free_ : 0, counts_.waiting});
+    seen now{counts_.as_of_ms, limits.needs_slots ? free_ : 0, {}};
+    now.queued_up_to.reserve(counts_.waiting.size());
+    for (std::size_t i = 0; i < counts_.waiting.size(); ++i) {
+        now.queued_up_to.emplace_back(counts_.waiting[i].first, prefix_[i + 1]);
+    }
+    seen_.push_back(std::move(now));
     queueing_since_ms_ = waiting_total_ > 0 ? counts_.as_of_ms : 0;
 }
 
@@ -31,13 +37,9 @@ bool room_state::free_unclaimed_for(std::int64_t bucket, std::int64_t span_ms) c
         return false;  // not followed for that long
     }
     auto before = [bucket](const seen& e) {
-        std::int64_t n = 0;
-        for (const auto& [b, k] : e.waiting) {
-            if (b < bucket) {
-                n += std::max<std::int64_t>(0, k);
-            }
-        }
-        return n;
+        auto it = std::lower_bound(e.queued_up_to.begin(), e.queued_up_to.end(), bucket,
+                                   [](const auto& q, std::int64_t b) { return q.first < b; });
+        return it == e.queued_up_to.begin() ? std::int64_t{0} : std::prev(it)->second;
     };
     const std::int64_t ahead_now = before(seen_.back());
     const std::int64_t from = seen_.back().as_of_ms - span_ms;

@@ -91,11 +91,12 @@ class room_state {
     double turnover_per_minute_ = 0;
     std::int64_t queueing_since_ms_ = 0;
     // The snapshots followed lately, oldest first: when, the capacity free then, and the
-    // queue's (bucket, queued) then.
+    // queue then as (bucket, queued in it and every older bucket), ascending, so that the
+    // decision finds the count ahead of a bucket by a binary search.
     struct seen {
         std::int64_t as_of_ms = 0;
         std::int64_t free = 0;
-        std::vector<std::pair<std::int64_t, std::int64_t>> waiting;
+        std::vector<std::pair<std::int64_t, std::int64_t>> queued_up_to;
     };
     std::vector<seen> seen_;
     std::string last_updated_;
