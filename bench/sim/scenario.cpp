@@ -347,12 +347,43 @@ scenario load_node(const YAML::Node& root, const std::string& stem) {
     if (auto v = root["visitors"]) {
         check_keys(v, "visitors",
                    {"arrivals", "browse_time", "page_interval", "abandon_share", "patience",
-                    "adaptive_refresh"});
+                    "adaptive_refresh", "crowd", "page_jitter", "refresh_mix"});
         if (v["arrivals"]) {
             s.arrivals = load_arrivals(v["arrivals"]);
         }
+        // A duration, or a [min, max] range of two durations (uniform).
+        auto range = [&](const YAML::Node& n, const std::string& key, std::int64_t& lo,
+                         std::int64_t& hi) {
+            if (n.size() != 2) {
+                throw load_error(where(n) + ": " + key + ": expected a duration or [min, max]");
+            }
+            lo = dur(n[0], key);
+            hi = dur(n[1], key);
+            if (lo < 0 || hi < lo) {
+                throw load_error(where(n) + ": " + key + ": expected 0 <= min <= max");
+            }
+        };
+        if (auto c = v["crowd"]) {
+            check_keys(c, "visitors.crowd", {"count", "over"});
+            s.crowd_count = std::max<std::int64_t>(0, c["count"].as<std::int64_t>(0));
+            s.crowd_over_ms = c["over"] ? dur(c["over"], "visitors.crowd.over") : 0;
+        }
         if (v["browse_time"]) {
-            s.browse_mean_ms = dur(v["browse_time"], "visitors.browse_time");
+            if (v["browse_time"].IsSequence()) {
+                range(v["browse_time"], "visitors.browse_time", s.browse_min_ms, s.browse_max_ms);
+            } else {
+                s.browse_mean_ms = dur(v["browse_time"], "visitors.browse_time");
+            }
+        }
+        if (v["page_jitter"]) {
+            s.page_jitter = std::clamp(v["page_jitter"].as<double>(), 0.0, 0.9);
+        }
+        if (auto m = v["refresh_mix"]) {
+            check_keys(m, "visitors.refresh_mix", {"late", "early"});
+            s.refresh_mix = true;
+            s.refresh_late_share = std::clamp(m["late"].as<double>(0.0), 0.0, 1.0);
+            s.refresh_early_share =
+                std::clamp(m["early"].as<double>(0.0), 0.0, 1.0 - s.refresh_late_share);
         }
         if (v["page_interval"]) {
             s.page_interval_ms =
@@ -362,7 +393,11 @@ scenario load_node(const YAML::Node& root, const std::string& stem) {
             s.abandon_share = std::clamp(v["abandon_share"].as<double>(), 0.0, 1.0);
         }
         if (v["patience"]) {
-            s.patience_mean_ms = dur(v["patience"], "visitors.patience");
+            if (v["patience"].IsSequence()) {
+                range(v["patience"], "visitors.patience", s.patience_min_ms, s.patience_max_ms);
+            } else {
+                s.patience_mean_ms = dur(v["patience"], "visitors.patience");
+            }
         }
         if (v["adaptive_refresh"]) {
             s.adaptive_refresh = v["adaptive_refresh"].as<bool>();
@@ -370,7 +405,11 @@ scenario load_node(const YAML::Node& root, const std::string& stem) {
     }
     if (auto w = root["windowing"]) {
         check_keys(w, "windowing",
-                   {"window", "rate_window", "abandon_margin", "min_refresh", "queue_rejoin"});
+                   {"window", "rate_window", "abandon_margin", "min_refresh", "queue_rejoin",
+                    "front_hold"});
+        if (w["front_hold"]) {
+            s.windowing.front_hold_ms = dur(w["front_hold"], "windowing.front_hold");
+        }
         if (w["window"]) {
             s.windowing.window_ms = dur(w["window"], "windowing.window");
         }

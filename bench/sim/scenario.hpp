@@ -72,6 +72,22 @@ struct scenario {
     double abandon_share = 0.0;             // share of queued visitors who give up
     std::int64_t patience_mean_ms = 180'000;  // how long they wait first (exponential)
     bool adaptive_refresh = true;           // honour the decision's Refresh (else refresh_ms)
+
+    // The visitors of the real-process harness (bench/fidelity, issue 16). Each is off by
+    // default, which keeps the model above (and the built-in scenarios' results) as they were.
+    std::int64_t crowd_count = 0;      // > 0: exactly this many arrivals, uniform over crowd_over
+    std::int64_t crowd_over_ms = 0;
+    std::int64_t browse_min_ms = -1;   // ≥ 0: browse U(browse_min, browse_max) instead of the mean
+    std::int64_t browse_max_ms = -1;
+    double page_jitter = 0.0;          // pages every page_interval × U(1 − j, 1 + j)
+    std::int64_t patience_min_ms = -1;  // ≥ 0: patience U(min, max) instead of exponential
+    std::int64_t patience_max_ms = -1;
+    // Refresh kinds: when set, punctual visitors come back after R × U(1, 1.05) + U(50, 500) ms
+    // (the page load), late ones after R × U(1.3, 2.5) (background tabs), early ones after
+    // R × U(0.4, 0.9) (reloads by hand), R being the Refresh served.
+    bool refresh_mix = false;
+    double refresh_late_share = 0.0;
+    double refresh_early_share = 0.0;
 };
 
 // The scenarios of issue 6, run when none is named.

@@ -140,6 +140,8 @@ struct visitor_state {
     int node = 0;                    // the sticky node (first request's node when spreading)
     std::int64_t give_up_at = -1;    // absolute ms; -1 = waits forever
     std::int64_t pages_left = 0;     // page views still to make once admitted
+    std::int64_t browse_end = -1;    // browse range: no page after this (absolute ms)
+    int refresh_kind = 0;            // refresh_mix: 0 punctual, 1 late, 2 early
 };
 
 class simulation {
@@ -258,30 +260,55 @@ class simulation {
     void schedule_arrivals() {
         // Poisson arrivals with a time-varying rate, by thinning a process at the peak rate.
         const double peak = s_.arrivals.peak();
-        if (peak <= 0) {
+        if (peak <= 0 && s_.crowd_count == 0) {
             return;
         }
-        std::exponential_distribution<double> gap(peak / 60'000.0);
+        std::exponential_distribution<double> gap(std::max(peak, 1e-9) / 60'000.0);
         std::uniform_real_distribution<double> u(0.0, 1.0);
         std::exponential_distribution<double> patience(1.0 / std::max<double>(1, s_.patience_mean_ms));
         std::discrete_distribution<int> pick(shares_.begin(), shares_.end());
+        // A crowd of a fixed size: uniform arrival times over crowd_over, as the harness draws.
+        std::vector<double> crowd;
+        for (std::int64_t i = 0; i < s_.crowd_count; ++i) {
+            crowd.push_back(u(visitors_rng_) * static_cast<double>(s_.crowd_over_ms));
+        }
+        std::sort(crowd.begin(), crowd.end());
+        std::size_t next_in_crowd = 0;
         double t = 0;
         while (true) {
-            t += gap(visitors_rng_);
+            if (s_.crowd_count > 0) {
+                if (next_in_crowd == crowd.size()) {
+                    break;
+                }
+                t = crowd[next_in_crowd++];
+            } else {
+                t += gap(visitors_rng_);
+            }
             if (t >= static_cast<double>(s_.duration_ms)) {
                 break;
             }
             const auto rel = static_cast<std::int64_t>(t);
-            if (u(visitors_rng_) * peak > s_.arrivals.rate_at(rel)) {
+            if (s_.crowd_count == 0 && u(visitors_rng_) * peak > s_.arrivals.rate_at(rel)) {
                 continue;
             }
             visitor_record rec;
             rec.arrival = rel;
             visitor_state v;
             v.node = pick(visitors_rng_);
+            if (s_.refresh_mix) {
+                const double k = u(visitors_rng_);
+                v.refresh_kind = k < s_.refresh_late_share                           ? 1
+                                 : k < s_.refresh_late_share + s_.refresh_early_share ? 2
+                                                                                       : 0;
+            }
             if (u(visitors_rng_) < s_.abandon_share) {
-                v.give_up_at =
-                    epoch_ms + rel + static_cast<std::int64_t>(patience(visitors_rng_));
+                const double wait =
+                    s_.patience_min_ms >= 0
+                        ? static_cast<double>(s_.patience_min_ms) +
+                              u(visitors_rng_) *
+                                  static_cast<double>(s_.patience_max_ms - s_.patience_min_ms)
+                        : patience(visitors_rng_);
+                v.give_up_at = epoch_ms + rel + static_cast<std::int64_t>(wait);
             }
             if (s_.event) {
                 rec.prequeued = rel >= s_.event->prequeue_ms && rel < s_.event->start_ms;
@@ -353,6 +380,17 @@ class simulation {
                 --waiting_now_;
             }
             rec.admitted = rel;
+            if (s_.browse_min_ms >= 0) {
+                // The harness's visitors: a page every page_interval ± jitter after the
+                // previous one, for U(browse_min, browse_max); the place is held a session
+                // after the last page.
+                std::uniform_real_distribution<double> browse(
+                    static_cast<double>(s_.browse_min_ms), static_cast<double>(s_.browse_max_ms));
+                v.browse_end = loop_.now() + static_cast<std::int64_t>(browse(visitors_rng_));
+                rec.session_end = rel + s_.session_ms;
+                next_page(id);
+                return;
+            }
             std::uniform_real_distribution<double> browse(0.0, 2.0 * static_cast<double>(s_.browse_mean_ms));
             auto pages = static_cast<std::int64_t>(browse(visitors_rng_)) / s_.page_interval_ms;
             if (s_.disable_session_renewal) {
@@ -362,11 +400,44 @@ class simulation {
             rec.session_end = s_.disable_session_renewal
                                   ? rel + s_.session_ms
                                   : rel + pages * s_.page_interval_ms + s_.session_ms;
+        } else if (v.browse_end >= 0) {
+            rec.session_end = rel + s_.session_ms;
+            next_page(id);
+            return;
         } else {
             --v.pages_left;
         }
         if (v.pages_left > 0) {
             loop_.at(loop_.now() + s_.page_interval_ms, [this, id]() { request(id); });
+        }
+    }
+
+    void next_page(std::size_t id) {
+        const double p = static_cast<double>(s_.page_interval_ms);
+        std::uniform_real_distribution<double> gap(p * (1.0 - s_.page_jitter),
+                                                    p * (1.0 + s_.page_jitter));
+        const std::int64_t next = loop_.now() + static_cast<std::int64_t>(gap(visitors_rng_));
+        if (next <= visitors_[id].browse_end) {
+            loop_.at(next, [this, id]() { request(id); });
+        }
+    }
+
+    // When a queued visitor comes back after being served `refresh_ms`.
+    std::int64_t refresh_delay(const visitor_state& v, std::int64_t refresh_ms) {
+        if (!s_.refresh_mix) {
+            return refresh_ms;
+        }
+        const double r = static_cast<double>(refresh_ms);
+        auto between = [&](double lo, double hi) {
+            return std::uniform_real_distribution<double>(lo, hi)(visitors_rng_);
+        };
+        switch (v.refresh_kind) {
+            case 1:
+                return static_cast<std::int64_t>(r * between(1.3, 2.5));
+            case 2:
+                return static_cast<std::int64_t>(r * between(0.4, 0.9));
+            default:
+                return static_cast<std::int64_t>(r * between(1.0, 1.05) + between(50, 500));
         }
     }
 
@@ -393,7 +464,7 @@ class simulation {
             }
         }
         const std::int64_t next =
-            now + (s_.adaptive_refresh ? d.refresh_seconds * 1000 : s_.refresh_ms);
+            now + refresh_delay(v, s_.adaptive_refresh ? d.refresh_seconds * 1000 : s_.refresh_ms);
         if (v.give_up_at >= 0 && next > v.give_up_at) {
             rec.left = std::max(now, v.give_up_at) - epoch_ms;
             --waiting_now_;

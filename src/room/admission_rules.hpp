@@ -21,18 +21,34 @@ inline std::int64_t ceil_div_ms(std::int64_t ms, std::int64_t unit) {
     return ms <= 0 ? 0 : (ms + unit - 1) / unit;
 }
 
-// Admissions per minute the queue can expect: the observed rate, or when nothing was admitted
-// lately the turnover of a full room (sessions ending), never above new_users_per_minute.
-inline double expected_rate(const settings& s, const room_state& st) {
-    double observed = static_cast<double>(st.counts().admitted_last_minute);
-    double session_min = std::max(1.0, static_cast<double>(s.session_ms) / 60'000.0);
-    double turnover = static_cast<double>(s.total_active_users) / session_min;
-    return std::min(static_cast<double>(s.new_users_per_minute), std::max(observed, turnover));
+// The turnover of a full room whose visitors each hold their place for `sessions` times
+// session_duration, per minute, never above new_users_per_minute. A place is held
+// session_duration after the visitor's last request, so 1 is the fastest turnover there is.
+inline double turnover_if(const settings& s, double sessions) {
+    const double session_min = std::max(1.0, static_cast<double>(s.session_ms) / 60'000.0);
+    return std::min(static_cast<double>(s.new_users_per_minute),
+                    static_cast<double>(s.total_active_users) / (sessions * session_min));
 }
 
-// Visitors the room admits while the next of its front comes back (min_refresh): a later bucket
-// may try once fewer than these are ahead of it. Zero below one per refresh, so a room with a
-// trickle of turnover keeps strict bucket order.
+// Before the room has queued for a minute it has not seen its turnover; it assumes visitors
+// stay about as long again as session_duration (hold = 2 sessions), and gives the range from
+// leaving at once (1) to staying twice as long (3) as the 25th and 75th percentiles.
+inline constexpr double prior_sessions = 2.0;
+inline constexpr double fast_sessions = 1.0;
+inline constexpr double slow_sessions = 3.0;
+
+// Admissions per minute the queue can expect: the turnover the room learned while queueing
+// (room_state::turnover_per_minute), else the prior above; never above new_users_per_minute.
+// (Taking the configured total / session as the rate, or the sliding minute's admissions
+// while it still held the room's filling, told visitors half their real wait: issue 16.)
+inline double expected_rate(const settings& s, const room_state& st) {
+    const double learned = st.turnover_per_minute();
+    return learned > 0 ? std::min(static_cast<double>(s.new_users_per_minute), learned)
+                       : turnover_if(s, prior_sessions);
+}
+
+// Visitors the room admits while the next of its front comes back (min_refresh): the adaptive
+// Refresh asks visitors this close to the front to come back soon. Zero below one per refresh.
 inline std::int64_t front_slack(const settings& s, const room_state& st, const windowing& w) {
     return static_cast<std::int64_t>(expected_rate(s, st) * static_cast<double>(w.min_refresh_ms) /
                                      60'000.0);
@@ -67,7 +83,7 @@ inline bool session_alive(const payload& c, const settings& s, const room_limits
                           std::int64_t now_ms) {
     return s.disable_session_renewal
                ? c.accepted_at + s.session_ms > now_ms
-               : active_window_live(floor_to(c.last_check_in, lim.window_ms), lim, now_ms);
+               : active_window_live(floor_to(c.last_check_in, active_window_ms(lim)), lim, now_ms);
 }
 
 // A queued cookie counted in a waiting window (a revoke's is not: its first request counts it).

@@ -13,7 +13,6 @@ using rules::ceil_div_ms;
 using rules::count_request;
 using rules::counted_waiting;
 using rules::flood_reading;
-using rules::front_slack;
 using rules::given_refresh_ms;
 using rules::keeps_queue_place;
 using rules::make_limits;
@@ -118,6 +117,8 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
     const room_limits lim = make_limits(s, ph, win_);
     const std::int64_t W = win_.window_ms;
     const std::int64_t now_w = floor_to(now_ms, W);
+    const std::int64_t AW = active_window_ms(lim);  // admitted visitors' windows (finer)
+    const std::int64_t now_aw = floor_to(now_ms, AW);
     room_deltas& deltas = *v.deltas;
 
     const payload* c = valid_cookie;
@@ -134,15 +135,15 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
 
     // Admitted visitor: passes while the session lives; counted again when the window moves.
     if (c != nullptr && c->accepted_at > 0) {
-        const std::int64_t old_w = floor_to(c->last_check_in, W);
+        const std::int64_t old_w = floor_to(c->last_check_in, AW);
         if (session_alive(*c, s, lim, now_ms)) {
             d.what = action::admit;
             d.cookie = *c;
             d.cookie_max_age_seconds = ceil_div_ms(
                 s.disable_session_renewal ? c->accepted_at + s.session_ms - now_ms : s.session_ms,
                 1000);
-            if (!s.disable_session_renewal && old_w != now_w) {
-                deltas.active.add(now_w, 1);
+            if (!s.disable_session_renewal && old_w != now_aw) {
+                deltas.active.add(now_aw, 1);
                 deltas.active.add(old_w, -1);
                 d.cookie.last_check_in = now_ms;
                 d.cookie_changed = true;
@@ -291,12 +292,16 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
             }
         } else {
             // The admission front: the oldest waiting bucket may always try; a later bucket when
-            // the free capacity plus what the room admits in one short refresh covers everyone
-            // ahead of it. The snapshot lags the truth by a flush and a sync, and the last of
-            // the front come back only every few seconds: waiting for the front to show empty
-            // left the slots freed meanwhile idle at every bucket change.
-            std::int64_t older = st.waiting_before(bucket);
-            eligible = older == 0 || older < free + front_slack(s, st, win_);
+            // the free capacity covers everyone ahead of it, or when places have stayed free for
+            // front_hold_ms (a late Refresh of the front and a sync) while nobody ahead was
+            // admitted or left: they are late, or gone and still counted. Letting a later bucket in
+            // as soon as a place freed (the old slack of one refresh's admissions) let whoever
+            // refreshed first take it, and passed the front's visitors who had not come back
+            // yet (1-5 % FIFO inversions against real processes, issue 16). Buckets are arrival
+            // windows in sealed cookies: no visitor can move itself into an earlier one.
+            const std::int64_t older = st.waiting_before(bucket);
+            eligible =
+                older == 0 || older < free || st.free_unclaimed_for(bucket, win_.front_hold_ms);
         }
         if (eligible) {
             if (v.pool->try_take(now_ms)) {
@@ -338,7 +343,7 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
             ticket = random();
         }
         deltas.admitted.add(floor_to(now_ms, win_.rate_window_ms), 1);
-        deltas.active.add(now_w, 1);
+        deltas.active.add(now_aw, 1);
         if (took_slot) {
             ++deltas.slots_used;
         }
@@ -474,7 +479,7 @@ payload engine::revoke(const compiled_room& r, worker_state& ws, const payload& 
         // revoke (the same cookie sent N times, each answered `revoke`) ends one visitor.
         std::int64_t w =
             floor_to(s.disable_session_renewal ? current.accepted_at : current.last_check_in,
-                     win_.window_ms);
+                     active_window_ms(lim));
         auto& v = ws.view(*this, r);
         if (!v.state->revoked(current.ticket) && !ws.revoked_here(current.ticket)) {
             v.deltas->revoke({current.ticket, active_window_live(w, lim, now_ms) ? w : -1});

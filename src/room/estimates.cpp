@@ -12,6 +12,7 @@ namespace waitroom::room {
 using rules::ceil_div_ms;
 using rules::expected_rate;
 using rules::front_slack;
+using rules::turnover_if;
 
 void engine::fill_page(const compiled_room& r, const settings& s, const event_phase& ph,
                        const room_state& st, std::int64_t bucket, std::int64_t now_ms,
@@ -79,19 +80,40 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
         p.queue_position = ahead;
         if (rate > 0 && !s.queue_all) {
             // The queue ahead drains by admissions and by visitors giving up (h per minute):
-            // a' = −rate − h·a reaches 0 after ln(1 + h·a / rate) / h minutes.
+            // a' = −r − h·a reaches 0 after ln(1 + h·a / r) / h minutes. To the nearest minute
+            // (rounding up added half a minute to every estimate), at least 1.
             const double h = st.abandon_per_minute();
             const double a = static_cast<double>(ahead);
-            const double turn = h > 1e-6 ? std::log1p(h * a / rate) / h : a / rate;
-            std::int64_t minutes = static_cast<std::int64_t>(std::ceil(turn));
-            if (ph.prequeueing) {
-                minutes += ceil_div_ms(ph.start_ms - now_ms, 60'000);
-            }
+            const std::int64_t before_start =
+                ph.prequeueing ? ceil_div_ms(ph.start_ms - now_ms, 60'000) : 0;
+            // A room that filled within the last minute (everyone in it admitted lately, and
+            // the active limit reached) and started queueing then frees no place before a
+            // session has passed since: each of its visitors holds its place at least
+            // session_duration after its admission. The turnover comes after that (issue 16:
+            // the first queued waited 70-100 s for places the estimate said would free at once).
+            const room_counts& c = st.counts();
+            const std::int64_t dead_ms =
+                st.turnover_per_minute() <= 0 && st.queueing_since_ms() > 0 &&
+                        c.active >= s.total_active_users && c.admitted_last_minute >= c.active
+                    ? std::max<std::int64_t>(0, st.queueing_since_ms() + s.session_ms - now_ms)
+                    : 0;
+            const double dead = static_cast<double>(dead_ms) / 60'000.0;
+            auto minutes_at = [&](double r) {
+                const double turn = h > 1e-6 ? std::log1p(h * a / r) / h : a / r;
+                return std::max<std::int64_t>(1, std::llround(dead + turn) + before_start);
+            };
             p.wait_time_known = true;
-            p.wait_time = std::max<std::int64_t>(1, minutes);
-            p.wait_time_25_percentile = p.wait_time;
+            p.wait_time = minutes_at(rate);
             p.wait_time_50_percentile = p.wait_time;
-            p.wait_time_75_percentile = p.wait_time;
+            if (st.turnover_per_minute() > 0) {
+                p.wait_time_25_percentile = p.wait_time;
+                p.wait_time_75_percentile = p.wait_time;
+            } else {
+                // Turnover not seen yet: the range from visitors who leave at once to visitors
+                // who stay twice as long as the prior assumes.
+                p.wait_time_25_percentile = minutes_at(turnover_if(s, rules::fast_sessions));
+                p.wait_time_75_percentile = minutes_at(turnover_if(s, rules::slow_sessions));
+            }
         }
         // Adaptive refresh: come back about when the turn is expected, soon when it is near.
         if (ph.prequeueing) {

@@ -1,6 +1,7 @@
 #include "waitroom/room/room_state.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 #include "waitroom/util/clock.hpp"
 
@@ -20,6 +21,37 @@ room_state::room_state(room_counts counts, const room_limits& limits)
         prefix_.push_back(waiting_total_);
     }
     last_updated_ = util::iso8601_utc(counts_.as_of_ms);
+    // Capacity nobody may take (prequeue, queue_all, suspended) is not free for the hold: at an
+    // event's start its places are new, and the prequeued front gets them first.
+    seen now{counts_.as_of_ms, limits.needs_slots ? free_ : 0, {}};
+    now.queued_up_to.reserve(counts_.waiting.size());
+    for (std::size_t i = 0; i < counts_.waiting.size(); ++i) {
+        now.queued_up_to.emplace_back(counts_.waiting[i].first, prefix_[i + 1]);
+    }
+    seen_.push_back(std::move(now));
+    queueing_since_ms_ = waiting_total_ > 0 ? counts_.as_of_ms : 0;
+}
+
+bool room_state::free_unclaimed_for(std::int64_t bucket, std::int64_t span_ms) const {
+    if (seen_.empty() || seen_.front().as_of_ms > seen_.back().as_of_ms - span_ms) {
+        return false;  // not followed for that long
+    }
+    auto before = [bucket](const seen& e) {
+        auto it = std::lower_bound(e.queued_up_to.begin(), e.queued_up_to.end(), bucket,
+                                   [](const auto& q, std::int64_t b) { return q.first < b; });
+        return it == e.queued_up_to.begin() ? std::int64_t{0} : std::prev(it)->second;
+    };
+    const std::int64_t ahead_now = before(seen_.back());
+    const std::int64_t from = seen_.back().as_of_ms - span_ms;
+    for (auto it = seen_.rbegin(); it != seen_.rend(); ++it) {
+        if (it->free <= 0 || before(*it) > ahead_now) {
+            return false;  // no place free then, or someone ahead was admitted or left since
+        }
+        if (it->as_of_ms <= from) {
+            break;  // the snapshot in force at the span's start
+        }
+    }
+    return true;
 }
 
 std::int64_t room_state::waiting_before(std::int64_t bucket) const {
@@ -39,10 +71,37 @@ std::int64_t room_state::waiting_in(std::int64_t bucket) const {
 
 void room_state::follow(const room_state& previous, std::int64_t window_ms) {
     abandon_per_minute_ = previous.abandon_per_minute_;
+    // Turnover: while the room queues, every admission fills a place a session end freed, so a
+    // minute of queueing makes the sliding minute's admissions the room's real turnover (which
+    // visitors who browse for a while make slower than total_active_users / session).
+    if (waiting_total_ > 0 && previous.queueing_since_ms_ > 0) {
+        queueing_since_ms_ = previous.queueing_since_ms_;
+    }
+    if (waiting_total_ > 0 && counts_.as_of_ms - queueing_since_ms_ >= 60'000) {
+        turnover_per_minute_ = static_cast<double>(counts_.admitted_last_minute);
+    }
     const std::int64_t dt = counts_.as_of_ms - previous.counts_.as_of_ms;
     // Across a gap (store outage) the store forgot the windows nobody could refresh: that is
-    // no departure.
-    if (!previous.known_ || dt <= 0 || dt > window_ms || counts_.waiting.empty()) {
+    // no departure, and capacity seen free before it says nothing of now.
+    if (!previous.known_ || dt <= 0 || dt > window_ms) {
+        return;
+    }
+    // How long capacity stayed free, and whether the queue ahead moved meanwhile: the snapshots
+    // of the last 15 s (the front's hold and then some).
+    constexpr std::int64_t kept_ms = 15'000;
+    std::vector<seen> kept;
+    kept.reserve(previous.seen_.size() + 1);
+    for (std::size_t i = 0; i < previous.seen_.size(); ++i) {
+        const bool superseded = i + 1 < previous.seen_.size() &&
+                                previous.seen_[i + 1].as_of_ms <= counts_.as_of_ms - kept_ms;
+        if (!superseded) {
+            kept.push_back(previous.seen_[i]);
+        }
+    }
+    kept.push_back(std::move(seen_.back()));
+    seen_ = std::move(kept);
+
+    if (counts_.waiting.empty()) {
         return;
     }
     // Only buckets more than a minute of admissions behind the front (no admission comes from

@@ -175,5 +175,56 @@ visitors:
     std::remove(path.c_str());
 }
 
+// The real-process harness's crowd (issue 16): exactly `count` arrivals within `over`, browsing
+// U(min, max) with jittered pages, late and early refreshers; a bad range is refused by name.
+TEST(Simulator, LoadsAndRunsTheHarnessCrowd) {
+    const std::string path = ::testing::TempDir() + "sim_crowd_test.yaml";
+    std::ofstream(path) << R"(name: crowd
+duration: 10m
+room: {total_active_users: 20, new_users_per_minute: 60, session_duration: 60s, refresh_interval: 5s}
+visitors:
+  crowd: {count: 60, over: 20s}
+  browse_time: [20s, 60s]
+  page_jitter: 0.2
+  page_interval: 5s
+  abandon_share: 0.3
+  patience: [25s, 35s]
+  refresh_mix: {late: 0.2, early: 0.1}
+windowing: {front_hold: 6s}
+)";
+    std::string err;
+    auto s = load_scenario(path, err);
+    ASSERT_TRUE(s) << err;
+    EXPECT_EQ(s->crowd_count, 60);
+    EXPECT_EQ(s->crowd_over_ms, 20'000);
+    EXPECT_EQ(s->browse_min_ms, 20'000);
+    EXPECT_EQ(s->browse_max_ms, 60'000);
+    EXPECT_EQ(s->patience_min_ms, 25'000);
+    EXPECT_EQ(s->patience_max_ms, 35'000);
+    EXPECT_TRUE(s->refresh_mix);
+    EXPECT_DOUBLE_EQ(s->refresh_late_share, 0.2);
+    EXPECT_EQ(s->windowing.front_hold_ms, 6'000);
+    const sim_result r = run(*s);
+    ASSERT_EQ(r.visitors.size(), 60u);
+    int gave_up = 0;
+    for (const auto& v : r.visitors) {
+        EXPECT_LT(v.arrival, 20'000);
+        if (v.admitted >= 0) {
+            // A page at admission and every 4-6 s while within 20-60 s, then a session: the
+            // last page is 14-60 s after admission.
+            EXPECT_GE(v.session_end - v.admitted, 14'000 + 60'000);
+            EXPECT_LE(v.session_end - v.admitted, 60'000 + 60'000);
+        } else {
+            ++gave_up;
+        }
+    }
+    EXPECT_GT(gave_up, 0);
+
+    std::ofstream(path) << "name: bad\nvisitors: {browse_time: [60s, 20s]}\n";
+    EXPECT_FALSE(load_scenario(path, err));
+    EXPECT_NE(err.find("visitors.browse_time: expected 0 <= min <= max"), std::string::npos) << err;
+    std::remove(path.c_str());
+}
+
 }  // namespace
 }  // namespace waitroom::sim

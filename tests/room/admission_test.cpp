@@ -92,6 +92,34 @@ TEST(Admission, AdmittedVisitorPassesAndCookieChangesOnlyWhenTheWindowMoves) {
     EXPECT_EQ(h.state("shop").counts().active, 1);  // moved, not added
 }
 
+// Issue 16: a session is held until its last check-in's window ends plus session_duration.
+// With 10 s windows that held each ending session ~5 s too long (5 % idle places with
+// one-minute sessions); admitted visitors are now counted in windows of a sixtieth of the
+// session (1 s here), so a place frees within a second of the session's true end, never before.
+TEST(Admission, AnEndedSessionFreesItsPlaceWithinASecondOfItsEnd) {
+    auto r = make_room("shop", 1, 100);
+    r.session_duration = 1min;
+    harness h({r});
+    visitor v;
+    ASSERT_EQ(h.visit(v).what, action::admit);
+    h.advance(1500ms);
+    ASSERT_EQ(h.visit(v).what, action::admit);  // last request: 1.5 s, its session ends 61.5 s
+    EXPECT_EQ(v.cookie->last_check_in, h.start() + 1'500);
+    h.set_time_ms(h.start() + 61'500);
+    h.sync();
+    visitor early;
+    EXPECT_EQ(h.visit(early).what, action::queue);  // the session still lives: the limit holds
+    EXPECT_EQ(h.engine().standing(h.engine().rooms().front(), h.worker(), *v.cookie, h.now()).tier,
+              2);
+    h.set_time_ms(h.start() + 62'000);  // the old 10 s window held it until 70 s
+    h.sync();
+    EXPECT_EQ(h.engine().standing(h.engine().rooms().front(), h.worker(), *v.cookie, h.now()).tier,
+              0);
+    EXPECT_EQ(h.state("shop").free_capacity(), 1);
+    h.set_time_ms(h.start() + 64'500);  // early's Refresh (3 s) is due
+    EXPECT_EQ(h.visit(early).what, action::admit);
+}
+
 TEST(Admission, QueuedVisitorsAreAdmittedInArrivalOrderAsSessionsExpire) {
     auto r = make_room("shop", 1, 100);
     r.session_duration = 1min;
@@ -131,17 +159,111 @@ TEST(Admission, NewVisitorNeverJumpsAnOlderWaitingBucket) {
     ASSERT_EQ(h.visit(first).what, action::admit);
     h.advance(10s);
     ASSERT_EQ(h.visit(waiting).what, action::queue);
-    for (int s = 0; s < 61; ++s) {  // first's session ends; waiting keeps refreshing
+    // first's session ends (61 s: its last check-in's 1 s window plus the session); waiting
+    // keeps refreshing as its Refresh says until then.
+    for (int s = 0; h.state("shop").free_capacity() == 0; ++s) {
+        ASSERT_LT(s, 120);
         h.advance(1s);
         h.sync();
-        if (s % 10 == 0 && s < 60) {
+        if (s % 3 == 0 && h.state("shop").free_capacity() == 0) {
             ASSERT_EQ(h.visit(waiting).what, action::queue);
         }
     }
-    ASSERT_GT(h.state("shop").free_capacity(), 0);
     visitor newcomer;
     EXPECT_EQ(h.visit(newcomer).what, action::queue);
     EXPECT_EQ(h.visit(waiting).what, action::admit);
+}
+
+// A room of 40 with one-minute sessions, full at 0 s; `older` queues at 10 s, `later` at 20 s;
+// 39 of the admitted keep browsing, one leaves at once, so one place frees at 61 s. Both queued
+// visitors refresh every 3 s until then (as the front is told to).
+struct one_freed_place {
+    harness h;
+    std::vector<visitor> in{40};
+    visitor older, later;
+
+    one_freed_place() : h({room()}) {
+        for (auto& v : in) {
+            EXPECT_EQ(h.visit(v).what, action::admit);
+        }
+        h.sync();
+        for (int s = 1; h.state("shop").free_capacity() == 0; ++s) {
+            EXPECT_LT(s, 120);
+            h.advance(1s);
+            h.sync();
+            if (s == 10) {
+                EXPECT_EQ(h.visit(older).what, action::queue);
+            } else if (s == 20) {
+                EXPECT_EQ(h.visit(later).what, action::queue);
+            } else if (s > 20 && s % 3 == 0 && h.state("shop").free_capacity() == 0) {
+                EXPECT_EQ(h.visit(older).what, action::queue);
+                EXPECT_EQ(h.visit(later).what, action::queue);
+            }
+            if (s % 5 == 0) {
+                browse();
+            }
+        }
+    }
+    static config::room room() {
+        auto r = make_room("shop", 40, 1000);
+        r.session_duration = 1min;
+        return r;
+    }
+    void browse() {
+        for (std::size_t i = 1; i < in.size(); ++i) {
+            EXPECT_EQ(h.visit(in[i]).what, action::admit);
+        }
+    }
+};
+
+// Issue 16: the admission front's old slack (a later bucket could try once fewer than free plus
+// a refresh's admissions were ahead) let whoever refreshed first take a freed place, passing the
+// older bucket's visitors who had not come back yet.
+TEST(Admission, AFreedPlaceIsHeldForTheOlderBucketThatStillRefreshes) {
+    one_freed_place f;
+    ASSERT_EQ(f.h.state("shop").free_capacity(), 1);
+    EXPECT_EQ(f.h.visit(f.later).what, action::queue);  // the old slack admitted it here
+    f.h.advance(2s);
+    f.h.sync();
+    EXPECT_EQ(f.h.visit(f.later).what, action::queue);
+    EXPECT_EQ(f.h.visit(f.older).what, action::admit);
+}
+
+// Hostile: the held place is the older bucket's, and a later visitor cannot get it by asking
+// more often (every 100 ms, its early refreshes answered from the Refresh sealed in its cookie)
+// or by sending copies of its cookie (the same bucket): a front visitor back late, at 7 s
+// (a background tab), still finds it.
+TEST(Admission, AHeldPlaceCannotBeTakenByRefreshingEarlyOrWithCopies) {
+    one_freed_place f;
+    for (int i = 0; i < 70; ++i) {
+        visitor copy = f.later;
+        ASSERT_EQ(f.h.visit(copy).what, action::queue) << i;
+        ASSERT_EQ(f.h.visit(f.later).what, action::queue) << i;
+        f.h.advance(100ms);
+        if (i % 10 == 9) {
+            f.h.sync();
+        }
+    }
+    EXPECT_EQ(f.h.visit(f.older).what, action::admit);
+    EXPECT_EQ(f.h.visit(f.later).what, action::queue);  // the room is full again
+}
+
+// The other side of the trade: a place is held for one front refresh (front_hold_ms) and no
+// longer, so a front that left (or is late) does not keep it idle until its count lapses.
+TEST(Admission, AFreedPlaceNobodyAheadTakesOpensToLaterBucketsAfterTheHold) {
+    one_freed_place f;
+    const std::int64_t freed = f.h.now();
+    int held_for = 0;
+    while (f.h.visit(f.later).what == action::queue) {  // older does not come back
+        ASSERT_LT(held_for, 10);
+        f.h.advance(1s);
+        f.h.sync();
+        ++held_for;
+    }
+    EXPECT_TRUE(f.later.admitted());
+    EXPECT_GE(f.h.now() - freed, windowing{}.front_hold_ms);
+    EXPECT_LE(f.h.now() - freed, windowing{}.front_hold_ms + 1'000);
+    EXPECT_EQ(f.h.visit(f.older).what, action::queue);  // no place left: the room is full
 }
 
 TEST(Admission, RandomGivesLaterArrivalsTheSameChance) {

@@ -31,9 +31,15 @@ TEST(Estimates, QueuePositionCountsOlderBucketsAndHalfOfItsOwn) {
     EXPECT_EQ(h.visit(first[0]).page.queue_position, 0 + 2);
 }
 
-TEST(Estimates, WaitTimeIsUsersAheadOverTheObservedAdmissionRate) {
+// Issue 16: before the room has seen its turnover (it has not queued for a minute), visitors are
+// assumed to stay about as long again as their session (2 places a minute over 2 sessions = 1 a
+// minute), with the range from leaving at once (2 a minute) to staying twice that (2/3 a
+// minute). total / session alone (2 a minute) told real visitors half their wait. The room
+// filled at 0 s and has queued since 20 s (the first sync that saw the queue): nobody in it
+// leaves before a session has passed since (59 s from now), which comes first.
+TEST(Estimates, BeforeTheTurnoverIsSeenTheWaitAssumesVisitsAsLongAsASessionWithARange) {
     auto r = make_room("shop", 2, 60);
-    r.session_duration = 1min;  // turnover 2 a minute
+    r.session_duration = 1min;
     harness h({r});
     visitor a, b;
     ASSERT_EQ(h.visit(a).what, action::admit);
@@ -52,11 +58,63 @@ TEST(Estimates, WaitTimeIsUsersAheadOverTheObservedAdmissionRate) {
     ASSERT_EQ(d.what, action::queue);
     EXPECT_EQ(d.page.queue_position, 10);
     EXPECT_TRUE(d.page.wait_time_known);
-    EXPECT_EQ(d.page.wait_time, 5);  // 10 ahead at 2 a minute
-    EXPECT_EQ(d.page.wait_time_formatted, "5 minutes");
+    EXPECT_EQ(h.state("shop").queueing_since_ms(), h.start() + 20'000);  // first synced
+    EXPECT_EQ(d.page.wait_time, 11);  // 59 s, then 10 ahead at 1 a minute
+    EXPECT_EQ(d.page.wait_time_formatted, "11 minutes");
     EXPECT_EQ(d.page.wait_time_hours, 0);
-    EXPECT_EQ(d.page.wait_time_hour_minutes, 5);
-    EXPECT_EQ(d.page.wait_time_50_percentile, 5);
+    EXPECT_EQ(d.page.wait_time_hour_minutes, 11);
+    EXPECT_EQ(d.page.wait_time_25_percentile, 6);
+    EXPECT_EQ(d.page.wait_time_50_percentile, 11);
+    EXPECT_EQ(d.page.wait_time_75_percentile, 16);
+}
+
+// Issue 16: once the room has queued for a minute, the sliding minute's admissions are its
+// turnover, and the estimate uses them, however far below total / session they are (visitors
+// who browse hold their places longer): a room of 4 with one-minute sessions whose visitors
+// keep browsing admits 1 a minute, not 4.
+TEST(Estimates, AfterAMinuteOfQueueingTheWaitUsesTheTurnoverTheRoomSaw) {
+    auto r = make_room("shop", 4, 1000);
+    r.session_duration = 1min;
+    harness h({r});
+    std::vector<visitor> in(4), ahead(10);
+    visitor me;
+    for (auto& v : in) {
+        ASSERT_EQ(h.visit(v).what, action::admit);
+    }
+    for (int s = 1; s <= 90; ++s) {
+        h.advance(1s);
+        h.sync();
+        if (s == 10) {
+            for (auto& v : ahead) {
+                ASSERT_EQ(h.visit(v).what, action::queue);
+            }
+        } else if (s == 20) {
+            ASSERT_EQ(h.visit(me).what, action::queue);
+        } else if (s % 3 == 0) {
+            for (auto& v : ahead) {
+                if (!v.admitted()) {
+                    h.visit(v);  // the first admitted leaves at once
+                }
+            }
+        }
+        if (s % 5 == 0) {
+            for (std::size_t i = 1; i < in.size(); ++i) {  // in[0] left at 0 s
+                ASSERT_EQ(h.visit(in[i]).what, action::admit);
+            }
+        }
+    }
+    ASSERT_EQ(h.state("shop").counts().admitted_last_minute, 1);
+    ASSERT_DOUBLE_EQ(h.state("shop").turnover_per_minute(), 1.0);
+    for (int s = 0; s < 20; ++s) {  // me's Refresh is due
+        h.advance(1s);
+        h.sync();
+    }
+    auto d = h.visit(me);
+    ASSERT_EQ(d.what, action::queue);
+    EXPECT_EQ(d.page.queue_position, 9);
+    EXPECT_EQ(d.page.wait_time, 9);                // 9 ahead at 1 a minute (the old estimate: 3)
+    EXPECT_EQ(d.page.wait_time_25_percentile, 9);  // measured: no range
+    EXPECT_EQ(d.page.wait_time_75_percentile, 9);
 }
 
 TEST(Estimates, AdmissionRateIsBoundedByNewUsersPerMinute) {

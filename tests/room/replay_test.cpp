@@ -290,7 +290,7 @@ TEST(Replay, CopiesOfOneQueuedCookieAtTheFrontAreAdmittedOnce) {
     for (int i = 0; i < 4; ++i) {
         h.revoke(in[static_cast<std::size_t>(i)]);  // four places free
     }
-    h.advance(13s);  // every Refresh given so far is due
+    h.advance(21s);  // every Refresh given so far is due
     h.sync();
     // Ten copies of `q` come back first: one is admitted; the others join at the back.
     int admitted = 0;

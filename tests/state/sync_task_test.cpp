@@ -241,12 +241,13 @@ TEST(SyncTask, TopUpAddsSlotsWhenCapacityFreedSinceTheLastSync) {
     ASSERT_EQ(decide(*eng, w, sync, t0 + 10, rng).what, room::action::admit);
     ASSERT_EQ(decide(*eng, w, sync, t0 + 10, rng).what, room::action::admit);
     w.flush();
-    sync.run_once(t0 + 69'500);  // both sessions still count: nothing leased
+    sync.run_once(t0 + 60'500);  // both sessions still count: nothing leased
     EXPECT_EQ(node.pool("shop").available(), 0);
-    EXPECT_EQ(decide(*eng, w, sync, t0 + 69'600, rng).what, room::action::queue);
-    // Their window ends at 70 s; the next sync is a second away, the top-up is not.
+    EXPECT_EQ(decide(*eng, w, sync, t0 + 60'600, rng).what, room::action::queue);
+    // Their 1 s window (a sixtieth of the session) ends at 61 s; the next sync is a second
+    // away, the top-up is not.
     bool granted = false;
-    sync.top_up("shop", t0 + 70'500, [&](bool g) { granted = g; });
+    sync.top_up("shop", t0 + 61'500, [&](bool g) { granted = g; });
     EXPECT_TRUE(granted);
     EXPECT_EQ(node.pool("shop").available(), 2);
     EXPECT_EQ(st.held_total("shop"), 2);

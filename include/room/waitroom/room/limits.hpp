@@ -19,6 +19,10 @@ struct windowing {
     std::int64_t abandon_margin_ms = 5'000;  // slack over refresh_interval before a queued
                                              // visitor who stopped refreshing is dropped
     std::int64_t min_refresh_ms = 3'000;     // adaptive refresh: visitors near the front
+    std::int64_t front_hold_ms = 8'000;      // a freed place is held this long for the oldest
+                                             // waiting bucket before a later one may take it:
+                                             // a front visitor back at 2.5 times its 3 s
+                                             // Refresh (a background tab) and a sync (issue 16)
     std::int64_t queue_rejoin_ms = 600'000;  // a queued cookie silent longer than this starts
                                              // over at the back
     std::int64_t refresh_slack_ms = 1'000;   // a refresh this much before its due time still
@@ -54,10 +58,24 @@ inline std::int64_t floor_to(std::int64_t t, std::int64_t step) {
     return q * step;
 }
 
-// An `active` window (start ms) still counts at `now` while a visitor last seen in it may still
-// hold a session. Sessions are judged against the same boundary (see session_alive).
+// The windows admitted visitors are counted in by their last check-in: a sixtieth of the
+// session, whole seconds, at least 1 s and at most window_ms. A session is held until the end of
+// its last check-in's window plus session_duration, so a 10 s window held each ending session
+// ~5 s too long on average (5 % idle places with 1-minute sessions, issue 16); a sixtieth keeps
+// that under 1 % of any session and a room's live active windows about 61, whatever its
+// session. Derived from the limits alone, so every node and the Redis script (room.lua's
+// active_window) agree without a new argument.
+inline std::int64_t active_window_ms(const room_limits& l) {
+    const std::int64_t sixtieth = l.session_ms / 60'000 * 1'000;
+    return std::clamp<std::int64_t>(sixtieth, std::min<std::int64_t>(1'000, l.window_ms),
+                                    l.window_ms);
+}
+
+// An `active` window (start ms, of active_window_ms) still counts at `now` while a visitor last
+// seen in it may still hold a session. Sessions are judged against the same boundary (see
+// session_alive).
 inline bool active_window_live(std::int64_t start, const room_limits& l, std::int64_t now) {
-    return start + l.window_ms + l.session_ms > now;
+    return start + active_window_ms(l) + l.session_ms > now;
 }
 
 // A `waiting` window still counts while its visitors may still be refreshing. A visitor who

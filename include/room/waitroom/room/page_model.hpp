@@ -15,7 +15,7 @@ struct page_model {
     std::int64_t queue_position = 0;  // queuePosition (ours): estimated users ahead
 
     bool wait_time_known = false;      // waitTimeKnown: the wait estimate below is meaningful
-    std::int64_t wait_time = 0;        // waitTime: estimated wait, whole minutes (rounded up)
+    std::int64_t wait_time = 0;        // waitTime: estimated wait, whole minutes (nearest, ≥ 1)
     std::string wait_time_formatted;   // waitTimeFormatted: e.g. "1 hour 5 minutes" (en)
     std::int64_t wait_time_hours = 0;  // waitTimeHours: whole hours of waitTime
     std::int64_t wait_time_hour_minutes = 0;   // waitTimeHourMinutes: waitTime minus its hours

@@ -64,8 +64,21 @@ class room_state {
     // snapshots (0 = nobody leaves). The wait estimate discounts the visitors ahead who will
     // leave before their turn: counting them all told the queue 25% too long.
     double abandon_per_minute() const { return abandon_per_minute_; }
-    // Carries the estimate over from the room's previous snapshot and moves it towards what the
-    // queue behind the front lost in between (sync task, before publishing).
+    // Capacity has been free in every snapshot of the last `span_ms` while nobody queued ahead
+    // of `bucket` was admitted or left: the visitors ahead are not taking it (late, or gone and
+    // still counted). False until the snapshots followed cover that span. The admission front
+    // holds a freed place for the buckets ahead this long before a later bucket may take it.
+    bool free_unclaimed_for(std::int64_t bucket, std::int64_t span_ms) const;
+    // Admissions per minute the room's turnover gives, learned from the sliding minute's
+    // admissions once the room has queued for a whole minute (before that the minute still
+    // holds the admissions that filled the room, which no session end made room for); 0 while
+    // not learned.
+    double turnover_per_minute() const { return turnover_per_minute_; }
+    // Store time since which the room has had visitors waiting; 0 = nobody waits.
+    std::int64_t queueing_since_ms() const { return queueing_since_ms_; }
+    // Carries the estimates over from the room's previous snapshot and moves them towards what
+    // the room saw in between: the queue's departures, the turnover, how long capacity stayed
+    // free (sync task, before publishing).
     void follow(const room_state& previous, std::int64_t window_ms);
 
   private:
@@ -75,6 +88,17 @@ class room_state {
     std::int64_t waiting_total_ = 0;
     std::vector<std::int64_t> prefix_;  // prefix_[i] = queued in buckets [0, i)
     double abandon_per_minute_ = 0;
+    double turnover_per_minute_ = 0;
+    std::int64_t queueing_since_ms_ = 0;
+    // The snapshots followed lately, oldest first: when, the capacity free then, and the
+    // queue then as (bucket, queued in it and every older bucket), ascending, so that the
+    // decision finds the count ahead of a bucket by a binary search.
+    struct seen {
+        std::int64_t as_of_ms = 0;
+        std::int64_t free = 0;
+        std::vector<std::pair<std::int64_t, std::int64_t>> queued_up_to;
+    };
+    std::vector<seen> seen_;
     std::string last_updated_;
 };
 

@@ -94,7 +94,11 @@ local L = {
 }
 
 -- The liveness rules of include/waitroom/room/limits.hpp.
-local function active_live(start) return start + L.window + L.session > now end
+-- The active windows' size: a sixtieth of the session in whole seconds, within [1 s, window]
+-- (limits.hpp's active_window_ms, derived from the same arguments).
+local active_window = math.max(math.min(1000, L.window),
+                               math.min(L.window, math.floor(L.session / 60000) * 1000))
+local function active_live(start) return start + active_window + L.session > now end
 local function waiting_live(start) return start + L.window + L.abandon > now end
 local function rate_live(start) return start + L.rate_window > now - L.rate_span end
 local function revocation_live(start)
