@@ -132,7 +132,7 @@ std::optional<admin_reply> parse_patch(std::string_view body, admin_room_patch& 
 
 struct preview_query {
     admin_preview_state state = admin_preview_state::queued;
-    std::string_view language;  // "" = the room's own
+    std::string language;  // "" = the room's own
 };
 
 // A language tag as BCP 47 writes one ("de-DE", "ja"): letters, then subtags of letters and
@@ -160,51 +160,6 @@ bool is_language_tag(std::string_view s) {
         }
     }
     return true;
-}
-
-// Validates the query of a preview: `state` (queued, event or reject) and `lang`, each at most
-// once, and nothing else. Values are taken as written: none of them needs an escape.
-std::optional<admin_reply> parse_preview_query(std::string_view query, preview_query& out) {
-    bool seen_state = false;
-    bool seen_lang = false;
-    while (!query.empty()) {
-        const auto amp = query.find('&');
-        const auto pair = query.substr(0, amp);
-        query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
-        if (pair.empty()) {
-            continue;
-        }
-        const auto eq = pair.find('=');
-        const auto name = pair.substr(0, eq);
-        const auto value = eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
-        if (name == "state") {
-            if (seen_state) {
-                return admin_routes::error(400, "state given more than once", "state");
-            }
-            seen_state = true;
-            if (value == "queued") {
-                out.state = admin_preview_state::queued;
-            } else if (value == "event") {
-                out.state = admin_preview_state::event;
-            } else if (value == "reject") {
-                out.state = admin_preview_state::reject;
-            } else {
-                return admin_routes::error(400, "state must be queued, event or reject", "state");
-            }
-        } else if (name == "lang") {
-            if (seen_lang) {
-                return admin_routes::error(400, "lang given more than once", "lang");
-            }
-            seen_lang = true;
-            if (!is_language_tag(value)) {
-                return admin_routes::error(400, "lang must be a language tag like de-DE", "lang");
-            }
-            out.language = value;
-        } else {
-            return admin_routes::error(400, "unknown query parameter; expected state or lang");
-        }
-    }
-    return std::nullopt;
 }
 
 // ---- analytics queries ----------------------------------------------------------------------
@@ -276,6 +231,37 @@ std::optional<std::vector<query_pair>> split_query(std::string_view query, admin
         out.push_back(std::move(p));
     }
     return out;
+}
+
+// Validates the query of a preview: `state` (queued, event or reject) and `lang`, each at most
+// once, and nothing else.
+std::optional<admin_reply> parse_preview_query(std::string_view query, preview_query& out) {
+    admin_reply error;
+    auto pairs = split_query(query, error);
+    if (!pairs) {
+        return error;
+    }
+    for (auto& [name, value] : *pairs) {
+        if (name == "state") {
+            if (value == "queued") {
+                out.state = admin_preview_state::queued;
+            } else if (value == "event") {
+                out.state = admin_preview_state::event;
+            } else if (value == "reject") {
+                out.state = admin_preview_state::reject;
+            } else {
+                return admin_routes::error(400, "state must be queued, event or reject", "state");
+            }
+        } else if (name == "lang") {
+            if (!is_language_tag(value)) {
+                return admin_routes::error(400, "lang must be a language tag like de-DE", "lang");
+            }
+            out.language = std::move(value);
+        } else {
+            return admin_routes::error(400, "unknown query parameter; expected state or lang");
+        }
+    }
+    return std::nullopt;
 }
 
 bool all_digits(std::string_view s) {

@@ -2,47 +2,17 @@
 // solution is a short string whose SHA-256 after the seed begins with enough zero bits.
 
 #include <gtest/gtest.h>
-#include <openssl/sha.h>
 
 #include <string>
 #include <vector>
 
+#include "support/proof_of_work.hpp"
 #include "waitroom/cookie/challenge.hpp"
 
 namespace waitroom::cookie {
 namespace {
 
-// Zero bits at the head of SHA-256(text), counted here without the library's helper.
-unsigned zero_bits_of(const std::string& text) {
-    unsigned char d[SHA256_DIGEST_LENGTH];
-    SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), d);
-    unsigned bits = 0;
-    for (unsigned char byte : d) {
-        for (int b = 7; b >= 0; --b) {
-            if ((byte >> b) & 1) {
-                return bits;
-            }
-            ++bits;
-        }
-    }
-    return bits;
-}
-
-// The first base-36 counter that solves `seed` at `bits`, found by brute force.
-std::string brute_force(const std::string& seed, unsigned bits) {
-    for (unsigned long n = 0;; ++n) {
-        std::string s;
-        for (unsigned long v = n;; v /= 36) {
-            s.insert(s.begin(), "0123456789abcdefghijklmnopqrstuvwxyz"[v % 36]);
-            if (v < 36) {
-                break;
-            }
-        }
-        if (zero_bits_of(seed + s) >= bits) {
-            return s;
-        }
-    }
-}
+using test::brute_force;
 
 const std::string seed = "AbCdEfGhIjKlMnOpQrStUv";
 
@@ -55,15 +25,15 @@ TEST(Challenge, TheSeedIsTheEndOfTheSealedValue) {
 
 TEST(Challenge, ASolutionFoundByBruteForceSolvesAndOnlyAtItsDifficulty) {
     for (unsigned bits : {1u, 4u, 8u, 12u}) {
-        const std::string s = brute_force(seed, bits);
-        const unsigned actual = zero_bits_of(seed + s);
+        const std::string s = brute_force(seed, bits, "");
+        const unsigned actual = test::sha256_zero_bits(seed + s);
         EXPECT_TRUE(solves(seed, s, bits)) << bits;
         EXPECT_TRUE(solves(seed, s, actual));
         EXPECT_FALSE(solves(seed, s, actual + 1)) << "asks one bit more than it has";
         // Bound to the seed: the same solution under another cookie is (almost surely) none.
         std::string other = seed;
         other[0] = 'Z';
-        if (zero_bits_of(other + s) < bits) {
+        if (test::sha256_zero_bits(other + s) < bits) {
             EXPECT_FALSE(solves(other, s, bits));
         }
     }

@@ -4,14 +4,13 @@
 // solution, or one solved for another cookie, joins nothing. Solutions are found here by brute
 // force with OpenSSL's SHA-256, not with the daemon's code.
 
-#include <openssl/sha.h>
-
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
 #include "daemon_fixture.hpp"
+#include "support/proof_of_work.hpp"
 
 namespace waitroom::test {
 namespace {
@@ -22,38 +21,16 @@ constexpr double time_scale = 5;  // a window is 2 s real, a session of 10 s is 
 constexpr unsigned difficulty = 10;
 
 unsigned zero_bits(const std::string& text) {
-    unsigned char d[SHA256_DIGEST_LENGTH];
-    SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), d);
-    unsigned bits = 0;
-    for (unsigned char byte : d) {
-        if (byte != 0) {
-            for (int b = 7; b >= 0 && ((byte >> b) & 1) == 0; --b) {
-                ++bits;
-            }
-            return bits;
-        }
-        bits += 8;
-    }
-    return bits;
+    return sha256_zero_bits(text);
 }
 
 std::string solve(const std::string& seed, unsigned bits) {
-    for (unsigned long n = 0;; ++n) {
-        std::string s = "s" + std::to_string(n);
-        if (zero_bits(seed + s) >= bits) {
-            return s;
-        }
-    }
+    return brute_force(seed, bits, "s");
 }
 
 // A candidate that does not solve `seed`.
 std::string non_solution(const std::string& seed) {
-    for (unsigned long n = 0;; ++n) {
-        std::string s = "n" + std::to_string(n);
-        if (zero_bits(seed + s) < difficulty) {
-            return s;
-        }
-    }
+    return brute_force(seed, difficulty, "n", false);
 }
 
 nlohmann::json room_json(const http_response& r) {
