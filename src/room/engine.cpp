@@ -144,7 +144,7 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
                 1000);
             if (!s.disable_session_renewal && old_w != now_aw) {
                 deltas.active.add(now_aw, 1);
-                deltas.active.add(old_w, -1);
+                deltas.active.add(filed_window(r, c->last_check_in), -1);
                 d.cookie.last_check_in = now_ms;
                 d.cookie_changed = true;
             }
@@ -153,7 +153,7 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
         // Expired: a new arrival now — at the back of the queue when the room queues, a fresh
         // session otherwise. The old session's count ends with its window.
         const std::int64_t ended_at =
-            s.disable_session_renewal ? c->accepted_at + s.session_ms : old_w + W + s.session_ms;
+            s.disable_session_renewal ? c->accepted_at + s.session_ms : old_w + AW + s.session_ms;
         d.ended_session_ms = std::max<std::int64_t>(0, std::min(ended_at, now_ms) - c->accepted_at);
         c = nullptr;
     }
@@ -298,10 +298,13 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
             // as soon as a place freed (the old slack of one refresh's admissions) let whoever
             // refreshed first take it, and passed the front's visitors who had not come back
             // yet (1-5 % FIFO inversions against real processes, issue 16). Buckets are arrival
-            // windows in sealed cookies: no visitor can move itself into an earlier one.
+            // windows in sealed cookies: no visitor can move itself into an earlier one. Only a
+            // queued visitor may take a place through the hold: it is held to the Refresh sealed
+            // in its cookie, where a request without a place (no cookie, a lapsed one) could ask
+            // every few milliseconds and pass everyone waiting (and any challenge).
             const std::int64_t older = st.waiting_before(bucket);
-            eligible =
-                older == 0 || older < free || st.free_unclaimed_for(bucket, win_.front_hold_ms);
+            eligible = older == 0 || older < free ||
+                       (queued_cookie && st.free_unclaimed_for(bucket, win_.front_hold_ms));
         }
         if (eligible) {
             if (v.pool->try_take(now_ms)) {
@@ -455,6 +458,11 @@ void engine::challenge(const compiled_room& r, const settings& s, const event_ph
     d.page.challenge_difficulty = challenge_bits(d.cookie);
 }
 
+std::int64_t engine::filed_window(const compiled_room& r, std::int64_t at_ms) const {
+    const event_phase ph = r.phase_at(at_ms);
+    return floor_to(at_ms, active_window_ms(make_limits(r.settings_at(ph), ph, win_)));
+}
+
 std::int64_t engine::arrival_bucket(const event_phase& ph, std::int64_t now_ms,
                                     std::uint64_t ticket) const {
     const std::int64_t W = win_.window_ms;
@@ -477,9 +485,8 @@ payload engine::revoke(const compiled_room& r, worker_state& ws, const payload& 
     if (current.accepted_at > 0 && !s.suspended) {
         // The store frees the place on the first revocation of this ticket only: a replayed
         // revoke (the same cookie sent N times, each answered `revoke`) ends one visitor.
-        std::int64_t w =
-            floor_to(s.disable_session_renewal ? current.accepted_at : current.last_check_in,
-                     active_window_ms(lim));
+        std::int64_t w = filed_window(
+            r, s.disable_session_renewal ? current.accepted_at : current.last_check_in);
         auto& v = ws.view(*this, r);
         if (!v.state->revoked(current.ticket) && !ws.revoked_here(current.ticket)) {
             v.deltas->revoke({current.ticket, active_window_live(w, lim, now_ms) ? w : -1});

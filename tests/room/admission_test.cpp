@@ -266,6 +266,22 @@ TEST(Admission, AFreedPlaceNobodyAheadTakesOpensToLaterBucketsAfterTheHold) {
     EXPECT_EQ(f.h.visit(f.older).what, action::queue);  // no place left: the room is full
 }
 
+// Hostile: after the hold the place opens to the visitors queued behind, held to their sealed
+// Refresh, never to requests without a place, which could ask every few milliseconds.
+TEST(Admission, ARequestWithoutAPlaceNeverTakesAPlaceThroughTheHold) {
+    one_freed_place f;
+    const std::int64_t freed = f.h.now();
+    while (f.h.now() - freed < 2 * windowing{}.front_hold_ms) {
+        visitor bot;  // no cookie, every 250 ms
+        ASSERT_EQ(f.h.visit(bot).what, action::queue) << f.h.now() - freed;
+        f.h.advance(250ms);
+        if ((f.h.now() - freed) % 1000 == 0) {
+            f.h.sync();
+        }
+    }
+    EXPECT_EQ(f.h.visit(f.later).what, action::admit) << "the queued visitor behind gets it";
+}
+
 TEST(Admission, RandomGivesLaterArrivalsTheSameChance) {
     auto r = make_room("shop", 5, 1000);
     r.session_duration = 1min;

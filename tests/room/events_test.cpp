@@ -193,3 +193,43 @@ TEST(Events, EventIdIsStableAndNeverZero) {
 
 }  // namespace
 }  // namespace waitroom::room
+
+namespace waitroom::room {
+namespace {
+
+// An event with a shorter session_duration counts admitted visitors in finer windows: a visitor
+// admitted before it, back after its start, is moved out of the window it was counted in (of the
+// room's size), not out of one of the event's size it was never in. (Counted twice until the old
+// window lapsed, a full room admitted nobody for about two minutes from the event's start.)
+TEST(Events, AnEventWithAShorterSessionCountsTheVisitorsAdmittedBeforeItOnce) {
+    auto r = make_room("launch", 100, 1000);
+    r.session_duration = 10min;
+    config::event ev;
+    ev.name = "short";
+    auto at = [](std::int64_t ms) { return config::time_point{std::chrono::milliseconds{ms}}; };
+    ev.event_start_time = at(minute_start() + 5 * 60'000);
+    ev.event_end_time = at(minute_start() + 60 * 60'000);
+    ev.session_duration = std::chrono::minutes{2};
+    r.events.push_back(ev);
+    harness h({r});
+    // Admitted 3 s before the start, in the middle of a 10 s window (not on a 2 s boundary).
+    h.set_time_ms(minute_start() + 5 * 60'000 - 3'000);
+    std::vector<visitor> in(50);
+    for (auto& v : in) {
+        ASSERT_EQ(h.visit(v).what, action::admit);
+    }
+    h.sync();
+    ASSERT_EQ(h.state("launch").counts().active, 50);
+    h.set_time_ms(minute_start() + 5 * 60'000 + 3'000);  // the event runs
+    for (auto& v : in) {
+        ASSERT_EQ(h.visit(v).what, action::admit);
+    }
+    h.sync();
+    EXPECT_EQ(h.state("launch").counts().active, 50);
+    h.advance(30s);
+    h.sync();
+    EXPECT_EQ(h.state("launch").counts().active, 50);
+}
+
+}  // namespace
+}  // namespace waitroom::room

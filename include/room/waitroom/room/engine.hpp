@@ -276,6 +276,10 @@ class engine {
     // session the origin revoked, or a queue place an admission spent. It holds no place.
     static bool refused_ticket(const worker_state& ws, const room_state& st,
                                const payload& c);
+    // The active window an admitted visitor's check-in at `at_ms` was counted in: its size is
+    // the one in force then (an event's session_duration changes it), so that a move takes the
+    // visitor out of the window it was put in.
+    std::int64_t filed_window(const compiled_room& r, std::int64_t at_ms) const;
     // A new visitor's arrival bucket at `now`: now's window, or in a shuffled prequeue a window
     // of the prequeue span drawn by the ticket.
     std::int64_t arrival_bucket(const event_phase& ph, std::int64_t now_ms,
