@@ -37,7 +37,8 @@ void add_into(histogram_reading& into, const histogram_reading& more) {
     into.sum += more.sum;
 }
 
-void add_into(minute_row& into, const minute_row& more) {
+// Counts and histograms added up; the gauges as `more` has them (the later reading).
+void add_into(room_reading& into, const room_reading& more) {
     into.admitted += more.admitted;
     into.admitted_from_queue += more.admitted_from_queue;
     into.admitted_out_of_order += more.admitted_out_of_order;
@@ -155,19 +156,19 @@ void room_history::record(std::int64_t now_ms, const room_reading& now) {
             rows_.pop_front();
         }
     }
-    minute_row& row = rows_.back();
-    row.admitted += grown(now.admitted, last_.admitted);
-    row.admitted_from_queue += grown(now.admitted_from_queue, last_.admitted_from_queue);
-    row.admitted_out_of_order += grown(now.admitted_out_of_order, last_.admitted_out_of_order);
-    row.queued += grown(now.queued, last_.queued);
-    row.abandoned += grown(now.abandoned, last_.abandoned);
-    row.revoked += grown(now.revoked, last_.revoked);
-    row.flagged += grown(now.flagged, last_.flagged);
-    add_into(row.queue_wait, now.queue_wait.since(last_.queue_wait));
-    add_into(row.estimate_error, now.estimate_error.since(last_.estimate_error));
-    add_into(row.session_duration, now.session_duration.since(last_.session_duration));
-    row.active_users = now.active_users;
-    row.queued_users = now.queued_users;
+    // What grew since the previous reading; the gauges as they stand now.
+    room_reading grew = now;
+    grew.admitted = grown(now.admitted, last_.admitted);
+    grew.admitted_from_queue = grown(now.admitted_from_queue, last_.admitted_from_queue);
+    grew.admitted_out_of_order = grown(now.admitted_out_of_order, last_.admitted_out_of_order);
+    grew.queued = grown(now.queued, last_.queued);
+    grew.abandoned = grown(now.abandoned, last_.abandoned);
+    grew.revoked = grown(now.revoked, last_.revoked);
+    grew.flagged = grown(now.flagged, last_.flagged);
+    grew.queue_wait = now.queue_wait.since(last_.queue_wait);
+    grew.estimate_error = now.estimate_error.since(last_.estimate_error);
+    grew.session_duration = now.session_duration.since(last_.session_duration);
+    add_into(rows_.back(), grew);
     last_ms_ = now_ms;
     last_ = now;
 }

@@ -36,21 +36,10 @@ struct room_reading {
 // room state, not from a handle).
 room_reading read_room(const room_metrics& m);
 
-// One minute of a room (or the minute under way).
-struct minute_row {
+// One minute of a room (or the minute under way): what the counters and histograms gained in
+// the minute, and the gauges at its last reading.
+struct minute_row : room_reading {
     std::int64_t minute_ms = 0;  // start of the minute, unix ms
-    std::int64_t admitted = 0;
-    std::int64_t admitted_from_queue = 0;
-    std::int64_t admitted_out_of_order = 0;
-    std::int64_t queued = 0;
-    std::int64_t abandoned = 0;
-    std::int64_t revoked = 0;
-    std::int64_t flagged = 0;
-    histogram_reading queue_wait;  // observations of the minute
-    histogram_reading estimate_error;
-    histogram_reading session_duration;
-    std::int64_t active_users = 0;  // at the minute's last reading
-    std::int64_t queued_users = 0;
 };
 
 // The figures a dashboard or a CSV shows of some rows (NaN where there is nothing to show).
