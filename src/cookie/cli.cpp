@@ -8,6 +8,7 @@
 
 #include "waitroom/cookie/codec.hpp"
 #include "waitroom/cookie/key_ring.hpp"
+#include "waitroom/room/engine.hpp"
 
 namespace waitroom::cookie {
 namespace {
@@ -58,6 +59,22 @@ const char* code_name(const std::error_code& ec) {
             return "crypto_failure";
     }
     return "error";
+}
+
+// The engine's bits of payload::flags, by name: an operator reading "flags": 3076 should not
+// need the source to see a challenged cookie asking 14 bits with a 12 s Refresh.
+nlohmann::json flags_text(const payload& p) {
+    namespace vf = room::visitor_flags;
+    nlohmann::json j = {
+        {"uncounted", (p.flags & vf::uncounted) != 0},
+        {"flagged", (p.flags & vf::flagged) != 0},
+        {"challenged", room::challenged(p)},
+        {"refresh_seconds", p.flags >> vf::refresh_shift},
+    };
+    if (room::challenged(p)) {
+        j["challenge_difficulty"] = room::challenge_bits(p);
+    }
+    return j;
 }
 
 }  // namespace
@@ -122,9 +139,13 @@ int decode_command(const config::config& cfg, std::string_view room_id, std::str
         {"ticket", p.ticket},
         {"event_id", p.event_id},
         {"flags", p.flags},
+        {"flags_decoded", flags_text(p)},
         {"flood_since", p.flood_since},
         {"flood_count", p.flood_count},
         {"network", p.network},
+        {"estimate_shown_at", p.estimate_shown_at},
+        {"estimate_shown_at_utc", utc_text(p.estimate_shown_at)},
+        {"estimate_seconds", p.estimate_seconds},
         {"admitted", p.accepted_at != 0},
         {"session_duration_ms", room->session_duration.count()},
         {"expired", expired},

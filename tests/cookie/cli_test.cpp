@@ -8,6 +8,7 @@
 #include "cookie/test_support.hpp"
 #include "waitroom/cookie/cli.hpp"
 #include "waitroom/cookie/codec.hpp"
+#include "waitroom/room/engine.hpp"
 
 namespace waitroom::cookie {
 namespace {
@@ -78,6 +79,41 @@ TEST(CookieCli, DecodePrintsEveryFieldAsJson) {
     EXPECT_EQ(j["last_check_in_utc"], "2027-01-15T07:59:59.000Z");
     EXPECT_EQ(j["bucket_utc"], "2027-01-15T07:59:00.000Z");
     EXPECT_TRUE(err.str().empty());
+}
+
+TEST(CookieCli, DecodeNamesTheEngineFlagsAndTheFirstEstimate) {
+    namespace vf = room::visitor_flags;
+    cli_fixture f;
+    payload p;
+    p.room = "shop";
+    p.bucket = now_ms - 20'000;
+    p.last_check_in = now_ms - 2'000;
+    p.flags = vf::challenged | (17u << vf::difficulty_shift) | (12u << vf::refresh_shift);
+    p.estimate_shown_at = now_ms - 15'000;
+    p.estimate_seconds = 95;
+    std::ostringstream out;
+    std::ostringstream err;
+    ASSERT_EQ(decode_command(f.cfg, "shop", encode(*f.ring, p).value(), out, err, now_tp), 0)
+        << err.str();
+    auto j = nlohmann::json::parse(out.str());
+    EXPECT_EQ(j["flags"], p.flags);
+    EXPECT_EQ(j["flags_decoded"]["challenged"], true);
+    EXPECT_EQ(j["flags_decoded"]["challenge_difficulty"], 17);
+    EXPECT_EQ(j["flags_decoded"]["refresh_seconds"], 12);
+    EXPECT_EQ(j["flags_decoded"]["flagged"], false);
+    EXPECT_EQ(j["flags_decoded"]["uncounted"], false);
+    EXPECT_EQ(j["estimate_shown_at"], p.estimate_shown_at);
+    EXPECT_EQ(j["estimate_shown_at_utc"], "2027-01-15T07:59:45.000Z");
+    EXPECT_EQ(j["estimate_seconds"], 95);
+
+    p.flags = vf::flagged | vf::uncounted;
+    out.str("");
+    ASSERT_EQ(decode_command(f.cfg, "shop", encode(*f.ring, p).value(), out, err, now_tp), 0);
+    j = nlohmann::json::parse(out.str());
+    EXPECT_EQ(j["flags_decoded"]["flagged"], true);
+    EXPECT_EQ(j["flags_decoded"]["uncounted"], true);
+    EXPECT_EQ(j["flags_decoded"]["challenged"], false);
+    EXPECT_FALSE(j["flags_decoded"].contains("challenge_difficulty"));
 }
 
 TEST(CookieCli, DecodeReportsExpiryButStillPrintsTheFields) {
