@@ -111,7 +111,7 @@ const char* type_name(kind k) {
 // --- handles -------------------------------------------------------------------------------------
 
 void histogram::observe(unsigned slot, double seconds) const {
-    const auto& b = *bounds_;
+    const auto& b = **bounds_;
     // A handful of bounds: a linear scan beats a binary search and allocates nothing.
     std::size_t i = 0;
     while (i < b.size() && seconds > b[i]) {
@@ -131,11 +131,11 @@ histogram_reading histogram::read() const {
         return r;
     }
     r.bounds = *bounds_;
-    r.buckets.resize(r.bounds.size() + 1);
+    r.buckets.resize(r.bounds->size() + 1);
     for (std::size_t i = 0; i < r.buckets.size(); ++i) {
         r.buckets[i] = reg_->sum(cell_ + static_cast<std::uint32_t>(i));
     }
-    r.sum = static_cast<double>(reg_->sum(cell_ + static_cast<std::uint32_t>(r.bounds.size() + 1))) /
+    r.sum = static_cast<double>(reg_->sum(cell_ + static_cast<std::uint32_t>(r.bounds->size() + 1))) /
             1e9;
     return r;
 }
@@ -170,25 +170,27 @@ histogram_reading histogram_reading::since(const histogram_reading& earlier) con
 
 double quantile(const histogram_reading& r, double q) {
     const std::int64_t total = r.count();
-    if (total == 0 || r.buckets.size() != r.bounds.size() + 1 || !(q >= 0 && q <= 1)) {
+    if (total == 0 || !r.bounds || r.buckets.size() != r.bounds->size() + 1 ||
+        !(q >= 0 && q <= 1)) {
         return NAN;
     }
+    const std::vector<double>& bounds = *r.bounds;
     const double rank = q * static_cast<double>(total);
     std::int64_t below = 0;
     for (std::size_t i = 0; i < r.buckets.size(); ++i) {
         const std::int64_t in = r.buckets[i];
         if (in > 0 && static_cast<double>(below + in) >= rank) {
-            if (i == r.bounds.size()) {
-                return r.bounds.empty() ? NAN : r.bounds.back();
+            if (i == bounds.size()) {
+                return bounds.empty() ? NAN : bounds.back();
             }
-            const double upper = r.bounds[i];
-            const double lower = i > 0 ? r.bounds[i - 1] : (upper > 0 ? 0.0 : upper);
+            const double upper = bounds[i];
+            const double lower = i > 0 ? bounds[i - 1] : (upper > 0 ? 0.0 : upper);
             return lower + (upper - lower) * (rank - static_cast<double>(below)) /
                                static_cast<double>(in);
         }
         below += in;
     }
-    return r.bounds.empty() ? NAN : r.bounds.back();
+    return bounds.empty() ? NAN : bounds.back();
 }
 
 double mean(const histogram_reading& r) {
@@ -239,7 +241,8 @@ void registry::declare(std::string_view name, std::string_view help, kind k,
     std::lock_guard lock(mutex_);
     for (auto& f : families_) {
         if (f.name == name) {
-            if (f.k != k || f.label_names != label_names || f.bounds != bounds) {
+            if (f.k != k || f.label_names != label_names ||
+                (f.bounds ? *f.bounds : std::vector<double>{}) != bounds) {
                 throw std::invalid_argument("metrics: " + std::string(name) +
                                             " declared twice differently");
             }
@@ -251,7 +254,9 @@ void registry::declare(std::string_view name, std::string_view help, kind k,
     f.help = std::string(help);
     f.k = k;
     f.label_names = std::move(label_names);
-    f.bounds = std::move(bounds);
+    if (k == kind::histogram) {
+        f.bounds = std::make_shared<const std::vector<double>>(std::move(bounds));
+    }
     families_.push_back(std::move(f));
 }
 
@@ -323,7 +328,7 @@ histogram registry::add_histogram(std::string_view name, std::vector<std::string
     std::lock_guard lock(mutex_);
     family& f = find(name, kind::histogram, label_values.size());
     // Buckets (one per bound, plus +Inf), then the sum.
-    auto cells = static_cast<std::uint32_t>(f.bounds.size() + 2);
+    auto cells = static_cast<std::uint32_t>(f.bounds->size() + 2);
     return histogram(this, series_cell(f, std::move(label_values), cells), &f.bounds);
 }
 
@@ -362,12 +367,13 @@ std::string registry::text() const {
                 continue;
             }
             // Buckets are stored apart and made cumulative here; the count is the +Inf bucket.
+            const std::vector<double>& bounds = *f.bounds;
             std::int64_t cumulative = 0;
             std::string le;
-            for (std::size_t i = 0; i <= f.bounds.size(); ++i) {
+            for (std::size_t i = 0; i <= bounds.size(); ++i) {
                 cumulative += sum(s.cell + static_cast<std::uint32_t>(i));
                 le.clear();
-                append_double(le, i < f.bounds.size() ? f.bounds[i] : INFINITY);
+                append_double(le, i < bounds.size() ? bounds[i] : INFINITY);
                 out += f.name;
                 out += "_bucket";
                 append_labels(out, f.label_names, s.label_values, "le", le);
@@ -375,7 +381,7 @@ std::string registry::text() const {
                 append_int(out, cumulative);
                 out += '\n';
             }
-            auto sum_ns = sum(s.cell + static_cast<std::uint32_t>(f.bounds.size() + 1));
+            auto sum_ns = sum(s.cell + static_cast<std::uint32_t>(bounds.size() + 1));
             out += f.name;
             out += "_sum";
             append_labels(out, f.label_names, s.label_values);

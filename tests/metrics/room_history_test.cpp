@@ -45,7 +45,7 @@ TEST(HistogramFigures, NothingObservedHasNoFigures) {
     histogram_reading none;
     EXPECT_TRUE(std::isnan(quantile(none, 0.5)));
     EXPECT_TRUE(std::isnan(mean(none)));
-    none.bounds = {1, 2};
+    none.bounds = std::make_shared<const std::vector<double>>(std::vector<double>{1, 2});
     none.buckets = {0, 0, 0};
     EXPECT_TRUE(std::isnan(quantile(none, 0.5)));
     EXPECT_TRUE(std::isnan(quantile(none, 2)));
