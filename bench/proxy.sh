@@ -2,7 +2,8 @@
 # Proxy speed, side by side in one run: nginx `proxy_pass` (upstream keep-alive), HAProxy and
 # waitroomd, in front of the same nginx origin, each proxy pinned to core 0 with one worker,
 # driven in turn by wrk pinned to core 1 (the origin shares core 1). Prints req/s, p50, p99 and
-# the proxy's CPU time per request (utime+stime from /proc), and each one's ratio to nginx.
+# the proxy's CPU time per request (utime+stime from /proc), how often per request it slept
+# waiting for work (voluntary context switches), and each one's ratio to nginx.
 #   bench/proxy.sh [BUILD_DIR] [DURATION_S] [CONNECTIONS]
 # Rows, each for /64 and /16k unless said:
 #   nginx      proxy_pass
@@ -205,6 +206,18 @@ cpu_ticks() {
   echo "$user $sys"
 }
 hz=$(getconf CLK_TCK)
+# Voluntary context switches of a process, its threads and its children: how often it slept
+# waiting for work (each sleep costs an epoll_wait and a wake-up, the cost an idle-ish proxy
+# pays per burst and a saturated one does not).
+wakeups() {
+  local n=0 p v
+  for p in "$1" $(pgrep -P "$1" || true); do
+    for v in $(awk '/^voluntary_ctxt_switches/{print $2}' /proc/"$p"/task/*/status 2>/dev/null); do
+      n=$((n + v))
+    done
+  done
+  echo "$n"
+}
 
 cookie=$(curl -s -D - -o /dev/null "http://127.0.0.1:$wr_port/64" | tr -d '\r' |
          awk -F': ' 'tolower($1)=="set-cookie"{split($2,a,";"); print a[1]; exit}')
@@ -242,10 +255,10 @@ run() {
   local pre post
   read -r -a pre <<<"$(client_args "$client")"; read -r -a post <<<"$(cookie_args "$client")"
   taskset -c "$load_cpus" wrk -t"$threads" -c"$conns" -d2s "${pre[@]}" "http://127.0.0.1:$port$path" "${post[@]}" >/dev/null  # warm-up
-  local out u0 s0 u1 s1
-  read -r u0 s0 < <(cpu_ticks "$pid")
+  local out u0 s0 u1 s1 w0 w1
+  read -r u0 s0 < <(cpu_ticks "$pid"); w0=$(wakeups "$pid")
   out=$(taskset -c "$load_cpus" wrk -t"$threads" -c"$conns" -d"${secs}s" --latency "${pre[@]}" "http://127.0.0.1:$port$path" "${post[@]}")
-  read -r u1 s1 < <(cpu_ticks "$pid")
+  read -r u1 s1 < <(cpu_ticks "$pid"); w1=$(wakeups "$pid")
   local reqs rps p50 p99 errs
   reqs=$(awk '/requests in/{print $1}' <<<"$out")
   rps=$(awk '/Requests\/sec/{print $2}' <<<"$out")
@@ -256,14 +269,16 @@ run() {
   us=$(awk -v t=$((u1 - u0 + s1 - s0)) -v hz="$hz" -v n="$reqs" 'BEGIN{printf "%.2f", t/hz*1e6/n}')
   split=$(awk -v u=$((u1 - u0)) -v s=$((s1 - s0)) -v hz="$hz" -v n="$reqs" \
               'BEGIN{printf "%.1f/%.1f", u/hz*1e6/n, s/hz*1e6/n}')
-  printf '%-12s %-6s %12s %10s %10s %14s %11s  %s\n' "$name" "$path" "$rps" "$p50" "$p99" "$us" "$split" "$errs"
+  local wakes
+  wakes=$(awk -v w=$((w1 - w0)) -v n="$reqs" 'BEGIN{printf "%.2f", w/n}')
+  printf '%-12s %-6s %12s %10s %10s %14s %11s %9s  %s\n' "$name" "$path" "$rps" "$p50" "$p99" "$us" "$split" "$wakes" "$errs"
   echo "$name $path $rps $p50 $p99 $us" >> "$work/rows"
 }
 
 echo "proxy speed: ${secs}s per run, wrk -t$threads -c$conns, $threads worker(s) per proxy on" \
      "core(s) $proxy_cpus, wrk+origin on core(s) $load_cpus"
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
-printf '%-12s %-6s %12s %10s %10s %14s %11s\n' proxy path req/s p50 p99 "cpu us/req" "user/sys"
+printf '%-12s %-6s %12s %10s %10s %14s %11s %9s\n' proxy path req/s p50 p99 "cpu us/req" "user/sys" "sleeps/req"
 rounds="${ROUNDS:-1}"
 for ((round = 1; round <= rounds; round++)); do
   for row in "${rows[@]}"; do
