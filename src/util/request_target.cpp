@@ -295,29 +295,36 @@ bool all_digits(std::string_view s) {
     return true;
 }
 
+// Four dot-separated decimal parts of 1-3 digits, each at most 255, no leading zero: one pass
+// (the Host of a request sent to an address comes here every time).
 bool valid_ipv4(std::string_view h) {
     int parts = 0;
-    std::size_t i = 0;
-    while (i <= h.size()) {
-        std::size_t end = h.find('.', i);
-        if (end == std::string_view::npos) {
-            end = h.size();
+    int digits = 0;  // in the current part
+    int value = 0;
+    bool leading_zero = false;  // the current part starts with '0'
+    for (char c : h) {
+        if (c == '.') {
+            if (digits == 0) {
+                return false;
+            }
+            ++parts;
+            digits = 0;
+            value = 0;
+            continue;
         }
-        std::string_view p = h.substr(i, end - i);
-        if (p.empty() || p.size() > 3 || (p.size() > 1 && p[0] == '0') || !all_digits(p)) {
+        if (c < '0' || c > '9' || digits == 3 || (digits > 0 && leading_zero)) {
             return false;
         }
-        int v = 0;
-        for (char c : p) {
-            v = v * 10 + (c - '0');
+        if (digits == 0) {
+            leading_zero = c == '0';
         }
-        if (v > 255) {
+        value = value * 10 + (c - '0');
+        if (value > 255) {
             return false;
         }
-        ++parts;
-        i = end + 1;
+        ++digits;
     }
-    return parts == 4;
+    return digits > 0 && parts == 3;
 }
 
 bool valid_ipv6(std::string_view h) {
