@@ -511,7 +511,7 @@ void room_filter::apply(per_worker& w, const std::shared_ptr<const node_runtime>
         }
     }
     const std::chrono::seconds cookie_age{d.cookie_max_age_seconds};
-    auto set_cookie_value = [&] {
+    auto set_cookie_text = [&] {
         return sealed.empty() ? std::string{}
                               : cookie::set_cookie_value(rt->cookie_names[room.index()], sealed,
                                                          cookie_age, rc.cookie_attrs, t.tls);
@@ -525,7 +525,7 @@ void room_filter::apply(per_worker& w, const std::shared_ptr<const node_runtime>
         header_list headers;
         headers.emplace_back("Cache-Control", "no-store");
         if (!sealed.empty()) {
-            headers.emplace_back("Set-Cookie", set_cookie_value());
+            headers.emplace_back("Set-Cookie", set_cookie_text());
         }
         auto r = filter_result::respond(204, std::move(headers), std::string{});
         r.room = room.id();
@@ -543,7 +543,7 @@ void room_filter::apply(per_worker& w, const std::shared_ptr<const node_runtime>
             ctx->runtime = rt;
             ctx->room = &room;
             ctx->cookie = d.cookie;
-            ctx->set_cookie = set_cookie_value();
+            ctx->set_cookie = set_cookie_text();
             ctx->traits = t;
             ctx->worker = w.index;
             r.context = std::move(ctx);
