@@ -27,12 +27,13 @@ require_tools() {
 # free_port, wait_port
 . "$(dirname "${BASH_SOURCE[0]}")/../scripts/ports.sh"
 
-# write_nginx_conf DIR SERVERS: DIR/nginx.conf for one worker, logs, pid and temp files in DIR,
-# no access log, keep-alive without a request limit, and SERVERS (upstream/server blocks) in http.
+# write_nginx_conf DIR SERVERS: DIR/nginx.conf for $nginx_workers workers (default one), logs,
+# pid and temp files in DIR, no access log, keep-alive without a request limit, and SERVERS
+# (upstream/server blocks) in http.
 write_nginx_conf() {
   local dir=$1 servers=$2
   cat > "$dir/nginx.conf" <<CONF
-worker_processes 1;
+worker_processes ${nginx_workers:-1};
 error_log $dir/error.log warn;
 pid $dir/nginx.pid;
 events { worker_connections 4096; }

@@ -2,7 +2,8 @@
 # Proxy speed, side by side in one run: nginx `proxy_pass` (upstream keep-alive), HAProxy and
 # waitroomd, in front of the same nginx origin, each proxy pinned to core 0 with one worker,
 # driven in turn by wrk pinned to core 1 (the origin shares core 1). Prints req/s, p50, p99 and
-# the proxy's CPU time per request (utime+stime from /proc), and each one's ratio to nginx.
+# the proxy's CPU time per request (utime+stime from /proc), how often per request it slept
+# waiting for work (voluntary context switches), and each one's ratio to nginx.
 #   bench/proxy.sh [BUILD_DIR] [DURATION_S] [CONNECTIONS]
 # Rows, each for /64 and /16k unless said:
 #   nginx      proxy_pass
@@ -22,6 +23,10 @@
 # With CPU_QUOTA=P (percent of one core) every proxy runs in a cgroup limited to P % of a core:
 # the proxy, not wrk or the origin, is then the bottleneck, and the figures compare capacity at
 # saturation (an idle-ish proxy also pays for waking up between bursts, a saturated one not).
+# With THREADS=N (default 1) every proxy runs N workers (nginx worker_processes N with reuseport,
+# HAProxy nbthread N, waitroomd threads: N) on cores 0..N-1, and so do wrk (-tN) and the origin
+# (N workers): with N = 2 on this 2-core machine the load generator shares the proxies' cores, so
+# only the ratios between proxies mean anything, not the scaling of one alone.
 # With INSTRUCTIONS=1 it then counts each row's user-space instructions per request under
 # valgrind's callgrind (start-up excluded; wrk -c16): a figure that neighbours' noise does not
 # move, for comparing builds. With SYSCALLS=1 it then counts each proxy's system calls per
@@ -33,7 +38,17 @@ cd "$(dirname "$0")/.."
 build="${1:-build}"
 secs="${2:-10}"
 conns="${3:-64}"
+threads="${THREADS:-1}"
 . bench/lib.sh
+nginx_workers=$threads
+if [[ "$threads" -gt 1 ]]; then
+  # N workers on cores 0..N-1, and the load generator and origin beside them (a 2-core machine
+  # has no core left over); each nginx worker gets its own listening socket, as each waitroomd
+  # worker has its own SO_REUSEPORT acceptor.
+  proxy_cpus="0-$((threads - 1))"; load_cpus=$proxy_cpus; reuseport=" reuseport"
+else
+  proxy_cpus=0; load_cpus=1; reuseport=""
+fi
 require_waitroomd "$build"
 # strace and valgrind only for SYSCALLS=1 / INSTRUCTIONS=1; install-deps.sh bench has all four.
 require_tools wrk nginx haproxy $([[ "${SYSCALLS:-0}" == 1 ]] && echo strace) \
@@ -49,7 +64,7 @@ nginx_servers() {
   cat <<NGINX
   upstream origin { server 127.0.0.1:$origin_port; keepalive 64; }
   server {
-    listen 127.0.0.1:$nginx_port;
+    listen 127.0.0.1:$nginx_port$reuseport;
     location / {
       proxy_pass http://origin;
       proxy_http_version 1.1;
@@ -60,7 +75,7 @@ nginx_servers() {
     }
   }
   server {
-    listen 127.0.0.1:$static_port;
+    listen 127.0.0.1:$static_port$reuseport;
     root $work/static;
     default_type text/html;
     location / { add_header Cache-Control no-store; add_header Set-Cookie "$(cat "$work/static/cookie")"; }
@@ -70,7 +85,7 @@ NGINX
 write_nginx_conf "$work/proxy" "$(nginx_servers)"
 cat > "$work/haproxy.cfg" <<CONF
 global
-  nbthread 1
+  nbthread $threads
   maxconn 4096
 defaults
   mode http
@@ -94,7 +109,7 @@ waitroomd_conf() {
 listen: ["127.0.0.1:$1"]
 # One load generator, one address: no per-client cap.
 origin: {url: "http://127.0.0.1:$origin_port", max_connections: 64, max_connections_per_client: 0}
-threads: 1
+threads: $threads
 admin: {listen: "127.0.0.1:$(free_port)"}
 logging: {level: warn}
 cookie: {key_file: $work/$3.key}
@@ -114,10 +129,10 @@ waitroomd_conf "$full_port" "rooms:
     new_users_per_minute: 1
     session_duration: 1h" full > "$work/full.yaml"
 
-start_origin "$origin_port" taskset -c 1
-taskset -c 0 nginx -p "$work/proxy" -c "$work/proxy/nginx.conf" -g 'daemon off;' &
+start_origin "$origin_port" taskset -c "$load_cpus"
+taskset -c "$proxy_cpus" nginx -p "$work/proxy" -c "$work/proxy/nginx.conf" -g 'daemon off;' &
 nginx_pid=$!; pids+=($nginx_pid)
-taskset -c 0 haproxy -f "$work/haproxy.cfg" -db > "$work/haproxy.log" 2>&1 &
+taskset -c "$proxy_cpus" haproxy -f "$work/haproxy.cfg" -db > "$work/haproxy.log" 2>&1 &
 haproxy_pid=$!; pids+=($haproxy_pid)
 # URING_BUILD=DIR: the same room and full room served by DIR's waitroomd too (a build with
 # -DWAITROOM_IO_URING=ON), as rows wr-uring and flash-uring.
@@ -135,7 +150,7 @@ if [[ -n "${URING_BUILD:-}" ]]; then
 fi
 declare -A wr_pids
 for conf in "${!wr_bins[@]}"; do
-  taskset -c 0 "${wr_bins[$conf]}" -c "$work/$conf.yaml" > "$work/$conf.log" 2>&1 &
+  taskset -c "$proxy_cpus" "${wr_bins[$conf]}" -c "$work/$conf.yaml" > "$work/$conf.log" 2>&1 &
   wr_pids[$conf]=$!; pids+=($!)
 done
 wr_pid=${wr_pids[waitroom]}
@@ -191,6 +206,18 @@ cpu_ticks() {
   echo "$user $sys"
 }
 hz=$(getconf CLK_TCK)
+# Voluntary context switches of a process, its threads and its children: how often it slept
+# waiting for work (each sleep costs an epoll_wait and a wake-up, the cost an idle-ish proxy
+# pays per burst and a saturated one does not).
+wakeups() {
+  local n=0 p v
+  for p in "$1" $(pgrep -P "$1" || true); do
+    for v in $(awk '/^voluntary_ctxt_switches/{print $2}' /proc/"$p"/task/*/status 2>/dev/null); do
+      n=$((n + v))
+    done
+  done
+  echo "$n"
+}
 
 cookie=$(curl -s -D - -o /dev/null "http://127.0.0.1:$wr_port/64" | tr -d '\r' |
          awk -F': ' 'tolower($1)=="set-cookie"{split($2,a,";"); print a[1]; exit}')
@@ -227,11 +254,11 @@ run() {
   local name=$1 port=$2 path=$3 pid=$4 client=$5
   local pre post
   read -r -a pre <<<"$(client_args "$client")"; read -r -a post <<<"$(cookie_args "$client")"
-  taskset -c 1 wrk -t1 -c"$conns" -d2s "${pre[@]}" "http://127.0.0.1:$port$path" "${post[@]}" >/dev/null  # warm-up
-  local out u0 s0 u1 s1
-  read -r u0 s0 < <(cpu_ticks "$pid")
-  out=$(taskset -c 1 wrk -t1 -c"$conns" -d"${secs}s" --latency "${pre[@]}" "http://127.0.0.1:$port$path" "${post[@]}")
-  read -r u1 s1 < <(cpu_ticks "$pid")
+  taskset -c "$load_cpus" wrk -t"$threads" -c"$conns" -d2s "${pre[@]}" "http://127.0.0.1:$port$path" "${post[@]}" >/dev/null  # warm-up
+  local out u0 s0 u1 s1 w0 w1
+  read -r u0 s0 < <(cpu_ticks "$pid"); w0=$(wakeups "$pid")
+  out=$(taskset -c "$load_cpus" wrk -t"$threads" -c"$conns" -d"${secs}s" --latency "${pre[@]}" "http://127.0.0.1:$port$path" "${post[@]}")
+  read -r u1 s1 < <(cpu_ticks "$pid"); w1=$(wakeups "$pid")
   local reqs rps p50 p99 errs
   reqs=$(awk '/requests in/{print $1}' <<<"$out")
   rps=$(awk '/Requests\/sec/{print $2}' <<<"$out")
@@ -242,13 +269,16 @@ run() {
   us=$(awk -v t=$((u1 - u0 + s1 - s0)) -v hz="$hz" -v n="$reqs" 'BEGIN{printf "%.2f", t/hz*1e6/n}')
   split=$(awk -v u=$((u1 - u0)) -v s=$((s1 - s0)) -v hz="$hz" -v n="$reqs" \
               'BEGIN{printf "%.1f/%.1f", u/hz*1e6/n, s/hz*1e6/n}')
-  printf '%-12s %-6s %12s %10s %10s %14s %11s  %s\n' "$name" "$path" "$rps" "$p50" "$p99" "$us" "$split" "$errs"
+  local wakes
+  wakes=$(awk -v w=$((w1 - w0)) -v n="$reqs" 'BEGIN{printf "%.2f", w/n}')
+  printf '%-12s %-6s %12s %10s %10s %14s %11s %9s  %s\n' "$name" "$path" "$rps" "$p50" "$p99" "$us" "$split" "$wakes" "$errs"
   echo "$name $path $rps $p50 $p99 $us" >> "$work/rows"
 }
 
-echo "proxy speed: ${secs}s per run, wrk -t1 -c$conns, proxies on core 0, wrk+origin on core 1"
+echo "proxy speed: ${secs}s per run, wrk -t$threads -c$conns, $threads worker(s) per proxy on" \
+     "core(s) $proxy_cpus, wrk+origin on core(s) $load_cpus"
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
-printf '%-12s %-6s %12s %10s %10s %14s %11s\n' proxy path req/s p50 p99 "cpu us/req" "user/sys"
+printf '%-12s %-6s %12s %10s %10s %14s %11s %9s\n' proxy path req/s p50 p99 "cpu us/req" "user/sys" "sleeps/req"
 rounds="${ROUNDS:-1}"
 for ((round = 1; round <= rounds; round++)); do
   for row in "${rows[@]}"; do
@@ -302,10 +332,14 @@ if [[ "${SYSCALLS:-0}" == 1 ]] && command -v strace >/dev/null; then
   syscalls() {
     local name=$1 port=$2 path=$3 pid=$4 client=$5 out reqs sp pre post
     read -r -a pre <<<"$(client_args "$client")"; read -r -a post <<<"$(cookie_args "$client")"
-    [[ "$name" == nginx* ]] && pid=$(pgrep -P "$pid" | head -1)  # the worker
-    strace -c -f -p "$pid" -o "$work/strace.$name" 2>/dev/null & sp=$!
+    local traced=(-p "$pid") w
+    if [[ "$name" == nginx* ]]; then  # the workers
+      traced=()
+      for w in $(pgrep -P "$pid"); do traced+=(-p "$w"); done
+    fi
+    strace -c -f "${traced[@]}" -o "$work/strace.$name" 2>/dev/null & sp=$!
     sleep 0.5
-    out=$(taskset -c 1 wrk -t1 -c"$conns" -d3s "${pre[@]}" "http://127.0.0.1:$port$path" "${post[@]}")
+    out=$(taskset -c "$load_cpus" wrk -t"$threads" -c"$conns" -d3s "${pre[@]}" "http://127.0.0.1:$port$path" "${post[@]}")
     kill -INT "$sp"; wait "$sp" 2>/dev/null || true
     reqs=$(awk '/requests in/{print $1}' <<<"$out")
     awk -v n="$reqs" -v who="$name" -v p="$path" '
@@ -334,8 +368,8 @@ if [[ "${INSTRUCTIONS:-0}" == 1 ]] && command -v valgrind >/dev/null; then
     case "$name" in
       nginx*)
         # the other server of the conf moves too: the running nginx holds its port
-        sed -e "s/listen 127.0.0.1:$old_port;/listen 127.0.0.1:$port;/" \
-            -e "s/listen 127.0.0.1:$((old_port == nginx_port ? static_port : nginx_port));/listen 127.0.0.1:$(free_port);/" \
+        sed -e "s/listen 127.0.0.1:$old_port\([ ;]\)/listen 127.0.0.1:$port\1/" \
+            -e "s/listen 127.0.0.1:$((old_port == nginx_port ? static_port : nginx_port))\([ ;]\)/listen 127.0.0.1:$(free_port)\1/" \
             -e "s|pid $work/proxy/nginx.pid|pid $work/proxy/cg.pid|" \
             -e '1i master_process off; daemon off;' "$work/proxy/nginx.conf" > "$work/proxy/cg.conf"
         valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/cg.out" \

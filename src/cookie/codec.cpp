@@ -26,6 +26,7 @@ constexpr std::size_t min_plaintext = 1 + 1 + 1 + 1 + 8;
 constexpr std::size_t max_plaintext = 1 + 1 + 5 * 10 + 8 + 4 * 5 + 4;
 constexpr std::size_t max_blob = header_size + max_plaintext + gcm_tag_size;
 constexpr std::size_t max_key_id = 8;
+static_assert(max_key_id + 1 + (max_blob * 4 + 2) / 3 <= max_sealed_size);
 
 constexpr std::uint8_t has_accepted = 1;
 constexpr std::uint8_t has_event = 2;
@@ -390,7 +391,8 @@ bool read_plaintext(const std::uint8_t* data, std::size_t size, payload& p) noex
 
 }  // namespace
 
-result<std::string> encode(const key_ring& ring, const payload& p) {
+result<std::size_t> encode_to(const key_ring& ring, const payload& p,
+                              std::span<char, max_sealed_size> out) {
     const key& k = ring.encrypting_key();
     std::uint8_t plain[max_plaintext];
     const std::size_t plain_size = write_plaintext(p, plain);
@@ -417,13 +419,24 @@ result<std::string> encode(const key_ring& ring, const payload& p) {
         return errc::crypto_failure;
     }
     const std::size_t blob_size = header_size + plain_size + gcm_tag_size;
+    const std::size_t size = k.id.size() + 1 + detail::base64url_size(blob_size);
+    if (k.id.size() > max_key_id || size > out.size()) {
+        return errc::crypto_failure;  // the key ring refuses such ids: never reached
+    }
+    std::memcpy(out.data(), k.id.data(), k.id.size());
+    out[k.id.size()] = '.';
+    detail::base64url_encode(blob, blob_size, out.data() + k.id.size() + 1);
+    return size;
+}
+
+result<std::string> encode(const key_ring& ring, const payload& p) {
+    std::array<char, max_sealed_size> buf;
+    auto n = encode_to(ring, p, buf);
+    if (!n) {
+        return n.error();
+    }
     try {
-        std::string out;
-        out.resize(k.id.size() + 1 + detail::base64url_size(blob_size));
-        std::memcpy(out.data(), k.id.data(), k.id.size());
-        out[k.id.size()] = '.';
-        detail::base64url_encode(blob, blob_size, out.data() + k.id.size() + 1);
-        return out;
+        return std::string(buf.data(), *n);
     } catch (...) {
         return errc::crypto_failure;
     }

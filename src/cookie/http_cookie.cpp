@@ -1,6 +1,7 @@
 #include "waitroom/cookie/http_cookie.hpp"
 
 #include <array>
+#include <charconv>
 
 namespace waitroom::cookie {
 namespace {
@@ -73,15 +74,17 @@ resolved_attributes resolve_attributes(const config::cookie_attributes& attrs,
     return r;
 }
 
-std::string set_cookie_value(std::string_view name, std::string_view value,
+void append_set_cookie_value(std::string& out, std::string_view name, std::string_view value,
                              std::chrono::seconds max_age, const config::cookie_attributes& attrs,
                              bool visitor_tls) {
     const resolved_attributes r = resolve_attributes(attrs, visitor_tls);
     const long long age = max_age.count() < 0 ? 0 : static_cast<long long>(max_age.count());
-    std::string out;
-    out.reserve(name.size() + value.size() + 80);
+    char digits[24];
+    const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, age);
+    (void)ec;  // 24 digits hold any long long
+    out.reserve(out.size() + name.size() + value.size() + 80);
     out.append(name).append("=").append(value);
-    out.append("; Max-Age=").append(std::to_string(age));
+    out.append("; Max-Age=").append(digits, end);
     out.append("; Path=/; HttpOnly; SameSite=");
     switch (r.samesite) {
         case config::same_site::strict:
@@ -98,6 +101,13 @@ std::string set_cookie_value(std::string_view name, std::string_view value,
     if (r.secure) {
         out.append("; Secure");
     }
+}
+
+std::string set_cookie_value(std::string_view name, std::string_view value,
+                             std::chrono::seconds max_age, const config::cookie_attributes& attrs,
+                             bool visitor_tls) {
+    std::string out;
+    append_set_cookie_value(out, name, value, max_age, attrs, visitor_tls);
     return out;
 }
 

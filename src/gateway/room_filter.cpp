@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <optional>
 #include <random>
 #include <string_view>
@@ -233,6 +234,10 @@ struct room_filter::per_worker {
     std::vector<const metrics::room_metrics*> room_metrics;  // by room index of `runtime`
     std::int64_t flag_logged_ms = 0;  // when a flagged visitor was last logged
     std::uint64_t flags_unlogged = 0;  // flagged since, not logged
+    // The shared page last answered to a challenged visitor, and where its one challenge seed
+    // placeholder sits (npos: none, or several): looked for once per page, not per visitor.
+    pages::page_body seed_page;
+    std::size_t seed_at = std::string::npos;
 };
 
 // What the answer to a request depends on besides the decision.
@@ -483,7 +488,10 @@ void room_filter::apply(per_worker& w, const std::shared_ptr<const node_runtime>
         }
     }
 
-    std::string set_cookie;
+    // The cookie this answer sets, sealed on the stack ("" when none): a queued answer writes
+    // its Set-Cookie straight into its head.
+    std::array<char, cookie::max_sealed_size> sealed_buf;
+    std::string_view sealed;
     auto seed = t.seed;  // the challenge's seed: of the cookie sent, or of the one sealed now
     bool has_seed = t.has_seed;
     const bool sets = d.what == room::action::admit || d.what == room::action::queue;
@@ -493,18 +501,21 @@ void room_filter::apply(per_worker& w, const std::shared_ptr<const node_runtime>
     if (sets && (d.cookie_changed || binds)) {
         cookie::payload sealing = d.cookie;
         sealing.network = answer_network(*rt, t.address);
-        auto sealed = cookie::encode(*rt->keys, sealing);
-        if (sealed) {
-            set_cookie = cookie::set_cookie_value(rt->cookie_names[room.index()], *sealed,
-                                                  std::chrono::seconds{d.cookie_max_age_seconds},
-                                                  rc.cookie_attrs, t.tls);
-            const auto sealed_seed = cookie::challenge_seed(*sealed);
+        if (auto n = cookie::encode_to(*rt->keys, sealing, sealed_buf)) {
+            sealed = std::string_view{sealed_buf.data(), *n};
+            const auto sealed_seed = cookie::challenge_seed(sealed);
             has_seed = sealed_seed.size() == seed.size();
             if (has_seed) {
                 std::copy(sealed_seed.begin(), sealed_seed.end(), seed.begin());
             }
         }
     }
+    const std::chrono::seconds cookie_age{d.cookie_max_age_seconds};
+    auto set_cookie_text = [&] {
+        return sealed.empty() ? std::string{}
+                              : cookie::set_cookie_value(rt->cookie_names[room.index()], sealed,
+                                                         cookie_age, rc.cookie_attrs, t.tls);
+    };
 
     if (d.what == room::action::admit && t.check_in) {
         // The queue page's script asking whether it is the visitor's turn: yes, with the
@@ -513,8 +524,8 @@ void room_filter::apply(per_worker& w, const std::shared_ptr<const node_runtime>
         // keeps its session alive the same way.
         header_list headers;
         headers.emplace_back("Cache-Control", "no-store");
-        if (!set_cookie.empty()) {
-            headers.emplace_back("Set-Cookie", std::move(set_cookie));
+        if (!sealed.empty()) {
+            headers.emplace_back("Set-Cookie", set_cookie_text());
         }
         auto r = filter_result::respond(204, std::move(headers), std::string{});
         r.room = room.id();
@@ -527,12 +538,12 @@ void room_filter::apply(per_worker& w, const std::shared_ptr<const node_runtime>
         // The cookie is added in on_response (after any revoke command of the origin). A
         // returning visitor whose cookie did not change, in a room that takes no revoke, needs
         // nothing there: no context is allocated for the most common request.
-        if (!set_cookie.empty() || rc.revoke_enabled) {
+        if (!sealed.empty() || rc.revoke_enabled) {
             auto ctx = std::make_shared<admitted_context>();
             ctx->runtime = rt;
             ctx->room = &room;
             ctx->cookie = d.cookie;
-            ctx->set_cookie = std::move(set_cookie);
+            ctx->set_cookie = set_cookie_text();
             ctx->traits = t;
             ctx->worker = w.index;
             r.context = std::move(ctx);
@@ -545,41 +556,71 @@ void room_filter::apply(per_worker& w, const std::shared_ptr<const node_runtime>
     }
 
     pages::page_key key{node_.version(), static_cast<std::uint64_t>(d.cookie.bucket)};
-    header_list headers;
-    headers.reserve(4);  // at most these four: no growing of the list per queued request
-    headers.emplace_back("Cache-Control", "no-store");
     pages::page_body body;
     if (d.what == room::action::reject) {
         body = t.wants_json ? w.renderer.json(room.id(), key, d.page)
                             : w.renderer.reject_page(room.id(), key, d.page);
+    } else if (t.wants_json) {
+        body = w.renderer.json(room.id(), key, d.page);
     } else {
-        headers.emplace_back("Refresh", std::to_string(d.refresh_seconds));
-        if (t.wants_json) {
-            body = w.renderer.json(room.id(), key, d.page);
-        } else {
-            // The decision's page model says whether an event runs; only then is its name (for
-            // its custom page) looked up, at the decision's own time: no second clock read.
-            std::string_view event_name;
-            if (d.page.is_event_active || d.page.is_event_prequeueing) {
-                auto phase = room.phase_at(now_ms);
-                if (phase.event != nullptr && (phase.active || phase.prequeueing)) {
-                    event_name = phase.event->name;
-                }
+        // The decision's page model says whether an event runs; only then is its name (for
+        // its custom page) looked up, at the decision's own time: no second clock read.
+        std::string_view event_name;
+        if (d.page.is_event_active || d.page.is_event_prequeueing) {
+            auto phase = room.phase_at(now_ms);
+            if (phase.event != nullptr && (phase.active || phase.prequeueing)) {
+                event_name = phase.event->name;
             }
-            body = w.renderer.queue_page(room.id(), event_name, key, d.page);
+        }
+        body = w.renderer.queue_page(room.id(), event_name, key, d.page);
+    }
+    // The visitor's challenge seed goes in place of the page's placeholder: sent over it as a
+    // patch when the page holds one (the built-in pages), else written into a copy.
+    filter_result::body_patch patch;
+    if (d.page.challenge_required) {
+        const std::string_view mark = pages::challenge_seed_placeholder;
+        const std::string_view seed_text{seed.data(), has_seed ? seed.size() : 0};
+        if (body != w.seed_page) {
+            w.seed_page = body;
+            w.seed_at = body->find(mark);
+            if (w.seed_at != std::string::npos &&
+                body->find(mark, w.seed_at + mark.size()) != std::string::npos) {
+                w.seed_at = std::string::npos;  // several
+            }
+        }
+        if (w.seed_at != std::string::npos && seed_text.size() == mark.size() &&
+            mark.size() <= patch.bytes.size()) {
+            patch.at = w.seed_at;
+            patch.size = mark.size();
+            std::copy(seed_text.begin(), seed_text.end(), patch.bytes.begin());
+        } else {
+            body = pages::with_challenge_seed(body, seed_text);
         }
     }
-    if (d.page.challenge_required) {
-        body = pages::with_challenge_seed(
-            body, std::string_view{seed.data(), has_seed ? seed.size() : 0});
+    // The cached page itself goes out, shared: no copy of the body per queued request. Its
+    // fields are written at once, in the order they go out, with the cookie sealed straight
+    // into them: one allocation for a new visitor's whole answer, no list of strings.
+    auto r = filter_result::respond(rc.queueing_status_code, header_list{}, std::move(body));
+    r.patch = patch;
+    std::string& f = r.fields;
+    f.reserve(160 + (sealed.empty() ? 0 : sealed.size() + 120));
+    f += "Cache-Control: no-store\r\n";
+    if (d.what != room::action::reject) {
+        char digits[24];
+        const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, d.refresh_seconds);
+        (void)ec;  // 24 digits hold any int64
+        f += "Refresh: ";
+        f.append(digits, end);
+        f += "\r\n";
     }
-    headers.emplace_back("Content-Type",
-                         t.wants_json ? "application/json" : "text/html; charset=utf-8");
-    if (!set_cookie.empty()) {
-        headers.emplace_back("Set-Cookie", std::move(set_cookie));
+    f += t.wants_json ? "Content-Type: application/json\r\n"
+                      : "Content-Type: text/html; charset=utf-8\r\n";
+    if (!sealed.empty()) {
+        f += "Set-Cookie: ";
+        cookie::append_set_cookie_value(f, rt->cookie_names[room.index()], sealed, cookie_age,
+                                        rc.cookie_attrs, t.tls);
+        f += "\r\n";
     }
-    // The cached page itself goes out, shared: no copy of the body per queued request.
-    auto r = filter_result::respond(rc.queueing_status_code, std::move(headers), std::move(body));
     r.room = room.id();
     r.decision = decision_name(d.what);
     done(std::move(r));

@@ -285,35 +285,46 @@ bool iequals_prefix(std::string_view s, std::string_view lower_prefix) {
     return true;
 }
 
-bool is_ipv4_like(std::string_view h) {
-    // Dotted digits only (the last label all digits): must be a real IPv4 address then.
-    return !h.empty() && h.find_first_not_of("0123456789.") == std::string_view::npos;
+// A loop, not find_first_not_of("0123456789"): libstdc++ makes that a memchr per character.
+bool all_digits(std::string_view s) {
+    for (char c : s) {
+        if (c < '0' || c > '9') {
+            return false;
+        }
+    }
+    return true;
 }
 
+// Four dot-separated decimal parts of 1-3 digits, each at most 255, no leading zero: one pass
+// (the Host of a request sent to an address comes here every time).
 bool valid_ipv4(std::string_view h) {
     int parts = 0;
-    std::size_t i = 0;
-    while (i <= h.size()) {
-        std::size_t end = h.find('.', i);
-        if (end == std::string_view::npos) {
-            end = h.size();
+    int digits = 0;  // in the current part
+    int value = 0;
+    bool leading_zero = false;  // the current part starts with '0'
+    for (char c : h) {
+        if (c == '.') {
+            if (digits == 0) {
+                return false;
+            }
+            ++parts;
+            digits = 0;
+            value = 0;
+            continue;
         }
-        std::string_view p = h.substr(i, end - i);
-        if (p.empty() || p.size() > 3 || (p.size() > 1 && p[0] == '0') ||
-            p.find_first_not_of("0123456789") != std::string_view::npos) {
+        if (c < '0' || c > '9' || digits == 3 || (digits > 0 && leading_zero)) {
             return false;
         }
-        int v = 0;
-        for (char c : p) {
-            v = v * 10 + (c - '0');
+        if (digits == 0) {
+            leading_zero = c == '0';
         }
-        if (v > 255) {
+        value = value * 10 + (c - '0');
+        if (value > 255) {
             return false;
         }
-        ++parts;
-        i = end + 1;
+        ++digits;
     }
-    return parts == 4;
+    return digits > 0 && parts == 3;
 }
 
 bool valid_ipv6(std::string_view h) {
@@ -369,12 +380,16 @@ host_view parse_host(std::string_view host, std::string& buf) {
     std::string_view name;
     std::string_view port;
     bool has_port = false;
+    bool upper = false;
     if (!host.empty() && host.front() == '[') {
         auto close = host.find(']');
         if (close == std::string_view::npos || !valid_ipv6(host.substr(1, close - 1))) {
             return out;
         }
         name = host.substr(0, close + 1);
+        for (char c : name) {
+            upper = upper || (c >= 'A' && c <= 'Z');
+        }
         std::string_view rest = host.substr(close + 1);
         if (!rest.empty()) {
             if (rest.front() != ':') {
@@ -393,33 +408,41 @@ host_view parse_host(std::string_view host, std::string& buf) {
         if (name.size() > 1 && name.back() == '.') {
             name.remove_suffix(1);  // "shop.example.com." is the same name
         }
-        if (name.empty() || name.size() > 253 || name.front() == '.' || name.back() == '.' ||
-            name.find("..") != std::string_view::npos) {
+        if (name.empty() || name.size() > 253 || name.front() == '.' || name.back() == '.') {
             return out;
         }
+        // One pass (every Host of every request comes here): the characters, no empty label,
+        // upper case, and whether the last label is all digits.
+        bool digits_only_label = true;  // so far in the current label
+        char prev = 0;
         for (char c : name) {
-            bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                      c == '-' || c == '.' || c == '_';
-            if (!ok) {
+            if (c == '.') {
+                if (prev == '.') {
+                    return out;
+                }
+                digits_only_label = true;
+            } else if (c >= '0' && c <= '9') {
+            } else if ((c >= 'a' && c <= 'z') || c == '-' || c == '_') {
+                digits_only_label = false;
+            } else if (c >= 'A' && c <= 'Z') {
+                digits_only_label = false;
+                upper = true;
+            } else {
                 return out;
             }
+            prev = c;
         }
-        std::string_view last_label = name.substr(name.rfind('.') + 1);
-        if (is_ipv4_like(last_label) && !valid_ipv4(name)) {
+        if (digits_only_label && !valid_ipv4(name)) {
             return out;  // "1.2.3.999", "127.1": not a name, not an address
         }
     }
-    if (port.size() > 5 || port.find_first_not_of("0123456789") != std::string_view::npos) {
+    if (port.size() > 5 || !all_digits(port)) {
         return out;
     }
     if (port.size() == 5 && port > "65535") {
         return out;
     }
     // Views when nothing changes: no upper case, no trailing dot, no empty port.
-    bool upper = false;
-    for (char c : name) {
-        upper = upper || (c >= 'A' && c <= 'Z');
-    }
     const bool same_authority = !upper && (!has_port || !port.empty()) &&
                                 name.size() + (has_port ? port.size() + 1 : 0) == host.size();
     out.valid = true;

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <limits>
 #include <random>
@@ -94,6 +95,37 @@ TEST(CookieCodec, RoundTripsEveryField) {
         EXPECT_EQ(*r, p);
         EXPECT_EQ(r->version, format_version);
         EXPECT_EQ(key_id_of(v), "k1");
+    }
+}
+
+// A new visitor's answer seals its cookie on the stack: the longest payload, under the longest
+// key id, fits, and opens as encode's value does.
+TEST(CookieCodec, SealsIntoABufferAndTheLongestValueFits) {
+    auto ring = ring_of({make_key("key-id-8", 1)});
+    payload longest;
+    longest.room = "shop";
+    longest.bucket = std::numeric_limits<std::int64_t>::max();
+    longest.accepted_at = std::numeric_limits<std::int64_t>::min();
+    longest.last_check_in = std::numeric_limits<std::int64_t>::min();
+    longest.ticket = std::numeric_limits<std::uint64_t>::max();
+    longest.event_id = std::numeric_limits<std::uint32_t>::max();
+    longest.flags = std::numeric_limits<std::uint32_t>::max();
+    longest.flood_since = std::numeric_limits<std::int64_t>::max();
+    longest.flood_count = std::numeric_limits<std::uint32_t>::max();
+    longest.network = std::numeric_limits<std::uint32_t>::max();
+    longest.estimate_shown_at = std::numeric_limits<std::int64_t>::max();
+    longest.estimate_seconds = std::numeric_limits<std::uint32_t>::max();
+    for (const payload& p : {longest, admitted_visitor()}) {
+        std::array<char, max_sealed_size> buf;
+        auto n = encode_to(*ring, p, buf);
+        ASSERT_TRUE(n.ok()) << n.error().message();
+        ASSERT_LE(*n, buf.size());
+        const std::string v(buf.data(), *n);
+        auto r = open(*ring, v, p.room);
+        ASSERT_TRUE(r.ok()) << r.error().message();
+        EXPECT_EQ(*r, p);
+        EXPECT_EQ(v.size(), seal(*ring, p).size());  // the same format (the nonce differs)
+        EXPECT_EQ(key_id_of(v), "key-id-8");
     }
 }
 

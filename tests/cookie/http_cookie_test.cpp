@@ -56,6 +56,17 @@ TEST(SetCookie, FollowsTheAttributeMatrix) {
     }
 }
 
+TEST(SetCookie, AppendsTheSameValueToAHeadUnderConstruction) {
+    config::cookie_attributes attrs{same_site::none, secure_mode::auto_};
+    std::string head = "Set-Cookie: ";
+    append_set_cookie_value(head, "_cfwaitingroom_shop", "k1.AbC-_", 42s, attrs, true);
+    EXPECT_EQ(head, "Set-Cookie: " + set_cookie_value("_cfwaitingroom_shop", "k1.AbC-_", 42s,
+                                                      attrs, true));
+    EXPECT_EQ(head,
+              "Set-Cookie: _cfwaitingroom_shop=k1.AbC-_; Max-Age=42; Path=/; HttpOnly; "
+              "SameSite=None; Secure");
+}
+
 TEST(SetCookie, WritesMaxAgeAndClampsNegativeToZero) {
     config::cookie_attributes attrs;
     EXPECT_NE(set_cookie_value("n", "v", 0s, attrs, false).find("; Max-Age=0;"), std::string::npos);

@@ -151,6 +151,40 @@ TEST_F(Challenge, OnlyASolvedChallengeJoinsTheQueueAndItsHolderGetsInFirst) {
     EXPECT_TRUE(metric_is("waitroom_room_challenges_issued_total", 22)) << metrics();
 }
 
+// The page is shared by every challenged visitor and each one's seed is sent in place of its
+// placeholder: the same bytes as a page written for that visitor alone, never another's seed.
+TEST_F(Challenge, EachChallengedVisitorsPageCarriesItsOwnSeedAndNothingElseDiffers) {
+    cookie_jar holder;
+    ASSERT_TRUE(from_origin(holder.get(port_, "/hello")));
+    std::string first_page;
+    std::string first_seed;
+    for (int i = 0; i < 6; ++i) {  // on both workers, most likely
+        cookie_jar bot;
+        auto r = bot.get(port_, "/hello");
+        ASSERT_EQ(r.status, 200u);
+        const std::string value = cookie_value(bot);
+        ASSERT_GE(value.size(), 22u);
+        const std::string seed = value.substr(value.size() - 22);
+        const std::string attribute = "data-challenge=\"" + seed + "\"";
+        const auto at = r.body.find(attribute);
+        ASSERT_NE(at, std::string::npos) << "the page holds the visitor's own seed";
+        EXPECT_EQ(r.body.find("CHALLENGE-SEED-0000000"), std::string::npos);
+        EXPECT_EQ(r.headers[http::field::content_length], std::to_string(r.body.size()));
+        if (i == 0) {
+            first_page = r.body;
+            first_seed = seed;
+            continue;
+        }
+        ASSERT_NE(seed, first_seed);
+        std::string same = r.body;
+        same.replace(at + 16, 22, first_seed);
+        if (same != first_page) {
+            // A sync between the two answers may change the page's numbers; never its seed.
+            EXPECT_EQ(r.body.find(first_seed), std::string::npos);
+        }
+    }
+}
+
 TEST_F(Challenge, HostileSolutionsAreRefusedWithoutHarm) {
     cookie_jar holder, v;
     ASSERT_TRUE(from_origin(holder.get(port_, "/hello")));

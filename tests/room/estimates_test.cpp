@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "room/harness.hpp"
 
 namespace waitroom::room {
@@ -272,6 +274,10 @@ TEST(PageModel, FormatsMinutesInEnglish) {
     EXPECT_EQ(format_minutes(1), "1 minute");
     EXPECT_EQ(format_minutes(65), "1 hour 5 minutes");
     EXPECT_EQ(format_minutes(120), "2 hours");
+    EXPECT_EQ(format_minutes(61), "1 hour 1 minute");
+    EXPECT_EQ(format_minutes(-5), "0 minutes");
+    EXPECT_EQ(format_minutes(std::numeric_limits<std::int64_t>::max()),
+              "153722867280912930 hours 7 minutes");
 }
 
 }  // namespace

@@ -28,6 +28,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -51,6 +52,14 @@ inline constexpr std::chrono::milliseconds default_max_clock_skew = std::chrono:
 // Seals `p` (its `room` as associated data, its `version` ignored) with the ring's first key.
 // Fails only with errc::crypto_failure.
 result<std::string> encode(const key_ring& ring, const payload& p);
+
+// Room for any value encode_to writes (a key id of at most 8 characters).
+inline constexpr std::size_t max_sealed_size = 168;
+
+// The same value as `encode`, written to `out` (no allocation: a new visitor's answer seals it
+// straight into its head); returns its length.
+result<std::size_t> encode_to(const key_ring& ring, const payload& p,
+                              std::span<char, max_sealed_size> out);
 
 // Opens a value for `room` and checks its age: `expired` when `now - last_check_in > max_age`
 // or `last_check_in - now > max_skew`. Any input, however large or binary, gives a result.

@@ -32,6 +32,10 @@ resolved_attributes resolve_attributes(const config::cookie_attributes& attrs,
 std::string set_cookie_value(std::string_view name, std::string_view value,
                              std::chrono::seconds max_age, const config::cookie_attributes& attrs,
                              bool visitor_tls);
+// The same, appended to `out` (a response head under construction).
+void append_set_cookie_value(std::string& out, std::string_view name, std::string_view value,
+                             std::chrono::seconds max_age, const config::cookie_attributes& attrs,
+                             bool visitor_tls);
 
 // Our cookie's value in a request `Cookie:` header: the first pair named exactly `name` whose
 // value is well formed (non-empty, only [A-Za-z0-9._-], optionally in double quotes). Tolerates

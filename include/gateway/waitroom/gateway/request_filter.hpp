@@ -5,12 +5,14 @@
 
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -54,10 +56,21 @@ struct filter_result {
     action what = action::pass;
     unsigned status = 200;  // respond only
     header_list headers;    // pass: added to the origin response (Set-Cookie…); respond: sent
+    // respond only: fields already written as "Name: value\r\n" lines, sent before `headers`
+    // (a queue page's answer writes its few fields at once: no list of strings to build).
+    std::string fields;
     std::string body;       // respond only (when `shared_body` is null)
     // respond only: a body shared with a cache (the rendered queue page), sent without a copy;
     // wins over `body` when set. Immutable while any response holds it.
     std::shared_ptr<const std::string> shared_body;
+    // respond only, with `shared_body`: bytes sent in place of as many of the shared body's at
+    // `at` (a visitor's own challenge seed in the shared page), so that the page is not copied
+    // per visitor. `size` 0: none.
+    struct body_patch {
+        std::size_t at = 0;
+        std::size_t size = 0;
+        std::array<char, 32> bytes{};
+    } patch;
     // pass only: request fields the origin must not see (a room's bypass secrets), matched
     // without regard to case; null (the usual case) drops none. Shares the owner of the
     // filter's config, so it stays valid while the session keeps this result.
@@ -89,10 +102,118 @@ struct filter_result {
     }
 };
 
+// What a filter calls with its answer: a copyable callable like std::function<void(filter_result)>,
+// except that a callable of up to inline_size bytes (the session's: one shared_ptr) is kept in
+// place. libstdc++'s std::function keeps only trivially copyable callables in place, so it would
+// allocate once per request; a larger callable is kept on the heap here too.
+class filter_completion {
+  public:
+    static constexpr std::size_t inline_size = 32;
+    // Whether a callable of type F is kept in place (no allocation).
+    template <class F, class D = std::decay_t<F>>
+    static constexpr bool kept_in_place = sizeof(D) <= inline_size &&
+                                          alignof(D) <= alignof(std::max_align_t) &&
+                                          std::is_nothrow_move_constructible_v<D>;
+
+    filter_completion() noexcept = default;
+    template <class F, class D = std::decay_t<F>,
+              class = std::enable_if_t<!std::is_same_v<D, filter_completion> &&
+                                       std::is_invocable_v<D&, filter_result>>>
+    filter_completion(F&& f) {  // NOLINT(google-explicit-constructor): as std::function
+        if constexpr (kept_in_place<D>) {
+            ::new (static_cast<void*>(storage_)) D(std::forward<F>(f));
+        } else {
+            ::new (static_cast<void*>(storage_)) D*(new D(std::forward<F>(f)));
+        }
+        ops_ = &ops_for<D>;
+    }
+    filter_completion(const filter_completion& o) {
+        if (o.ops_ != nullptr) {
+            o.ops_->copy(o.storage_, storage_);
+            ops_ = o.ops_;
+        }
+    }
+    filter_completion(filter_completion&& o) noexcept {
+        if (o.ops_ != nullptr) {
+            o.ops_->move(o.storage_, storage_);
+            ops_ = std::exchange(o.ops_, nullptr);
+        }
+    }
+    filter_completion& operator=(filter_completion o) noexcept {
+        reset();
+        if (o.ops_ != nullptr) {
+            o.ops_->move(o.storage_, storage_);
+            ops_ = std::exchange(o.ops_, nullptr);
+        }
+        return *this;
+    }
+    ~filter_completion() { reset(); }
+
+    // Calls the callable (as std::function, a const call may change it). Must hold one.
+    void operator()(filter_result r) const { ops_->call(storage_, std::move(r)); }
+    explicit operator bool() const noexcept { return ops_ != nullptr; }
+
+  private:
+    struct ops_table {
+        void (*call)(unsigned char* self, filter_result&& r);
+        void (*copy)(const unsigned char* from, unsigned char* to);
+        void (*move)(unsigned char* from, unsigned char* to) noexcept;  // and destroys `from`
+        void (*destroy)(unsigned char* self) noexcept;
+    };
+
+    // The callable in `storage`: in place, or (too big) a pointer to it.
+    template <class D>
+    static D& target(unsigned char* storage) noexcept {
+        if constexpr (kept_in_place<D>) {
+            return *std::launder(reinterpret_cast<D*>(storage));
+        } else {
+            return **std::launder(reinterpret_cast<D**>(storage));
+        }
+    }
+
+    template <class D>
+    static constexpr ops_table ops_for = {
+        [](unsigned char* self, filter_result&& r) { target<D>(self)(std::move(r)); },
+        [](const unsigned char* from, unsigned char* to) {
+            const D& f = target<D>(const_cast<unsigned char*>(from));
+            if constexpr (kept_in_place<D>) {
+                ::new (static_cast<void*>(to)) D(f);
+            } else {
+                ::new (static_cast<void*>(to)) D*(new D(f));
+            }
+        },
+        [](unsigned char* from, unsigned char* to) noexcept {
+            if constexpr (kept_in_place<D>) {
+                D& f = target<D>(from);
+                ::new (static_cast<void*>(to)) D(std::move(f));
+                f.~D();
+            } else {
+                ::new (static_cast<void*>(to)) D*(&target<D>(from));
+            }
+        },
+        [](unsigned char* self) noexcept {
+            if constexpr (kept_in_place<D>) {
+                target<D>(self).~D();
+            } else {
+                delete &target<D>(self);
+            }
+        },
+    };
+
+    void reset() noexcept {
+        if (ops_ != nullptr) {
+            std::exchange(ops_, nullptr)->destroy(storage_);
+        }
+    }
+
+    alignas(std::max_align_t) mutable unsigned char storage_[inline_size];
+    const ops_table* ops_ = nullptr;
+};
+
 // Called on the worker's thread. Implementations must not block and must not throw.
 class request_filter {
   public:
-    using completion = std::function<void(filter_result)>;
+    using completion = filter_completion;
 
     virtual ~request_filter() = default;
 
