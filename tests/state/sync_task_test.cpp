@@ -19,7 +19,7 @@ using test::scripted_store;
 using test::t0;
 
 // Visitors asked for `n` slots since the last sync. A lease follows recent demand, so a node
-// that saw none leases a single slot; tests about what a lease holds make the node busy first.
+// that saw none leases nothing; tests about what a lease holds make the node busy first.
 void add_demand(room::node_state& node, std::int64_t n) {
     room::delta_set d;
     d["shop"].demand = n;
