@@ -274,8 +274,7 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
         // slots are unheld at once, for the top-up of whichever node runs dry, instead of
         // being released one interval later; its next visitor pays one top-up.
         const bool idle = alone ? me.demand < 1 : report.deltas.demand == 0;
-        const auto by_demand =
-            idle ? 0 : static_cast<std::int64_t>(std::ceil(me.demand / 2)) + 1;
+        const auto by_demand = idle ? 0 : static_cast<std::int64_t>(std::ceil(me.demand / 2)) + 1;
         const std::int64_t target = std::min(by_share, by_demand);
         // With others live, one grant takes at most the node's share of what nobody holds
         // (rounded down), as a top-up does: near the limit the store's capacity still counts

@@ -92,7 +92,8 @@ void sync_task::set_overrides(std::shared_ptr<room::room_overrides> o) {
 void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code)> done) {
     std::shared_ptr<const room::engine> eng;
     std::map<std::string, std::int64_t> releases;
-    std::map<std::string, std::int64_t> topped_up;  // room → slots top-ups added since the last report
+    // room → slots top-ups added since the last report
+    std::map<std::string, std::int64_t> topped_up;
     std::map<std::string, std::int64_t> lapsed;   // rooms in a degraded episode → lapsed lease
     std::map<std::string, std::int64_t> granted;  // same rooms → allowance put in their pool
     std::optional<unknown_batch> resend;
