@@ -165,6 +165,14 @@ std::int64_t room_ledger::capacity(const room_limits& l, std::int64_t now_ms) co
         0, std::min(l.total_active_users - active, l.new_users_per_minute - admitted));
 }
 
+double room_ledger::share_of(const node_entry& me) const {
+    double total_demand = 0;
+    for (const auto& [id, n] : nodes_) {
+        total_demand += n.demand;
+    }
+    return total_demand > 0 ? me.demand / total_demand : 1.0 / static_cast<double>(nodes_.size());
+}
+
 std::int64_t room_ledger::held_total() const {
     std::int64_t h = 0;
     for (const auto& [id, n] : nodes_) {
@@ -242,12 +250,7 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
         const std::int64_t cap = capacity(l, now_ms);
         const std::int64_t free_unheld =
             now_ms < refill_until_ ? 0 : std::max<std::int64_t>(0, cap - held_total());
-        double total_demand = 0;
-        for (const auto& [id, n] : nodes_) {
-            total_demand += n.demand;
-        }
-        double share =
-            total_demand > 0 ? me.demand / total_demand : 1.0 / static_cast<double>(nodes_.size());
+        const double share = share_of(me);
         // With other nodes live, a lease takes half of the node's share: the other half stays
         // unheld for top-ups, which go to whichever node runs dry first. Leasing whole shares
         // stranded the last slots of a spike in the pool of the node that synced last while a
@@ -265,10 +268,23 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
         // node's first sync is alone in the store, and the slot it leased then sat in an idle
         // pool while another node queued a visitor in an empty small room. Alone for good, its
         // first visitor pays one top-up.
-        const auto by_demand =
-            alone && me.demand < 1 ? 0 : static_cast<std::int64_t>(std::ceil(me.demand / 2)) + 1;
+        // With others live, a node none of whose visitors asked for a slot since its last sync
+        // leases nothing either: the store takes back a lease not used for an interval. Its
+        // node hands back in this same report what sat unused in its pool (sync_task), so the
+        // slots are unheld at once, for the top-up of whichever node runs dry, instead of
+        // being released one interval later; its next visitor pays one top-up.
+        const bool idle = alone ? me.demand < 1 : report.deltas.demand == 0;
+        const auto by_demand = idle ? 0 : static_cast<std::int64_t>(std::ceil(me.demand / 2)) + 1;
         const std::int64_t target = std::min(by_share, by_demand);
-        g.granted = std::clamp<std::int64_t>(target - me.held, 0, free_unheld);
+        // With others live, one grant takes at most the node's share of what nobody holds
+        // (rounded down), as a top-up does: near the limit the store's capacity still counts
+        // the slots other nodes used since their last sync, and leases sized from it left a
+        // small node an interval's worth of the last free places while the big node ran dry
+        // (queueing began at 94-96.5 % of the limit on the worst seeds).
+        const std::int64_t most =
+            alone ? free_unheld
+                  : static_cast<std::int64_t>(std::floor(static_cast<double>(free_unheld) * share));
+        g.granted = std::clamp<std::int64_t>(target - me.held, 0, most);
         g.release = std::max<std::int64_t>(0, me.held - target);
         me.held += g.granted;
     } else {
@@ -294,9 +310,19 @@ std::int64_t room_ledger::top_up(const std::string& node_id, const std::string& 
     }
     const std::int64_t free_unheld =
         std::max<std::int64_t>(0, capacity(limits, now_ms) - held_total());
-    // With other nodes live, one top-up takes at most half of what nobody holds (at least one):
-    // the next node to run dry finds some too.
-    const std::int64_t most = nodes_.size() > 1 ? (free_unheld + 1) / 2 : free_unheld;
+    // With other nodes live, one top-up takes at most half of what nobody holds, and at most
+    // the node's share of it or an even split, whichever is more (at least one): the next node
+    // to run dry finds some too, and near the limit every node holds about what its traffic
+    // uses, so they run dry together instead of one queueing while another's pool still holds
+    // an interval's worth of the last free places. (The even split is for a node whose traffic
+    // just rose: its share shows it only from its next sync.)
+    std::int64_t most = free_unheld;
+    if (nodes_.size() > 1) {
+        const double share = std::max(share_of(me), 1.0 / static_cast<double>(nodes_.size()));
+        const auto by_share =
+            static_cast<std::int64_t>(std::floor(static_cast<double>(free_unheld) * share));
+        most = std::min((free_unheld + 1) / 2, std::max<std::int64_t>(1, by_share));
+    }
     const std::int64_t g = std::min(want, most);
     me.held += g;
     me.top_up_granted = g;

@@ -92,6 +92,8 @@ void sync_task::set_overrides(std::shared_ptr<room::room_overrides> o) {
 void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code)> done) {
     std::shared_ptr<const room::engine> eng;
     std::map<std::string, std::int64_t> releases;
+    // room → slots top-ups added since the last report
+    std::map<std::string, std::int64_t> topped_up;
     std::map<std::string, std::int64_t> lapsed;   // rooms in a degraded episode → lapsed lease
     std::map<std::string, std::int64_t> granted;  // same rooms → allowance put in their pool
     std::optional<unknown_batch> resend;
@@ -119,6 +121,7 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
         in_flight_batch_ = resend ? resend->batch : next_batch_++;
         if (!resend) {
             releases.swap(pending_release_);
+            topped_up.swap(topped_up_);
         }
         for (const auto& [id, ep] : episodes_by_room_) {
             lapsed[id] = ep.lapsed;
@@ -157,10 +160,16 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
             rr.deltas.slots_used -= a.cancelled_episode;
         } else {
             // An expired lease is given back whole: the store may have forgotten it already,
-            // and if not, this keeps its count of held slots right.
-            std::int64_t give_back = rr.limits.needs_slots && !pool.expired(now_ms)
-                                         ? releases[r.id()]
-                                         : pool.available();
+            // and if not, this keeps its count of held slots right. Otherwise the node gives
+            // back what the store asked at the last sync, and at least every slot that sat in
+            // the pool unused since the last report (those top-ups added since are the ones
+            // that did not): the store takes back a lease not used for an interval
+            // (room_ledger::sync), and handed back here it is unheld for other nodes' top-ups
+            // at once, where a release in the answer would come back one interval later.
+            std::int64_t give_back =
+                rr.limits.needs_slots && !pool.expired(now_ms)
+                    ? std::max(releases[r.id()], pool.available() - topped_up[r.id()])
+                    : pool.available();
             if (give_back > 0) {
                 rr.slots_returned = pool.take_up_to(give_back);
             }

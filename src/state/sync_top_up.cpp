@@ -109,6 +109,10 @@ void sync_task::ask_store(top_up_request req) {
             lost_top_ups_[room_id] = again.id;  // it may have been granted all the same
         }
         if (got) {
+            {
+                std::lock_guard lock(mu_);
+                topped_up_[room_id] += res.granted;  // not idle yet at the next report
+            }
             pool.add(res.granted);
             pool.extend_until(now_ms + opt_.lease_ttl_ms);  // the store just saw this node
         } else {

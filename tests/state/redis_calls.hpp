@@ -33,7 +33,7 @@ inline room::room_limits limits(std::int64_t active, std::int64_t per_minute) {
 }
 
 // A report from a busy node (a lease follows recent demand: a node that asked for no slot in
-// the last interval leases one).
+// the last interval leases none).
 inline room_report report(const room::room_limits& l, const std::string& room = "shop",
                    std::int64_t demand = 100) {
     room_report r;

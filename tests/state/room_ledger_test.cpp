@@ -311,6 +311,80 @@ TEST(Ledger, LeaseTakesHalfOfItsShareWhileOtherNodesAreLive) {
     EXPECT_EQ(two.capacity(l, t0 + 100) - two.held_total(), 20);
 }
 
+TEST(Ledger, TakesBackALeaseNotUsedForAnIntervalWhileOtherNodesAreLive) {
+    room_ledger ledger;
+    auto l = limits(1000, 200);
+    ledger.sync("big", "dc", busy_report(l, 50), t0, 3000);
+    auto g = ledger.sync("small", "dc", busy_report(l, 6), t0 + 10, 3000);
+    ASSERT_GT(g.granted, 0);
+    const std::int64_t lease = ledger.held_by("small");
+    // None of the small node's visitors asked for a slot this interval: it hands back what sat
+    // in its pool (sync_task) and leases nothing more, though its decayed demand is not zero.
+    auto idle = report(l);
+    idle.slots_returned = lease;
+    auto g2 = ledger.sync("small", "dc", idle, t0 + 1010, 3000);
+    EXPECT_EQ(g2.granted, 0);
+    EXPECT_EQ(g2.release, 0);
+    EXPECT_EQ(ledger.held_by("small"), 0);
+    // An older node that does not hand its pool back is asked to release all of it.
+    auto g3 = ledger.sync("big", "dc", report(l), t0 + 1020, 3000);
+    EXPECT_EQ(g3.granted, 0);
+    EXPECT_EQ(g3.release, ledger.held_by("big"));
+    // Alone, a node keeps a lease while its decayed demand lasts (nobody else needs it).
+    room_ledger alone;
+    alone.sync("a", "dc", busy_report(l, 6), t0, 3000);
+    alone.sync("a", "dc", report(l), t0 + 1000, 3000);
+    EXPECT_GT(alone.held_by("a"), 0);
+}
+
+TEST(Ledger, ALeaseTakesAtMostTheNodesShareOfWhatNobodyHolds) {
+    room_ledger ledger;
+    auto l = limits(1000, 100);
+    ledger.sync("big", "dc", busy_report(l, 60), t0, 3000);
+    ledger.sync("small", "dc", busy_report(l, 20), t0 + 10, 3000);
+    // The big node tops up until few slots are unheld (its visitors used them: the store does
+    // not know yet).
+    while (ledger.capacity(l, t0 + 100) - ledger.held_total() >= 10) {
+        ledger.top_up("big", "dc", l, 100, t0 + 100);
+    }
+    const std::int64_t unheld = ledger.capacity(l, t0 + 200) - ledger.held_total();
+    ASSERT_GT(unheld, 2);
+    ASSERT_LT(unheld, 10);
+    // The small node's lease target (from the capacity the store sees, which counts the slots
+    // the big node holds, and from its demand) is above what nobody holds; it gets its share
+    // of that, rounded down, not all of it: decayed demand 20 / 2 + 30 against the big node's
+    // 60, 40 %.
+    auto g = ledger.sync("small", "dc", busy_report(l, 30), t0 + 1010, 3000);
+    EXPECT_EQ(g.granted, unheld * 40 / 100);
+    EXPECT_GT(ledger.capacity(l, t0 + 1010) - ledger.held_total(), 0);
+}
+
+TEST(Ledger, NearTheLimitATopUpTakesAtMostTheNodesShareOfWhatNobodyHolds) {
+    room_ledger ledger;
+    auto l = limits(1000, 40);
+    // Shares 70 / 20 / 5 / 5 of the demand.
+    ledger.sync("a", "dc", busy_report(l, 14), t0, 3000);
+    ledger.sync("b", "dc", busy_report(l, 4), t0 + 1, 3000);
+    ledger.sync("c", "dc", busy_report(l, 1), t0 + 2, 3000);
+    ledger.sync("d", "dc", busy_report(l, 1), t0 + 3, 3000);
+    const std::int64_t unheld = ledger.capacity(l, t0 + 10) - ledger.held_total();
+    ASSERT_GE(unheld, 20);
+    // The 20 % node asks for far more: it gets a quarter (an even split is more than its share),
+    // where half of the unheld slots stranded the last free places in its pool while the 70 %
+    // node ran dry.
+    EXPECT_EQ(ledger.top_up("b", "dc", l, 100, t0 + 10), unheld / 4);
+    // The 70 % node gets its share, still at most half.
+    const std::int64_t left = ledger.capacity(l, t0 + 11) - ledger.held_total();
+    const std::int64_t big = ledger.top_up("a", "dc", l, 100, t0 + 11);
+    EXPECT_EQ(big, std::min((left + 1) / 2, left * 7 / 10));
+    // At least one, as long as any is unheld.
+    while (ledger.capacity(l, t0 + 12) - ledger.held_total() > 1) {
+        ASSERT_GE(ledger.top_up("c", "dc", l, 100, t0 + 12), 1);
+    }
+    EXPECT_EQ(ledger.top_up("d", "dc", l, 100, t0 + 12), 1);
+    EXPECT_EQ(ledger.top_up("d", "dc", l, 100, t0 + 12), 0);
+}
+
 TEST(Ledger, EachWindowCountsAtLeastZeroSummedOverNodes) {
     room_ledger ledger;
     auto l = limits(100, 100);

@@ -19,7 +19,7 @@ using test::scripted_store;
 using test::t0;
 
 // Visitors asked for `n` slots since the last sync. A lease follows recent demand, so a node
-// that saw none leases a single slot; tests about what a lease holds make the node busy first.
+// that saw none leases nothing; tests about what a lease holds make the node busy first.
 void add_demand(room::node_state& node, std::int64_t n) {
     room::delta_set d;
     d["shop"].demand = n;
@@ -251,6 +251,44 @@ TEST(SyncTask, TopUpAddsSlotsWhenCapacityFreedSinceTheLastSync) {
     EXPECT_TRUE(granted);
     EXPECT_EQ(node.pool("shop").available(), 2);
     EXPECT_EQ(st.held_total("shop"), 2);
+}
+
+TEST(SyncTask, HandsBackTheSlotsThatSatUnusedThroughAnIntervalInItsNextReport) {
+    auto eng = make_engine(1000, 200);
+    local_store st;
+    room::node_state small, big;
+    sync_task sync_small(small, st, {.node_id = "small"});
+    sync_task sync_big(big, st, {.node_id = "big"});
+    sync_small.set_engine(eng);
+    sync_big.set_engine(eng);
+    add_demand(big, 50);
+    sync_big.run_once(t0);
+    add_demand(small, 6);
+    sync_small.run_once(t0 + 10);
+    auto& pool = small.pool("shop");
+    const std::int64_t lease = pool.available();
+    ASSERT_GT(lease, 0);
+    // Visitors use the lease, then a top-up refills the pool: its slots have not sat unused
+    // for an interval yet.
+    pool.take_up_to(lease);
+    room::delta_set used;
+    used["shop"].slots_used = lease;
+    used["shop"].demand = lease;
+    small.submit(used);
+    sync_small.top_up("shop", t0 + 500, [](bool) {});
+    const std::int64_t topped = pool.available();
+    ASSERT_GT(topped, 0);
+    // The next report keeps those (the visitors who asked are still coming)...
+    sync_small.run_once(t0 + 1010);
+    EXPECT_GE(pool.available(), topped);
+    // ...and the one after, with nobody asking through a whole interval, hands the whole pool
+    // back in the report itself, where a release in the answer would come one interval later:
+    // the store holds none of it for this node, free for any node's top-up.
+    const std::int64_t held_before = st.held_total("shop");
+    const std::int64_t unused = pool.available();
+    sync_small.run_once(t0 + 2010);
+    EXPECT_EQ(pool.available(), 0);
+    EXPECT_EQ(st.held_total("shop"), held_before - unused);
 }
 
 TEST(SyncTask, OptionsScaleWithTheSyncInterval) {

@@ -2,7 +2,10 @@
 // The counting and lease arithmetic of one room inside a store: sums the counter windows, forgets
 // dead windows and silent nodes, and sizes leases by each node's share of recent demand (capped
 // at about one interval of that demand, and at half a share while other nodes are live, so the
-// rest stays free for top-ups) without ever leasing more than is free. It also keeps the room's run-time switches, which every sync answer carries.
+// rest stays free for top-ups) without ever leasing more than is free. While other nodes are
+// live, a node without demand for an interval leases nothing (its node hands the unused slots
+// back in the same report), and no grant exceeds the node's share of the unheld slots. It also
+// keeps the room's run-time switches, which every sync answer carries.
 // The local store uses it directly; the Redis script mirrors it.
 
 #include <cstdint>
@@ -66,6 +69,8 @@ class room_ledger {
     void expire_nodes(std::int64_t now_ms, std::int64_t node_ttl_ms);
     node_entry& touch(const std::string& node_id, const std::string& datacenter,
                       std::int64_t now_ms);
+    // The node's share of the live nodes' decayed demand (an even split while nobody asked).
+    double share_of(const node_entry& me) const;
 
     std::map<std::int64_t, std::int64_t> admitted_;  // rate sub-window → admissions
     std::map<std::int64_t, std::int64_t> active_;    // window → admitted visitors

@@ -163,6 +163,9 @@ class sync_task {
     std::int64_t last_success_ms_ = 0;
     std::uint64_t syncs_ = 0;
     std::map<std::string, std::int64_t> pending_release_;  // room → slots to give back
+    // room → slots top-ups added since the last report: the rest of the pool sat unused through
+    // the interval, and the next report hands it back.
+    std::map<std::string, std::int64_t> topped_up_;
     std::map<std::string, std::uint64_t> abandoned_by_room_;  // room → abandonments (metric)
     // What the store holds of this node, per room: its epoch and the node's live windows as
     // applied there (every applied delta summed, dead windows dropped: a few dozen entries).

@@ -201,6 +201,15 @@ local function held_total(nodes, ids)
     return h
 end
 
+-- room_ledger::share_of: the node's share of the live nodes' decayed demand, summed in byte
+-- order of node id as std::map does (an even split while nobody asked).
+local function share_of(nodes, ids, me)
+    local total_demand = 0
+    for _, id in ipairs(ids) do total_demand = total_demand + nodes[id].demand end
+    if total_demand > 0 then return me.demand / total_demand end
+    return 1.0 / #ids
+end
+
 -- Nothing accumulates: every key outlives its longest-lived entry by a minute, then goes.
 local function set_ttls(node_ttl)
     local ttl = math.max(L.session + L.window, L.window + L.abandon,
@@ -221,10 +230,15 @@ if op == 'top_up' then
         local cap = capacity(live_sum(KEYS[2], active_live, false),
                              live_sum(KEYS[1], rate_live, false))
         local free_unheld = math.max(0, cap - held_total(nodes, ids))
-        -- With other nodes live, one top-up takes at most half of what nobody holds (at least
-        -- one): the next node to run dry finds some too.
+        -- With other nodes live, one top-up takes at most half of what nobody holds, and at
+        -- most the node's share of it or an even split, whichever is more (at least one): the
+        -- next node to run dry finds some too, and near the limit the nodes run dry together.
         local most = free_unheld
-        if #ids > 1 then most = math.floor((free_unheld + 1) / 2) end
+        if #ids > 1 then
+            local share = math.max(share_of(nodes, ids, me), 1.0 / #ids)
+            most = math.min(math.floor((free_unheld + 1) / 2),
+                            math.max(1, math.floor(free_unheld * share)))
+        end
         granted = math.min(want, most)
         me.held = me.held + granted
     end
@@ -412,22 +426,26 @@ if L.needs_slots then
     local cap = capacity(active, admitted)
     local free_unheld = math.max(0, cap - held_total(nodes, ids))
     if now < refill_until then free_unheld = 0 end
-    local total_demand = 0
-    for _, id in ipairs(ids) do total_demand = total_demand + nodes[id].demand end
-    local share
-    if total_demand > 0 then share = me.demand / total_demand else share = 1.0 / #ids end
+    local share = share_of(nodes, ids, me)
     -- With other nodes live, a lease takes half of the node's share: the other half stays
     -- unheld for top-ups, which go to whichever node runs dry first.
     -- Alone: all of the capacity; with others live: half the share, rounded down (see
     -- room_ledger.cpp: a small room then leases nothing and admits by exact top-ups).
     local by_share = cap
     if #ids > 1 then by_share = math.floor(cap * share / 2) end
-    -- Alone and without recent demand (below one request, decayed) a node leases nothing
-    -- (room_ledger.cpp).
+    -- Alone and without recent demand (below one request, decayed) a node leases nothing; with
+    -- others live, nor does a node that reports no demand for the interval: the store takes
+    -- back a lease not used for an interval, and the node hands its unused slots back in this
+    -- same report (room_ledger.cpp).
+    local idle
+    if #ids > 1 then idle = tonumber(ARGV[17]) == 0 else idle = me.demand < 1 end
     local by_demand = 0
-    if #ids > 1 or me.demand >= 1 then by_demand = math.ceil(me.demand / 2) + 1 end
+    if not idle then by_demand = math.ceil(me.demand / 2) + 1 end
     local target = math.min(by_share, by_demand)
-    granted = math.min(math.max(target - me.held, 0), free_unheld)
+    -- With others live, one grant takes at most the node's share of what nobody holds.
+    local most = free_unheld
+    if #ids > 1 then most = math.floor(free_unheld * share) end
+    granted = math.min(math.max(target - me.held, 0), most)
     release = math.max(0, me.held - target)
     me.held = me.held + granted
 else
