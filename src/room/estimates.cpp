@@ -14,6 +14,22 @@ using rules::expected_rate;
 using rules::front_slack;
 using rules::turnover_if;
 
+namespace {
+
+// Beyond any wait worth telling (about 19 years): keeps the roundings below in range whatever
+// the counts.
+constexpr double max_wait_minutes = 1e7;
+
+// waitTimeSeconds: the estimate to the nearest 10 s, at least 10 s. Whole minutes make a 90 s
+// wait read 1 or 2 (33 % off either way), and most waits of a spike are a few minutes; finer
+// than 10 s would claim a precision no estimate of a queue has.
+std::int64_t wait_seconds(double minutes) {
+    const double m = std::clamp(minutes, 0.0, max_wait_minutes);
+    return std::max<std::int64_t>(10, std::llround(m * 6.0) * 10);
+}
+
+}  // namespace
+
 void engine::fill_page(const compiled_room& r, const settings& s, const event_phase& ph,
                        const room_state& st, std::int64_t bucket, std::int64_t now_ms,
                        bool eligible, decision& d) const {
@@ -74,6 +90,9 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
             p.wait_time_50_percentile = quantile(0.50);
             p.wait_time_75_percentile = quantile(0.75);
             p.wait_time = p.wait_time_50_percentile;
+            p.wait_time_seconds = chance >= 1.0
+                                      ? 60
+                                      : wait_seconds(std::log(0.5) / std::log(1.0 - chance));
         }
     } else {
         const std::int64_t ahead = older + st.waiting_in(bucket) / 2;
@@ -98,12 +117,19 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
                     ? std::max<std::int64_t>(0, st.queueing_since_ms() + s.session_ms - now_ms)
                     : 0;
             const double dead = static_cast<double>(dead_ms) / 60'000.0;
+            auto turnover_minutes = [&](double r) {
+                return dead + (h > 1e-6 ? std::log1p(h * a / r) / h : a / r);
+            };
             auto minutes_at = [&](double r) {
-                const double turn = h > 1e-6 ? std::log1p(h * a / r) / h : a / r;
-                return std::max<std::int64_t>(1, std::llround(dead + turn) + before_start);
+                return std::max<std::int64_t>(
+                    1, std::llround(std::min(turnover_minutes(r), max_wait_minutes)) +
+                           before_start);
             };
             p.wait_time_known = true;
             p.wait_time = minutes_at(rate);
+            p.wait_time_seconds = wait_seconds(
+                turnover_minutes(rate) +
+                (ph.prequeueing ? static_cast<double>(ph.start_ms - now_ms) / 60'000.0 : 0.0));
             p.wait_time_50_percentile = p.wait_time;
             if (st.turnover_per_minute() > 0) {
                 p.wait_time_25_percentile = p.wait_time;

@@ -36,6 +36,7 @@ page_model queued_model() {
     m.wait_time_formatted = "1 hour 5 minutes";
     m.wait_time_hours = 1;
     m.wait_time_hour_minutes = 5;
+    m.wait_time_seconds = 3890;
     m.queue_is_full = true;
     m.last_updated = "2026-11-22T05:40:00Z";
     m.last_updated_ms = 1795326000000;
@@ -461,7 +462,8 @@ TEST(PageRenderer, JsonHasCloudflareFieldNamesAndTypes) {
                              "refreshIntervalSeconds",
                              "timeUntilEventStart",
                              "timeUntilEventEnd",
-                             "queuePosition"};
+                             "queuePosition",
+                             "waitTimeSeconds"};
     const char* strings[] = {"waitTimeFormatted",
                              "lastUpdated",
                              "queueingMethod",
@@ -480,6 +482,7 @@ TEST(PageRenderer, JsonHasCloudflareFieldNamesAndTypes) {
     EXPECT_EQ(w.size(), std::size(booleans) + std::size(numbers) + std::size(strings));
     EXPECT_EQ(w["waitTime"], 65);
     EXPECT_EQ(w["queuePosition"], 42);
+    EXPECT_EQ(w["waitTimeSeconds"], 3890);
     EXPECT_EQ(w["refreshIntervalSeconds"], 17);
     EXPECT_EQ(w["queueingMethod"], "random");
     EXPECT_EQ(w["isRandomQueue"], true);
