@@ -106,15 +106,22 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
             const std::int64_t before_start =
                 ph.prequeueing ? ceil_div_ms(ph.start_ms - now_ms, 60'000) : 0;
             // A room that filled within the last minute (everyone in it admitted lately, and
-            // the active limit reached) and started queueing then frees no place before a
-            // session has passed since: each of its visitors holds its place at least
+            // the active limit the one that binds) and started queueing then frees no place
+            // before a session has passed since: each of its visitors holds its place at least
             // session_duration after its admission. The turnover comes after that (issue 16:
             // the first queued waited 70-100 s for places the estimate said would free at once).
+            // The snapshot may not show the queue yet (nor the last admissions: it lags a flush
+            // and a sync): a visitor queued before then is the queue's start, and was told 10 s
+            // of a 90 s wait.
             const room_counts& c = st.counts();
+            const bool filled_lately = c.active > 0 && c.admitted_last_minute >= c.active &&
+                                       s.total_active_users - c.active <=
+                                           s.new_users_per_minute - c.admitted_last_minute;
+            const std::int64_t queue_start =
+                st.queueing_since_ms() > 0 ? st.queueing_since_ms() : now_ms;
             const std::int64_t dead_ms =
-                st.turnover_per_minute() <= 0 && st.queueing_since_ms() > 0 &&
-                        c.active >= s.total_active_users && c.admitted_last_minute >= c.active
-                    ? std::max<std::int64_t>(0, st.queueing_since_ms() + s.session_ms - now_ms)
+                st.turnover_per_minute() <= 0 && filled_lately
+                    ? std::max<std::int64_t>(0, queue_start + s.session_ms - now_ms)
                     : 0;
             const double dead = static_cast<double>(dead_ms) / 60'000.0;
             auto turnover_minutes = [&](double r) {

@@ -145,6 +145,46 @@ TEST(Estimates, AShortWaitIsToldToTenSecondsBesideTheWholeMinutes) {
     EXPECT_LE(std::abs(d.page.wait_time * 60 - d.page.wait_time_seconds), 30);
 }
 
+// The first visitors of a queue are queued before any snapshot shows it: the room that just
+// filled frees no place for a session all the same (they were told 10 s of a 90 s wait by
+// real daemons, hidden by waitTime's minimum of 1 minute).
+TEST(Estimates, TheFirstQueuedBeforeASyncSawTheQueueWaitForTheSessionOfARoomJustFilled) {
+    auto r = make_room("shop", 2, 60);
+    r.session_duration = 1min;
+    harness h({r});
+    visitor a, b;
+    ASSERT_EQ(h.visit(a).what, action::admit);
+    ASSERT_EQ(h.visit(b).what, action::admit);
+    h.sync();
+    ASSERT_EQ(h.state("shop").counts().active, 2);
+    ASSERT_EQ(h.state("shop").waiting_total(), 0);
+    h.advance(1s);
+    visitor me;
+    auto d = h.visit(me);
+    ASSERT_EQ(d.what, action::queue);
+    EXPECT_EQ(d.page.queue_position, 0);
+    EXPECT_EQ(d.page.wait_time_seconds, 60);
+    EXPECT_EQ(d.page.wait_time, 1);
+}
+
+// A room the rate limit holds (its places mostly free) frees a place as its sliding minute
+// moves on, not after a session: no such wait is added.
+TEST(Estimates, ARoomHeldByItsRateLimitAddsNoSessionWait) {
+    auto r = make_room("shop", 100, 2);
+    r.session_duration = 5min;
+    harness h({r});
+    visitor a, b;
+    ASSERT_EQ(h.visit(a).what, action::admit);
+    ASSERT_EQ(h.visit(b).what, action::admit);
+    h.sync();
+    h.advance(1s);
+    visitor me;
+    auto d = h.visit(me);
+    ASSERT_EQ(d.what, action::queue);
+    EXPECT_EQ(d.page.queue_position, 0);
+    EXPECT_EQ(d.page.wait_time_seconds, 10);
+}
+
 // The fine estimate keeps its bounds whatever the counts: at least 10 s at the front, and a
 // queue of a billion behind one place a minute gives a finite number, not an overflow.
 TEST(Estimates, WaitTimeSecondsIsAtLeastTenSecondsAndBoundedForAnyQueue) {
