@@ -111,8 +111,9 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
             // session_duration after its admission. The turnover comes after that (issue 16:
             // the first queued waited 70-100 s for places the estimate said would free at once).
             // The snapshot may not show the queue yet (nor the last admissions, or any: it lags
-            // a flush and a sync): a visitor queued before then is the queue's start, and was
-            // told 10 s of a 90 s wait. A prequeue's wait is the time to the event's start.
+            // a flush and a sync): a visitor queued before then is the queue's start (without
+            // it, the first few of a spike are told 10 s of a 90 s wait). A prequeue's wait is
+            // the time to the event's start.
             const room_counts& c = st.counts();
             const bool filled_lately = !ph.prequeueing && c.admitted_last_minute >= c.active &&
                                        s.total_active_users - c.active <=
