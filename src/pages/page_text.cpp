@@ -49,8 +49,7 @@ std::string format_minutes_in(std::string_view language, std::int64_t minutes) {
     return out;
 }
 
-std::string format_wait_in(std::string_view language, std::int64_t seconds,
-                           std::int64_t minutes) {
+std::string format_wait_in(std::string_view language, std::int64_t seconds, std::int64_t minutes) {
     // Beyond 10 minutes seconds are noise the visitor need not read.
     if (seconds <= 0 || seconds >= 600) {
         return format_minutes_in(language, minutes);

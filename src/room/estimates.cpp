@@ -90,9 +90,8 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
             p.wait_time_50_percentile = quantile(0.50);
             p.wait_time_75_percentile = quantile(0.75);
             p.wait_time = p.wait_time_50_percentile;
-            p.wait_time_seconds = chance >= 1.0
-                                      ? 60
-                                      : wait_seconds(std::log(0.5) / std::log(1.0 - chance));
+            p.wait_time_seconds =
+                chance >= 1.0 ? 60 : wait_seconds(std::log(0.5) / std::log(1.0 - chance));
         }
     } else {
         const std::int64_t ahead = older + st.waiting_in(bucket) / 2;
@@ -115,9 +114,9 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
             // it, the first few of a spike are told 10 s of a 90 s wait). A prequeue's wait is
             // the time to the event's start.
             const room_counts& c = st.counts();
-            const bool filled_lately = !ph.prequeueing && c.admitted_last_minute >= c.active &&
-                                       s.total_active_users - c.active <=
-                                           s.new_users_per_minute - c.admitted_last_minute;
+            const bool filled_lately =
+                !ph.prequeueing && c.admitted_last_minute >= c.active &&
+                s.total_active_users - c.active <= s.new_users_per_minute - c.admitted_last_minute;
             const std::int64_t queue_start =
                 st.queueing_since_ms() > 0 ? st.queueing_since_ms() : now_ms;
             const std::int64_t dead_ms =
@@ -130,8 +129,8 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
             };
             auto minutes_at = [&](double r) {
                 return std::max<std::int64_t>(
-                    1, std::llround(std::min(turnover_minutes(r), max_wait_minutes)) +
-                           before_start);
+                    1,
+                    std::llround(std::min(turnover_minutes(r), max_wait_minutes)) + before_start);
             };
             p.wait_time_known = true;
             p.wait_time = minutes_at(rate);

@@ -163,8 +163,9 @@ TEST(PageRenderer, BuiltInPagesShowAShortWaitToTenSeconds) {
         EXPECT_TRUE(contains(page, shown));
     }
     cfg.rooms[0].custom_page_html =
-        write_template("short.html", "{{waitTime}}|{{waitTimeFormatted}}|{{waitTimeSeconds}}|"
-                                     "{{waitTimeSecondsFormatted}}");
+        write_template("short.html",
+                       "{{waitTime}}|{{waitTimeFormatted}}|{{waitTimeSeconds}}|"
+                       "{{waitTimeSecondsFormatted}}");
     renderer.set_templates(load_ok(cfg));
     EXPECT_EQ(*renderer.queue_page(cfg.rooms[0].id, "", page_key{1, 1}, m),
               "2|2 minutes|90|1 minute 30 seconds");
