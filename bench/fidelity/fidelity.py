@@ -305,7 +305,8 @@ class Visitor(threading.Thread):
                 rec["refresh"] = float(r.getheader("Refresh"))
                 try:
                     j = json.loads(body)["cfWaitingRoom"]
-                    rec.update(wait=j.get("waitTime"), known=j.get("waitTimeKnown"),
+                    rec.update(wait=j.get("waitTime"), wait_s=j.get("waitTimeSeconds"),
+                               known=j.get("waitTimeKnown"),
                                pos=j.get("queuePosition"), p25=j.get("waitTime25Percentile"),
                                p75=j.get("waitTime75Percentile"))
                 except (ValueError, KeyError):
@@ -606,9 +607,11 @@ def score(h, visitors, olog, workdir):
     res["fifo_passed_by_kind"] = kinds
     res["refreshers"] = {k: sum(1 for d in V if d["kind"] == k) for k, _ in REFRESHERS}
 
-    # Wait estimate: waitTime (minutes) on the first queue answer vs the wait it actually had
-    # (admitted − first queue answer).
+    # Wait estimate on the first queue answer vs the wait it actually had (admitted − first queue
+    # answer), at its finest: waitTimeSeconds, which the page shows, where the answer has it;
+    # waitTime (whole minutes) alone gives the _minutes figures.
     errs, biases, waits, pos_err = [], [], [], []
+    m_errs, m_biases = [], []
     for d in V:
         if d["first_q"] is None or d["admit"] is None:
             continue
@@ -616,11 +619,16 @@ def score(h, visitors, olog, workdir):
         waits.append(actual)
         q0 = d["q0"]
         if actual > 0 and q0.get("known"):
-            est = q0["wait"] * 60.0
+            est_m = q0["wait"] * 60.0
+            est = float(q0["wait_s"]) if q0.get("wait_s") is not None else est_m
             errs.append(abs(est - actual) / actual)
             biases.append((est - actual) / actual)
+            m_errs.append(abs(est_m - actual) / actual)
+            m_biases.append((est_m - actual) / actual)
     res["eta_error_median"] = statistics.median(errs) if errs else None
     res["eta_bias_median"] = statistics.median(biases) if biases else None
+    res["eta_error_minutes_median"] = statistics.median(m_errs) if m_errs else None
+    res["eta_bias_minutes_median"] = statistics.median(m_biases) if m_biases else None
     res["wait_median_s"] = statistics.median(waits) if waits else None
     res["wait_max_s"] = max(waits) if waits else None
     # The turnover the room really had while visitors waited: sessions ended per minute.

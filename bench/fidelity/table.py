@@ -10,7 +10,11 @@ import statistics
 COLS = [("overshoot_active", "overshoot active", 1), ("overshoot_rate", "overshoot rate", 1),
         ("queue_onset_utilization", "onset", 1), ("idle_capacity_while_queued", "idle", 2),
         ("fifo_inversions_10s", "FIFO inv. 10 s", 2), ("fifo_inversions_60s", "FIFO inv. 60 s", 2),
-        ("eta_error_median", "ETA error", 0), ("eta_bias_median", "ETA bias", 0)]
+        ("eta_error_median", "ETA error", 0), ("eta_bias_median", "ETA bias", 0),
+        ("eta_error_minutes_median", "ETA error, whole min", 0),
+        ("eta_bias_minutes_median", "ETA bias, whole min", 0)]
+# waitroom_sim puts these under "waits", not "metrics".
+SIM_WAITS = {"eta_bias_median", "eta_error_minutes_median", "eta_bias_minutes_median"}
 SIM = {"overshoot_active": "overshoot_active", "overshoot_rate": "overshoot_rate",
        "queue_onset_utilization": "queue_onset_utilization",
        "idle_capacity_while_queued": "idle_capacity_while_queued",
@@ -55,8 +59,8 @@ def main():
             runs = sim[name]
             cells = []
             for k, _, d in COLS:
-                if k == "eta_bias_median":
-                    cells.append(cell([r["waits"].get("eta_bias_median") for r in runs], d))
+                if k in SIM_WAITS:
+                    cells.append(cell([r["waits"].get(k) for r in runs], d))
                 elif k in SIM:
                     cells.append(cell([r["metrics"].get(SIM[k]) for r in runs], d))
                 else:

@@ -228,7 +228,7 @@ metrics compute(const scenario& s, const sim_result& r) {
 
     m.fifo_inversions = fifo_inversions(s, r);
 
-    std::vector<double> errors, biases, waits;
+    std::vector<double> errors, biases, waits, minute_errors, minute_biases;
     for (const auto& v : r.visitors) {
         ++m.arrivals;
         m.admitted += v.admitted >= 0;
@@ -245,11 +245,20 @@ metrics compute(const scenario& s, const sim_result& r) {
                 errors.push_back(std::abs(est - actual) / actual);
                 biases.push_back((est - actual) / actual);
             }
+            if (v.estimate_minutes_ms >= 0 && actual > 0) {
+                const double est = static_cast<double>(v.estimate_minutes_ms);
+                minute_errors.push_back(std::abs(est - actual) / actual);
+                minute_biases.push_back((est - actual) / actual);
+            }
         }
     }
     if (!errors.empty()) {
         m.eta_error_median = median(errors);
         m.eta_bias_median = median(biases);
+    }
+    if (!minute_errors.empty()) {
+        m.eta_error_minutes_median = median(minute_errors);
+        m.eta_bias_minutes_median = median(minute_biases);
     }
     m.wait_median_s = median(waits);
     m.wait_p95_s = quantile(waits, 0.95);
@@ -303,7 +312,9 @@ nlohmann::json to_json(const scenario& s, const metrics& m) {
                    {"top_ups", m.top_ups},           {"decisions", m.decisions}};
     j["waits"] = {{"median_s", m.wait_median_s},
                   {"p95_s", m.wait_p95_s},
-                  {"eta_bias_median", opt(m.eta_bias_median)}};
+                  {"eta_bias_median", opt(m.eta_bias_median)},
+                  {"eta_error_minutes_median", opt(m.eta_error_minutes_median)},
+                  {"eta_bias_minutes_median", opt(m.eta_bias_minutes_median)}};
     return j;
 }
 

@@ -27,6 +27,9 @@ struct metrics {
 
     // Context.
     std::optional<double> eta_bias_median;  // (estimate − actual) / actual, signed
+    // The same two for the estimate in whole minutes (waitTime) instead of waitTimeSeconds.
+    std::optional<double> eta_error_minutes_median;
+    std::optional<double> eta_bias_minutes_median;
     std::int64_t arrivals = 0;
     std::int64_t admitted = 0;
     std::int64_t queued = 0;     // visitors who saw a queue page

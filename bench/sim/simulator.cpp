@@ -460,7 +460,8 @@ class simulation {
             ++waiting_now_;
             rec.first_queued = rel;
             if (d.page.wait_time_known) {
-                rec.estimate_ms = d.page.wait_time * 60'000;
+                rec.estimate_ms = d.page.wait_time_seconds * 1000;
+                rec.estimate_minutes_ms = d.page.wait_time * 60'000;
             }
         }
         const std::int64_t next =

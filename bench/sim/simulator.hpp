@@ -19,7 +19,8 @@ struct visitor_record {
     std::int64_t admitted = -1;
     std::int64_t session_end = -1;   // last page view + session_duration (the product's session)
     std::int64_t left = -1;          // gave up waiting, or was rejected
-    std::int64_t estimate_ms = -1;   // wait estimate on the first queue page (waitTime)
+    std::int64_t estimate_ms = -1;   // wait estimate on the first queue page (waitTimeSeconds)
+    std::int64_t estimate_minutes_ms = -1;  // the same in whole minutes (waitTime)
     bool prequeued = false;          // arrived while the event was prequeueing
     bool rejected = false;
     bool lost_session = false;       // queued again while its session should still hold

@@ -34,6 +34,7 @@ std::string render_json(const room::page_model& m) {
     o["shuffleAtEventStart"] = m.shuffle_at_event_start;
     o["queuePosition"] = m.queue_position;
     o["roomName"] = m.room_name;
+    o["waitTimeSeconds"] = m.wait_time_seconds;
     if (m.challenge_required) {
         o["challengeRequired"] = true;
         o["challengeSeed"] = challenge_seed_placeholder;

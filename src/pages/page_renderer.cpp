@@ -15,7 +15,7 @@ namespace {
 // The cache compares whole models so it can never serve another visitor's values. If a field is
 // added to page_model this fails to compile: add it to same_values() here, to_data()
 // (template_render.cpp) and render_json() (page_json.cpp).
-static_assert(sizeof(room::page_model) == 304,
+static_assert(sizeof(room::page_model) == 312,
               "page_model changed: update same_values, to_data and render_json");
 
 // queueing_method is left out: it is a view, and the cache keeps its own copy (see slot).
@@ -27,8 +27,8 @@ bool same_values(const room::page_model& a, const room::page_model& b) {
            a.wait_time_25_percentile == b.wait_time_25_percentile &&
            a.wait_time_50_percentile == b.wait_time_50_percentile &&
            a.wait_time_75_percentile == b.wait_time_75_percentile &&
-           a.queue_is_full == b.queue_is_full && a.queue_all == b.queue_all &&
-           a.last_updated_ms == b.last_updated_ms &&
+           a.wait_time_seconds == b.wait_time_seconds && a.queue_is_full == b.queue_is_full &&
+           a.queue_all == b.queue_all && a.last_updated_ms == b.last_updated_ms &&
            a.refresh_interval_seconds == b.refresh_interval_seconds &&
            a.is_fifo_queue == b.is_fifo_queue && a.is_random_queue == b.is_random_queue &&
            a.is_passthrough_queue == b.is_passthrough_queue &&

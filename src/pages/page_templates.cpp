@@ -137,6 +137,7 @@ room::page_model sample_model(const config::room& room, preview_state state) {
     m.wait_time = 12;
     m.wait_time_formatted = room::format_minutes(12);
     m.wait_time_hour_minutes = 12;
+    m.wait_time_seconds = 710;
     m.wait_time_25_percentile = 4;
     m.wait_time_50_percentile = 9;
     m.wait_time_75_percentile = 15;

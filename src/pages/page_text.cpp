@@ -49,6 +49,46 @@ std::string format_minutes_in(std::string_view language, std::int64_t minutes) {
     return out;
 }
 
+std::string format_wait_in(std::string_view language, std::int64_t seconds, std::int64_t minutes) {
+    // Beyond 10 minutes seconds are noise the visitor need not read.
+    if (seconds <= 0 || seconds >= 600) {
+        return format_minutes_in(language, minutes);
+    }
+    const auto m = seconds / 60;
+    const auto sec = seconds % 60;
+    const auto lang = page_templates::resolve_language(language);
+    if (lang == "ja-JP") {
+        std::string out;
+        if (m > 0) {
+            out += std::to_string(m) + "分";
+        }
+        if (sec > 0) {
+            out += std::to_string(sec) + "秒";
+        }
+        return out;
+    }
+    struct words {
+        const char* minute;
+        const char* minutes;
+        const char* second;
+        const char* seconds;
+    };
+    const words w = lang == "de-DE"   ? words{"Minute", "Minuten", "Sekunde", "Sekunden"}
+                    : lang == "fr-FR" ? words{"minute", "minutes", "seconde", "secondes"}
+                                      : words{"minute", "minutes", "second", "seconds"};
+    std::string out;
+    if (m > 0) {
+        out = std::to_string(m) + " " + (m == 1 ? w.minute : w.minutes);
+    }
+    if (sec > 0) {
+        if (!out.empty()) {
+            out += ' ';
+        }
+        out += std::to_string(sec) + " " + (sec == 1 ? w.second : w.seconds);
+    }
+    return out;
+}
+
 int progress_percent(std::int64_t queue_position) {
     if (queue_position <= 0) {
         return 100;

@@ -155,6 +155,9 @@ mustache::data to_data(const room::page_model& m, const compiled& c,
     flag("shuffleAtEventStart", m.shuffle_at_event_start);
     d.set("queuePosition", num(m.queue_position));
     d.set("roomName", text(m.room_name));
+    d.set("waitTimeSeconds", num(m.wait_time_seconds));
+    d.set("waitTimeSecondsFormatted",
+          text(format_wait_in(localize ? c.language : "en-US", m.wait_time_seconds, m.wait_time)));
     // Ours, for the built-in page; custom templates may use them too.
     d.set("progressPercent", num(progress_percent(m.queue_position)));
     // The tab title's "(12) ": the position where the page shows one (a FIFO queue), else "".

@@ -410,7 +410,7 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
     } else if (d.page.wait_time_known) {
         d.cookie.estimate_shown_at = now_ms;
         d.cookie.estimate_seconds = static_cast<std::uint32_t>(
-            std::clamp<std::int64_t>(d.page.wait_time, 0, max_believed_wait_ms / 60'000) * 60);
+            std::clamp<std::int64_t>(d.page.wait_time_seconds, 0, max_believed_wait_ms / 1000));
     }
     if (slowed) {
         // `slow`: told to come back flood_factor times later than anyone, and held to it.

@@ -14,6 +14,22 @@ using rules::expected_rate;
 using rules::front_slack;
 using rules::turnover_if;
 
+namespace {
+
+// Beyond any wait worth telling (about 19 years): keeps the roundings below in range whatever
+// the counts.
+constexpr double max_wait_minutes = 1e7;
+
+// waitTimeSeconds: the estimate to the nearest 10 s, at least 10 s. Whole minutes make a 90 s
+// wait read 1 or 2 (33 % off either way), and most waits of a spike are a few minutes; finer
+// than 10 s would claim a precision no estimate of a queue has.
+std::int64_t wait_seconds(double minutes) {
+    const double m = std::clamp(minutes, 0.0, max_wait_minutes);
+    return std::max<std::int64_t>(10, std::llround(m * 6.0) * 10);
+}
+
+}  // namespace
+
 void engine::fill_page(const compiled_room& r, const settings& s, const event_phase& ph,
                        const room_state& st, std::int64_t bucket, std::int64_t now_ms,
                        bool eligible, decision& d) const {
@@ -74,6 +90,8 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
             p.wait_time_50_percentile = quantile(0.50);
             p.wait_time_75_percentile = quantile(0.75);
             p.wait_time = p.wait_time_50_percentile;
+            p.wait_time_seconds =
+                chance >= 1.0 ? 60 : wait_seconds(std::log(0.5) / std::log(1.0 - chance));
         }
     } else {
         const std::int64_t ahead = older + st.waiting_in(bucket) / 2;
@@ -87,23 +105,38 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
             const std::int64_t before_start =
                 ph.prequeueing ? ceil_div_ms(ph.start_ms - now_ms, 60'000) : 0;
             // A room that filled within the last minute (everyone in it admitted lately, and
-            // the active limit reached) and started queueing then frees no place before a
-            // session has passed since: each of its visitors holds its place at least
+            // the active limit the one that binds) and started queueing then frees no place
+            // before a session has passed since: each of its visitors holds its place at least
             // session_duration after its admission. The turnover comes after that (issue 16:
             // the first queued waited 70-100 s for places the estimate said would free at once).
+            // The snapshot may not show the queue yet (nor the last admissions, or any: it lags
+            // a flush and a sync): a visitor queued before then is the queue's start (without
+            // it, the first few of a spike are told 10 s of a 90 s wait). A prequeue's wait is
+            // the time to the event's start.
             const room_counts& c = st.counts();
+            const bool filled_lately =
+                !ph.prequeueing && c.admitted_last_minute >= c.active &&
+                s.total_active_users - c.active <= s.new_users_per_minute - c.admitted_last_minute;
+            const std::int64_t queue_start =
+                st.queueing_since_ms() > 0 ? st.queueing_since_ms() : now_ms;
             const std::int64_t dead_ms =
-                st.turnover_per_minute() <= 0 && st.queueing_since_ms() > 0 &&
-                        c.active >= s.total_active_users && c.admitted_last_minute >= c.active
-                    ? std::max<std::int64_t>(0, st.queueing_since_ms() + s.session_ms - now_ms)
+                st.turnover_per_minute() <= 0 && filled_lately
+                    ? std::max<std::int64_t>(0, queue_start + s.session_ms - now_ms)
                     : 0;
             const double dead = static_cast<double>(dead_ms) / 60'000.0;
+            auto turnover_minutes = [&](double r) {
+                return dead + (h > 1e-6 ? std::log1p(h * a / r) / h : a / r);
+            };
             auto minutes_at = [&](double r) {
-                const double turn = h > 1e-6 ? std::log1p(h * a / r) / h : a / r;
-                return std::max<std::int64_t>(1, std::llround(dead + turn) + before_start);
+                return std::max<std::int64_t>(
+                    1,
+                    std::llround(std::min(turnover_minutes(r), max_wait_minutes)) + before_start);
             };
             p.wait_time_known = true;
             p.wait_time = minutes_at(rate);
+            p.wait_time_seconds = wait_seconds(
+                turnover_minutes(rate) +
+                (ph.prequeueing ? static_cast<double>(ph.start_ms - now_ms) / 60'000.0 : 0.0));
             p.wait_time_50_percentile = p.wait_time;
             if (st.turnover_per_minute() > 0) {
                 p.wait_time_25_percentile = p.wait_time;

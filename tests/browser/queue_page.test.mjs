@@ -99,7 +99,7 @@ try {
   assert.equal(await pageB.title(), `(${position}) You are in line – Demo shop`);
   const wait = (await pageB.locator(".stat", { hasText: "Estimated wait" })
     .locator("dd").textContent()).trim();
-  assert.match(wait, /^\d+ minutes?$|hour/, "the wait is shown: " + wait);
+  assert.match(wait, /^\d+ minutes?( \d+ seconds)?$|^\d+ seconds$|hour/, "the wait is shown: " + wait);
   assert.equal(await pageB.locator("#notify").isVisible(), false,
     "without a script the page offers no notification it could not give");
   const queueShot = path.join(outDir, "queue-page.png");

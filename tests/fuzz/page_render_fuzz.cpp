@@ -65,6 +65,7 @@ room::page_model model_from(std::string_view bytes) {
     m.wait_time_25_percentile = r.number();
     m.wait_time_50_percentile = r.number();
     m.wait_time_75_percentile = r.number();
+    m.wait_time_seconds = m.wait_time * 60;  // derived: the corpus keeps its meaning
     m.queue_is_full = r.flag();
     m.queue_all = r.flag();
     m.last_updated = r.text();

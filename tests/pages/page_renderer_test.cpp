@@ -36,6 +36,7 @@ page_model queued_model() {
     m.wait_time_formatted = "1 hour 5 minutes";
     m.wait_time_hours = 1;
     m.wait_time_hour_minutes = 5;
+    m.wait_time_seconds = 3890;
     m.queue_is_full = true;
     m.last_updated = "2026-11-22T05:40:00Z";
     m.last_updated_ms = 1795326000000;
@@ -134,6 +135,40 @@ TEST(PageRenderer, RendersEveryBuiltInLanguageWithItsValues) {
         EXPECT_FALSE(contains(page, "http://"));  // self-contained: no external resources
         EXPECT_FALSE(contains(page, "https://"));
     }
+}
+
+// A short wait shows to 10 s on every built-in page (whole minutes read a 90 s wait as 1 or
+// 2 minutes); waitTimeFormatted, Cloudflare's, stays in whole minutes for custom templates.
+TEST(PageRenderer, BuiltInPagesShowAShortWaitToTenSeconds) {
+    config cfg;
+    for (const auto lang : page_templates::languages()) {
+        cfg.rooms.push_back(make_room(std::string(lang), std::string(lang)));
+    }
+    page_renderer renderer(load_ok(cfg));
+    auto m = queued_model();
+    m.wait_time = 2;
+    m.wait_time_seconds = 90;
+    m.wait_time_formatted = "2 minutes";
+    m.wait_time_hours = 0;
+    m.wait_time_hour_minutes = 2;
+    const std::pair<const char*, const char*> cases[] = {
+        {"en-US", "<dd>1 minute 30 seconds</dd>"},
+        {"de-DE", "<dd>1 Minute 30 Sekunden</dd>"},
+        {"fr-FR", "<dd>1 minute 30 secondes</dd>"},
+        {"ja-JP", "<dd>1分30秒</dd>"},
+    };
+    for (const auto& [lang, shown] : cases) {
+        SCOPED_TRACE(lang);
+        const auto page = *renderer.queue_page(lang, "", page_key{1, 1}, m);
+        EXPECT_TRUE(contains(page, shown));
+    }
+    cfg.rooms[0].custom_page_html =
+        write_template("short.html",
+                       "{{waitTime}}|{{waitTimeFormatted}}|{{waitTimeSeconds}}|"
+                       "{{waitTimeSecondsFormatted}}");
+    renderer.set_templates(load_ok(cfg));
+    EXPECT_EQ(*renderer.queue_page(cfg.rooms[0].id, "", page_key{1, 1}, m),
+              "2|2 minutes|90|1 minute 30 seconds");
 }
 
 TEST(PageRenderer, UnknownLanguageFallsBackToEnglishAndSubtagsMatch) {
@@ -461,7 +496,8 @@ TEST(PageRenderer, JsonHasCloudflareFieldNamesAndTypes) {
                              "refreshIntervalSeconds",
                              "timeUntilEventStart",
                              "timeUntilEventEnd",
-                             "queuePosition"};
+                             "queuePosition",
+                             "waitTimeSeconds"};
     const char* strings[] = {"waitTimeFormatted",
                              "lastUpdated",
                              "queueingMethod",
@@ -480,6 +516,7 @@ TEST(PageRenderer, JsonHasCloudflareFieldNamesAndTypes) {
     EXPECT_EQ(w.size(), std::size(booleans) + std::size(numbers) + std::size(strings));
     EXPECT_EQ(w["waitTime"], 65);
     EXPECT_EQ(w["queuePosition"], 42);
+    EXPECT_EQ(w["waitTimeSeconds"], 3890);
     EXPECT_EQ(w["refreshIntervalSeconds"], 17);
     EXPECT_EQ(w["queueingMethod"], "random");
     EXPECT_EQ(w["isRandomQueue"], true);
@@ -654,6 +691,21 @@ TEST(PageFormatting, FormatsMinutesPerLanguage) {
     EXPECT_EQ(format_minutes_in("fr-FR", 150), "2 heures 30 minutes");
     EXPECT_EQ(format_minutes_in("ja-JP", 125), "2時間5分");
     EXPECT_EQ(format_minutes_in("ja-JP", 60), "1時間");
+}
+
+TEST(PageFormatting, FormatsAShortWaitToTheSecondsGivenAndALongOneInMinutes) {
+    using waitroom::pages::format_wait_in;
+    EXPECT_EQ(format_wait_in("en-US", 90, 2), "1 minute 30 seconds");
+    EXPECT_EQ(format_wait_in("en-US", 50, 1), "50 seconds");
+    EXPECT_EQ(format_wait_in("en-US", 120, 2), "2 minutes");
+    EXPECT_EQ(format_wait_in("de-DE", 10, 1), "10 Sekunden");
+    EXPECT_EQ(format_wait_in("fr-FR", 370, 6), "6 minutes 10 secondes");
+    EXPECT_EQ(format_wait_in("ja-JP", 70, 1), "1分10秒");
+    // From 10 minutes on, and without a seconds estimate, the whole minutes.
+    EXPECT_EQ(format_wait_in("en-US", 600, 10), "10 minutes");
+    EXPECT_EQ(format_wait_in("de-DE", 3890, 65), "1 Stunde 5 Minuten");
+    EXPECT_EQ(format_wait_in("en-US", 0, 3), "3 minutes");
+    EXPECT_EQ(format_wait_in("en-US", -20, 3), "3 minutes");
 }
 
 TEST(PageFormatting, ProgressGrowsAsThePositionShrinks) {

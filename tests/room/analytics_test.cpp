@@ -124,7 +124,8 @@ TEST(Analytics, TheEngineKeepsTheFirstEstimateUntilTheAdmissionAndComparesIt) {
     const std::int64_t shown_at = h.now();
     ASSERT_TRUE(me.cookie);
     EXPECT_EQ(me.cookie->estimate_shown_at, shown_at);
-    EXPECT_EQ(me.cookie->estimate_seconds, static_cast<std::uint32_t>(d.page.wait_time * 60));
+    // What the visitor was told at its finest: waitTimeSeconds, not waitTime's whole minutes.
+    EXPECT_EQ(me.cookie->estimate_seconds, static_cast<std::uint32_t>(d.page.wait_time_seconds));
     const std::uint32_t told = me.cookie->estimate_seconds;
     // Later refreshes show their own estimates, the cookie keeps the first.
     for (int i = 0; i < 3; ++i) {

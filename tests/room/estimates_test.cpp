@@ -119,6 +119,103 @@ TEST(Estimates, AfterAMinuteOfQueueingTheWaitUsesTheTurnoverTheRoomSaw) {
     EXPECT_EQ(d.page.wait_time_75_percentile, 9);
 }
 
+// A wait of a minute and a half reads "1 minute" in waitTime (33 % short) and "2 minutes" a
+// moment later; waitTimeSeconds tells it to 10 s, from the same estimate. The room of 4 filled
+// at 0 s and queued from 10 s: nobody leaves before 70 s (59 s from now), then 1 ahead (half
+// of its own bucket of 3) at the prior's 2 a minute takes 30 s more.
+TEST(Estimates, AShortWaitIsToldToTenSecondsBesideTheWholeMinutes) {
+    auto r = make_room("shop", 4, 60);
+    r.session_duration = 1min;
+    harness h({r});
+    std::vector<visitor> in(4);
+    for (auto& v : in) {
+        ASSERT_EQ(h.visit(v).what, action::admit);
+    }
+    h.advance(10s);
+    std::vector<visitor> bucket(3);
+    for (auto& v : bucket) {
+        ASSERT_EQ(h.visit(v).what, action::queue);
+    }
+    h.sync();
+    h.advance(1s);
+    auto d = h.visit(bucket[0]);
+    ASSERT_EQ(d.what, action::queue);
+    ASSERT_EQ(d.page.queue_position, 1);
+    EXPECT_EQ(d.page.wait_time, 1);           // 59 s + 30 s = 89 s, to the nearest minute
+    EXPECT_EQ(d.page.wait_time_seconds, 90);  // to the nearest 10 s
+    // Both come from one estimate: minutes are the seconds' nearest minute.
+    EXPECT_LE(std::abs(d.page.wait_time * 60 - d.page.wait_time_seconds), 30);
+}
+
+// The first visitors of a queue are queued before any snapshot shows it: the room that just
+// filled frees no place for a session all the same (they were told 10 s of a 90 s wait by
+// real daemons, hidden by waitTime's minimum of 1 minute).
+TEST(Estimates, TheFirstQueuedBeforeASyncSawTheQueueWaitForTheSessionOfARoomJustFilled) {
+    auto r = make_room("shop", 2, 60);
+    r.session_duration = 1min;
+    harness h({r});
+    visitor a, b;
+    ASSERT_EQ(h.visit(a).what, action::admit);
+    ASSERT_EQ(h.visit(b).what, action::admit);
+    h.sync();
+    ASSERT_EQ(h.state("shop").counts().active, 2);
+    ASSERT_EQ(h.state("shop").waiting_total(), 0);
+    h.advance(1s);
+    visitor me;
+    auto d = h.visit(me);
+    ASSERT_EQ(d.what, action::queue);
+    EXPECT_EQ(d.page.queue_position, 0);
+    EXPECT_EQ(d.page.wait_time_seconds, 60);
+    EXPECT_EQ(d.page.wait_time, 1);
+}
+
+// A room the rate limit holds (its places mostly free) frees a place as its sliding minute
+// moves on, not after a session: no such wait is added.
+TEST(Estimates, ARoomHeldByItsRateLimitAddsNoSessionWait) {
+    auto r = make_room("shop", 100, 2);
+    r.session_duration = 5min;
+    harness h({r});
+    visitor a, b;
+    ASSERT_EQ(h.visit(a).what, action::admit);
+    ASSERT_EQ(h.visit(b).what, action::admit);
+    h.sync();
+    h.advance(1s);
+    visitor me;
+    auto d = h.visit(me);
+    ASSERT_EQ(d.what, action::queue);
+    EXPECT_EQ(d.page.queue_position, 0);
+    EXPECT_EQ(d.page.wait_time_seconds, 10);
+}
+
+// The fine estimate keeps its bounds whatever the counts: at least 10 s at the front, and a
+// queue of a billion behind one place a minute gives a finite number, not an overflow.
+TEST(Estimates, WaitTimeSecondsIsAtLeastTenSecondsAndBoundedForAnyQueue) {
+    auto r = make_room("shop", 1, 1);
+    r.session_duration = 1min;
+    harness h({r});
+    visitor inside;
+    ASSERT_EQ(h.visit(inside).what, action::admit);
+    room_counts c;
+    c.as_of_ms = h.now();
+    c.active = 1;
+    c.admitted_last_minute = 1;
+    c.waiting = {{h.now() - 60'000, 1'000'000'000}, {h.now(), 2}};
+    room_limits lim;
+    lim.total_active_users = 1;
+    lim.new_users_per_minute = 1;
+    lim.session_ms = 60'000;
+    auto snap = std::make_shared<state_snapshot>();
+    snap->as_of_ms = h.now();
+    snap->rooms.emplace("shop", room_state(c, lim));
+    h.node().publish(snap);
+    visitor me;
+    auto d = h.visit(me);
+    ASSERT_EQ(d.what, action::queue);
+    EXPECT_GE(d.page.wait_time_seconds, 10);
+    EXPECT_LE(d.page.wait_time_seconds, 600'000'000);
+    EXPECT_GE(d.page.wait_time, 1);
+}
+
 TEST(Estimates, AdmissionRateIsBoundedByNewUsersPerMinute) {
     harness h({make_room("shop", 1000, 2)});  // turnover would be 200 a minute
     visitor a, b;

@@ -131,6 +131,10 @@ std::string render_json(const room::page_model& model);
 // Minutes as words in a built-in language ("1 Stunde 5 Minuten", "1時間5分"); en-US otherwise.
 std::string format_minutes_in(std::string_view language, std::int64_t minutes);
 
+// A wait as the built-in page shows it: under 10 minutes from waitTimeSeconds ("1 minute 30
+// seconds", "1分30秒"), else (or without seconds) as format_minutes_in(language, minutes).
+std::string format_wait_in(std::string_view language, std::int64_t seconds, std::int64_t minutes);
+
 // The default page's progress bar value, 0–100: grows as the position shrinks, on a log scale
 // because no start position is kept (no per-visitor state).
 int progress_percent(std::int64_t queue_position);

@@ -22,6 +22,9 @@ struct page_model {
     std::int64_t wait_time_25_percentile = 0;  // waitTime25Percentile: minutes (random: spread)
     std::int64_t wait_time_50_percentile = 0;  // waitTime50Percentile: minutes
     std::int64_t wait_time_75_percentile = 0;  // waitTime75Percentile: minutes
+    // waitTimeSeconds (ours): the same estimate as waitTime to the nearest 10 s (≥ 10), for
+    // short waits that whole minutes round by a third.
+    std::int64_t wait_time_seconds = 0;
 
     bool queue_is_full = false;  // queueIsFull: the room is at its limits (visitors are queued)
     bool queue_all = false;      // queueAll: the room queues everyone (queue_all or prequeue)
