@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "waitroom/util/clock.hpp"
+
 namespace waitroom::pages {
 
 std::string render_json(const room::page_model& m) {
@@ -18,7 +20,7 @@ std::string render_json(const room::page_model& m) {
     o["waitTime75Percentile"] = m.wait_time_75_percentile;
     o["queueIsFull"] = m.queue_is_full;
     o["queueAll"] = m.queue_all;
-    o["lastUpdated"] = m.last_updated;
+    o["lastUpdated"] = util::iso8601_utc(m.last_updated_ms);
     o["refreshIntervalSeconds"] = m.refresh_interval_seconds;
     o["queueingMethod"] = std::string(m.queueing_method);
     o["isFIFOQueue"] = m.is_fifo_queue;

@@ -15,7 +15,7 @@ namespace {
 // The cache compares whole models so it can never serve another visitor's values. If a field is
 // added to page_model this fails to compile: add it to same_values() here, to_data()
 // (template_render.cpp) and render_json() (page_json.cpp).
-static_assert(sizeof(room::page_model) == 312,
+static_assert(sizeof(room::page_model) == 280,
               "page_model changed: update same_values, to_data and render_json");
 
 // queueing_method is left out: it is a view, and the cache keeps its own copy (see slot).
@@ -37,7 +37,7 @@ bool same_values(const room::page_model& a, const room::page_model& b) {
            a.time_until_event_start == b.time_until_event_start &&
            a.time_until_event_end == b.time_until_event_end &&
            a.shuffle_at_event_start == b.shuffle_at_event_start && a.room_name == b.room_name &&
-           a.last_updated == b.last_updated && a.wait_time_formatted == b.wait_time_formatted &&
+           a.wait_time_formatted == b.wait_time_formatted &&
            a.time_until_event_start_formatted == b.time_until_event_start_formatted &&
            a.time_until_event_end_formatted == b.time_until_event_end_formatted &&
            a.challenge_required == b.challenge_required &&

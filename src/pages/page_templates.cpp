@@ -106,7 +106,6 @@ room::page_model sample_model(const config::room& room, preview_state state) {
     m.room_name = room.name;
     m.refresh_interval_seconds =
         std::chrono::duration_cast<std::chrono::seconds>(room.refresh_interval).count();
-    m.last_updated = "2026-01-01T12:00:00Z";
     m.last_updated_ms = 1767268800000;
     const bool random = room.method == config::queueing_method::random;
     m.queueing_method = random ? "random" : "fifo";

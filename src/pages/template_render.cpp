@@ -6,6 +6,8 @@
 #include <cctype>
 #include <sstream>
 
+#include "waitroom/util/clock.hpp"
+
 namespace waitroom::pages::detail {
 
 namespace {
@@ -135,7 +137,7 @@ mustache::data to_data(const room::page_model& m, const compiled& c,
     d.set("waitTime75Percentile", num(m.wait_time_75_percentile));
     flag("queueIsFull", m.queue_is_full);
     flag("queueAll", m.queue_all);
-    d.set("lastUpdated", text(m.last_updated));
+    d.set("lastUpdated", text(util::iso8601_utc(m.last_updated_ms)));
     d.set("refreshIntervalSeconds", num(m.refresh_interval_seconds));
     d.set("queueingMethod", text(m.queueing_method));
     flag("isFIFOQueue", m.is_fifo_queue);

@@ -2,7 +2,6 @@
 // and the adaptive Refresh, and the room's status for the JSON API.
 #include "admission_rules.hpp"
 #include "waitroom/room/engine.hpp"
-#include "waitroom/util/clock.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -43,13 +42,7 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
     p.is_passthrough_queue = s.method == queueing_method::passthrough;
     p.is_reject_queue = s.method == queueing_method::reject;
     p.queue_all = s.queue_all;
-    if (st.known()) {
-        p.last_updated = st.last_updated_iso();
-        p.last_updated_ms = st.counts().as_of_ms;
-    } else {
-        p.last_updated = util::iso8601_utc(now_ms);
-        p.last_updated_ms = now_ms;
-    }
+    p.last_updated_ms = st.known() ? st.counts().as_of_ms : now_ms;
     p.is_event_active = ph.active;
     p.is_event_prequeueing = ph.prequeueing;
     if (ph.event != nullptr) {

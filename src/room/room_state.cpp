@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <iterator>
 
-#include "waitroom/util/clock.hpp"
 
 namespace waitroom::room {
 
@@ -20,7 +19,6 @@ room_state::room_state(room_counts counts, const room_limits& limits)
         waiting_total_ += std::max<std::int64_t>(0, n);
         prefix_.push_back(waiting_total_);
     }
-    last_updated_ = util::iso8601_utc(counts_.as_of_ms);
     // Capacity nobody may take (prequeue, queue_all, suspended) is not free for the hold: at an
     // event's start its places are new, and the prequeued front gets them first.
     seen now{counts_.as_of_ms, limits.needs_slots ? free_ : 0, {}};

@@ -68,7 +68,6 @@ room::page_model model_from(std::string_view bytes) {
     m.wait_time_seconds = m.wait_time * 60;  // derived: the corpus keeps its meaning
     m.queue_is_full = r.flag();
     m.queue_all = r.flag();
-    m.last_updated = r.text();
     m.last_updated_ms = r.number();
     m.refresh_interval_seconds = r.number();
     m.is_event_active = r.flag();

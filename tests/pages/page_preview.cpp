@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
     fifo.wait_time_formatted = "12 minutes";
     fifo.wait_time_hour_minutes = 12;
     fifo.queue_is_full = true;
-    fifo.last_updated = "2026-11-22T05:40:00Z";
+    fifo.last_updated_ms = 1795326000000;  // 2026-11-22T05:40:00Z
     fifo.refresh_interval_seconds = 20;
 
     room::page_model random = fifo;

@@ -38,7 +38,6 @@ page_model queued_model() {
     m.wait_time_hour_minutes = 5;
     m.wait_time_seconds = 3890;
     m.queue_is_full = true;
-    m.last_updated = "2026-11-22T05:40:00Z";
     m.last_updated_ms = 1795326000000;
     m.refresh_interval_seconds = 17;
     return m;
@@ -601,7 +600,6 @@ TEST(PageRendererCache, NewStateVersionRendersAgain) {
     auto m = queued_model();
     const auto v1 = renderer.queue_page("shop", "", page_key{1, 3}, m);
     m.queue_position = 12;
-    m.last_updated = "2026-11-22T05:41:00Z";
     m.last_updated_ms += 60000;
     const auto v2 = renderer.queue_page("shop", "", page_key{2, 3}, m);
     EXPECT_NE(v1, v2);

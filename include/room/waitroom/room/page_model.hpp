@@ -29,8 +29,10 @@ struct page_model {
     bool queue_is_full = false;  // queueIsFull: the room is at its limits (visitors are queued)
     bool queue_all = false;      // queueAll: the room queues everyone (queue_all or prequeue)
 
-    std::string last_updated;          // lastUpdated: ISO 8601 UTC of the room state used
-    std::int64_t last_updated_ms = 0;  // same instant, unix ms (for the JSON/render cache)
+    // lastUpdated: the instant of the room state used, unix ms; pages and JSON write it as ISO
+    // 8601 UTC when they render (a cache miss), so a queued answer formats no date and
+    // allocates no string for it.
+    std::int64_t last_updated_ms = 0;
     std::int64_t refresh_interval_seconds = 20;  // refreshIntervalSeconds: per-visitor, adaptive
 
     std::string_view queueing_method = "fifo";  // queueingMethod: fifo|random|passthrough|reject

@@ -59,7 +59,6 @@ class room_state {
         return !counts_.revoked.empty() &&
                std::binary_search(counts_.revoked.begin(), counts_.revoked.end(), ticket);
     }
-    const std::string& last_updated_iso() const { return last_updated_; }
     // Share of the queue behind the admission front that gives up per minute, followed across
     // snapshots (0 = nobody leaves). The wait estimate discounts the visitors ahead who will
     // leave before their turn: counting them all told the queue 25% too long.
@@ -99,7 +98,6 @@ class room_state {
         std::vector<std::pair<std::int64_t, std::int64_t>> queued_up_to;
     };
     std::vector<seen> seen_;
-    std::string last_updated_;
 };
 
 // Every room of the node at one instant. Immutable once published.
