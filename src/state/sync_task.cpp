@@ -253,7 +253,11 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
             std::lock_guard lock(mu_);
             // Only while the lease holds: past it the failure path below starts degraded mode,
             // which reckons with every delta back in the node (merged, as before batch ids).
-            keep_whole = (in_flight_resend_ || res.ec == errc::timeout || res.ec == errc::lost) &&
+            // Only a store that was never reached surely applied nothing. An answer that did not
+            // parse may follow rooms that ran (one room's script failed in a pipeline of
+            // several): putting their handed-back slots in the pool again would hold slots the
+            // store leases to others, and admit past the limit across nodes.
+            keep_whole = (in_flight_resend_ || res.ec != errc::unavailable) &&
                          now_ms - last_success_ms_ <= opt_.lease_ttl_ms;
         }
         if (keep_whole) {
@@ -271,8 +275,9 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
             }
             return;
         }
-        // The store did not apply anything: keep the deltas for the next sync and the slots we
-        // meant to return. The lease lapses by itself (slot_pool::expired) and is handed back
+        // The store was not reached (or the lease ran out, and degraded mode below reckons with
+        // everything): keep the deltas for the next sync and the slots we meant to return. The
+        // lease lapses by itself (slot_pool::expired) and is handed back
         // whole at the next successful sync, so the store's count of held slots stays right.
         room::delta_set back;
         {

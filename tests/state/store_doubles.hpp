@@ -35,7 +35,8 @@ inline std::shared_ptr<room::engine> make_engine(std::uint32_t active, std::uint
 // - down: every call fails at once with errc::unavailable (an outage);
 // - hold_calls: calls reach the store only at release_all() (a request in flight);
 // - hold_answers: the store applies a sync now, its answer arrives at release_all();
-// - lose_next: the next sync is applied but answered errc::timeout (a lost reply);
+// - lose_next: the next sync is applied but answered with `lose_with` (a lost reply: a timeout;
+//   or an answer that did not parse, as when one room's script failed after others ran);
 // - lose_next_top_up: the same for the next top-up.
 class scripted_store final : public store {
   public:
@@ -93,6 +94,7 @@ class scripted_store final : public store {
     bool hold_calls = false;
     bool hold_answers = false;
     bool lose_next = false;
+    std::error_code lose_with = make_error_code(errc::timeout);
     bool lose_next_top_up = false;
     int sync_calls = 0;
     int top_up_calls = 0;
@@ -110,7 +112,7 @@ class scripted_store final : public store {
         inner.sync(std::move(report), [this, done = std::move(done)](sync_result r) mutable {
             if (lose_next) {
                 lose_next = false;
-                r = sync_result{make_error_code(errc::timeout), {}};
+                r = sync_result{lose_with, {}};
             }
             if (hold_answers) {
                 pending.push_back(

@@ -110,6 +110,68 @@ TEST(SyncTask, FailedSyncKeepsTheDeltasForTheNextOne) {
     EXPECT_EQ(node.snapshot()->find("shop")->counts().active, 3);
 }
 
+// redis_store answers a pipelined sync of several rooms with errc::protocol when one room's
+// reply is an error, though the others' scripts ran: their handed-back slots are the store's
+// again. The node must not put them in its pool too, or both it and the nodes the store leases
+// them to admit from them.
+TEST(SyncTask, AnAnswerThatDidNotParseIsOfUnknownOutcomeAndHoldsNoSlotTheStoreTookBack) {
+    auto eng = make_engine(20, 1000, std::chrono::minutes{5});
+    local_store shared;
+    scripted_store sa(shared), sb(shared);
+    room::node_state na, nb;
+    sync_options oa, ob;
+    oa.node_id = "a";
+    ob.node_id = "b";
+    sync_task a(na, sa, oa), b(nb, sb, ob);
+    a.set_engine(eng);
+    b.set_engine(eng);
+    room::worker_state wa(na), wb(nb);
+    room::rng rng(1);
+    int admitted = 0;
+    auto visit = [&](room::worker_state& w, sync_task& s, std::int64_t now) {
+        if (decide(*eng, w, s, now, rng).what == room::action::admit) {
+            ++admitted;
+        }
+    };
+    std::int64_t now = t0;
+    a.run_once(now);
+    b.run_once(now);
+    // Node a is busy for a few intervals (it leases), node b quiet.
+    for (int k = 0; k < 3; ++k) {
+        visit(wa, a, now + 10);
+        visit(wa, a, now + 11);
+        wa.flush();
+        now += 1000;
+        a.run_once(now);
+        b.run_once(now);
+    }
+    ASSERT_GT(na.pool("shop").available(), 0) << "the case needs slots in a's pool";
+    // a's next sync hands its unused slots back; the store applies it, the answer fails.
+    now += 1000;
+    sa.lose_next = true;
+    sa.lose_with = make_error_code(errc::protocol);
+    std::error_code got;
+    a.run_once(now, [&](std::error_code ec) { got = ec; });
+    EXPECT_EQ(got, make_error_code(errc::protocol));
+    b.run_once(now);
+    // Everyone floods both nodes: never more than the limit across them.
+    for (int i = 0; i < 200; ++i) {
+        visit(wa, a, now + 10 + i);
+        visit(wb, b, now + 10 + i);
+    }
+    EXPECT_LE(admitted, 20);
+    // The resend (same batch) is answered, counting nothing twice; the new deltas follow in
+    // the next batch.
+    wa.flush();
+    wb.flush();
+    for (int k = 0; k < 2; ++k) {
+        now += 1000;
+        a.run_once(now);
+        b.run_once(now);
+    }
+    EXPECT_EQ(nb.snapshot()->find("shop")->counts().active, admitted);
+}
+
 TEST(SyncTask, ARunWhileOneIsInFlightIsSkipped) {
     auto eng = make_engine(10, 100);
     room::node_state node;
