@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <iostream>
@@ -550,24 +551,28 @@ TEST_F(MultiNode, CountsEveryoneAgainWithinASyncWhenRedisRestartsEmpty) {
     };
     ASSERT_TRUE(poll_until(10s, 50ms, [&] { return active_on(0) == 5; }));
 
+    // What the store itself counts: each window at least zero, as the store reads it.
+    auto in_store = [&] {
+        std::istringstream in(redis_.cli("HVALS wr:{shop}:active"));
+        std::int64_t sum = 0;
+        for (std::int64_t n = 0; in >> n;) {
+            sum += std::max<std::int64_t>(0, n);
+        }
+        return sum;
+    };
+
     redis_.kill();
     redis_.start();  // empty: the fixture's server keeps nothing on disk
-    // The nodes' next syncs fill the empty store again: five active, seen by every node.
+    // The nodes' next syncs fill the empty store again: five active in the store, seen by every
+    // node. (The nodes' snapshots from before the restart say five too, so the store is asked:
+    // the first node to re-report alone holds only its own sessions.)
     ASSERT_TRUE(poll_until(10s, 50ms,
                            [&] {
-                               return active_on(0) == 5 && active_on(1) == 5 && active_on(2) == 5 &&
-                                      redis_.cli("DBSIZE") != "0";
+                               return in_store() == 5 && active_on(0) == 5 && active_on(1) == 5 &&
+                                      active_on(2) == 5;
                            }))
-        << "the store did not count the sessions again:\n"
+        << "the store did not count the sessions again: " << in_store() << " in the store\n"
         << nodes_[0].proc->output();
-    const std::string active_key = "wr:{shop}:active";
-    const std::string fields = redis_.cli("HVALS " + active_key);
-    std::int64_t in_store = 0;
-    std::istringstream in(fields);
-    for (std::int64_t n = 0; in >> n;) {
-        in_store += n;
-    }
-    EXPECT_EQ(in_store, 5) << fields;
 
     // The room is still full: new visitors queue on every node, the admitted pass.
     std::vector<visitor> fresh(6);
