@@ -80,10 +80,12 @@ void sync_task::top_up(const std::string& room_id, std::int64_t now_ms,
         auto it = last_demand_.find(room_id);
         // At least the last interval's demand; each further top-up before the next sync asks
         // for twice the last one. At the start of a spike the last interval's demand is about
-        // 1, and top-ups of 1 queued visitors while the store still had free slots.
+        // 1, and top-ups of 1 queued visitors while the store still had free slots. The doubling
+        // stops at 2^31 (more than any room holds): a flood through a long store outage asks
+        // again and again before any sync, and must not overflow.
         std::int64_t& asked = top_up_asked_[room_id];
-        req.want =
-            std::max({opt_.top_up_min, it == last_demand_.end() ? 0 : it->second, 2 * asked});
+        req.want = std::max({opt_.top_up_min, it == last_demand_.end() ? 0 : it->second,
+                             2 * std::min<std::int64_t>(asked, std::int64_t{1} << 30)});
         asked = req.want;
         req.id = next_top_up_++;
         ++top_ups_;

@@ -65,7 +65,8 @@ room::page_model model_from(std::string_view bytes) {
     m.wait_time_25_percentile = r.number();
     m.wait_time_50_percentile = r.number();
     m.wait_time_75_percentile = r.number();
-    m.wait_time_seconds = m.wait_time * 60;  // derived: the corpus keeps its meaning
+    // derived: the corpus keeps its meaning (wrapping as the corpus' numbers may be any)
+    m.wait_time_seconds = static_cast<std::int64_t>(static_cast<std::uint64_t>(m.wait_time) * 60u);
     m.queue_is_full = r.flag();
     m.queue_all = r.flag();
     m.last_updated_ms = r.number();
