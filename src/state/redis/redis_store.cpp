@@ -147,6 +147,12 @@ struct redis_store::impl : std::enable_shared_from_this<impl> {
         if (!ec && !again.empty() && ++call->resends > 2) {
             ec = make_error_code(errc::protocol);
         }
+        // A later round follows rooms whose scripts ran in the first: whatever fails now (even
+        // a connection gone before this round was sent) leaves the sync applied in part, of
+        // unknown outcome as a whole, never "nothing applied".
+        if (ec == errc::unavailable && call->resends > 0) {
+            ec = make_error_code(errc::lost);
+        }
         if (ec) {
             call->done(sync_result{ec, {}});
             return;
