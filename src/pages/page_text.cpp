@@ -7,46 +7,64 @@
 
 namespace waitroom::pages {
 
+namespace {
+
+// A unit's words in one language: singular, plural (Japanese has one suffix for both).
+struct unit_words {
+    const char* one;
+    const char* many;
+};
+struct language_units {
+    bool suffix;  // Japanese: "5分", no space, no plural
+    unit_words hour, minute, second;
+    bool zero_is_singular;  // French: "0 minute"
+};
+
+const language_units& units_of(std::string_view language) {
+    static const language_units ja{true, {"時間", "時間"}, {"分", "分"}, {"秒", "秒"}, false};
+    static const language_units de{
+        false, {"Stunde", "Stunden"}, {"Minute", "Minuten"}, {"Sekunde", "Sekunden"}, false};
+    static const language_units fr{
+        false, {"heure", "heures"}, {"minute", "minutes"}, {"seconde", "secondes"}, true};
+    static const language_units en{
+        false, {"hour", "hours"}, {"minute", "minutes"}, {"second", "seconds"}, false};
+    const auto lang = page_templates::resolve_language(language);
+    return lang == "ja-JP" ? ja : lang == "de-DE" ? de : lang == "fr-FR" ? fr : en;
+}
+
+// "<big> <unit> <small> <unit>" in the language, each part only when asked for.
+std::string two_units(const language_units& l, std::int64_t big, const unit_words& big_unit,
+                      bool show_big, std::int64_t small, const unit_words& small_unit,
+                      bool show_small) {
+    std::string out;
+    const auto add = [&](std::int64_t n, const unit_words& u) {
+        const bool singular = n == 1 || (n == 0 && l.zero_is_singular);
+        if (!out.empty() && !l.suffix) {
+            out += ' ';
+        }
+        out += std::to_string(n);
+        if (!l.suffix) {
+            out += ' ';
+        }
+        out += singular ? u.one : u.many;
+    };
+    if (show_big) {
+        add(big, big_unit);
+    }
+    if (show_small) {
+        add(small, small_unit);
+    }
+    return out;
+}
+
+}  // namespace
+
 std::string format_minutes_in(std::string_view language, std::int64_t minutes) {
     minutes = std::max<std::int64_t>(minutes, 0);
     const auto hours = minutes / 60;
     const auto rest = minutes % 60;
-    const auto lang = page_templates::resolve_language(language);
-    if (lang == "ja-JP") {
-        std::string out;
-        if (hours > 0) {
-            out += std::to_string(hours) + "時間";
-        }
-        if (rest > 0 || hours == 0) {
-            out += std::to_string(rest) + "分";
-        }
-        return out;
-    }
-    struct words {
-        const char* hour;
-        const char* hours;
-        const char* minute;
-        const char* minutes;
-        bool zero_is_singular;  // French: "0 minute"
-    };
-    const words w = lang == "de-DE"   ? words{"Stunde", "Stunden", "Minute", "Minuten", false}
-                    : lang == "fr-FR" ? words{"heure", "heures", "minute", "minutes", true}
-                                      : words{"hour", "hours", "minute", "minutes", false};
-    const auto unit = [&](std::int64_t n, const char* one, const char* many) {
-        const bool singular = n == 1 || (n == 0 && w.zero_is_singular);
-        return std::to_string(n) + " " + (singular ? one : many);
-    };
-    std::string out;
-    if (hours > 0) {
-        out = unit(hours, w.hour, w.hours);
-    }
-    if (rest > 0 || hours == 0) {
-        if (!out.empty()) {
-            out += ' ';
-        }
-        out += unit(rest, w.minute, w.minutes);
-    }
-    return out;
+    const language_units& l = units_of(language);
+    return two_units(l, hours, l.hour, hours > 0, rest, l.minute, rest > 0 || hours == 0);
 }
 
 std::string format_wait_in(std::string_view language, std::int64_t seconds, std::int64_t minutes) {
@@ -56,37 +74,8 @@ std::string format_wait_in(std::string_view language, std::int64_t seconds, std:
     }
     const auto m = seconds / 60;
     const auto sec = seconds % 60;
-    const auto lang = page_templates::resolve_language(language);
-    if (lang == "ja-JP") {
-        std::string out;
-        if (m > 0) {
-            out += std::to_string(m) + "分";
-        }
-        if (sec > 0) {
-            out += std::to_string(sec) + "秒";
-        }
-        return out;
-    }
-    struct words {
-        const char* minute;
-        const char* minutes;
-        const char* second;
-        const char* seconds;
-    };
-    const words w = lang == "de-DE"   ? words{"Minute", "Minuten", "Sekunde", "Sekunden"}
-                    : lang == "fr-FR" ? words{"minute", "minutes", "seconde", "secondes"}
-                                      : words{"minute", "minutes", "second", "seconds"};
-    std::string out;
-    if (m > 0) {
-        out = std::to_string(m) + " " + (m == 1 ? w.minute : w.minutes);
-    }
-    if (sec > 0) {
-        if (!out.empty()) {
-            out += ' ';
-        }
-        out += std::to_string(sec) + " " + (sec == 1 ? w.second : w.seconds);
-    }
-    return out;
+    const language_units& l = units_of(language);
+    return two_units(l, m, l.minute, m > 0, sec, l.second, sec > 0);
 }
 
 int progress_percent(std::int64_t queue_position) {
