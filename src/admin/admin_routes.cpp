@@ -268,6 +268,11 @@ bool all_digits(std::string_view s) {
     return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
+// The start of the minute after the one `t_ms` falls in: the end of the rows of "now".
+std::int64_t next_minute(std::int64_t t_ms) {
+    return t_ms - t_ms % minute_ms + minute_ms;
+}
+
 // A time of the CSV query: unix seconds ("1795000000") or ISO 8601 UTC to the minute or second
 // ("2026-11-26T07:00Z", "2026-11-26T07:00:30Z"). Nothing before 1970 or after 9999.
 std::optional<std::int64_t> parse_time_ms(std::string_view s) {
@@ -485,6 +490,10 @@ void admin_routes::handle(const admin_request& req, const admin_access& access,
         if (method != http::verb::get) {
             return done(method_not_allowed("GET"));
         }
+        // The path is judged first: an unknown room is a 404 whatever the query.
+        if (!backend_->room_status(room.id)) {
+            return done(error(404, "no such room"));
+        }
         const auto mark = target.find('?');
         const auto query =
             mark == std::string_view::npos ? std::string_view() : target.substr(mark + 1);
@@ -530,9 +539,6 @@ void admin_routes::handle(const admin_request& req, const admin_access& access,
 }
 
 admin_reply admin_routes::analytics(std::string_view id, std::string_view query) const {
-    if (!backend_->room_status(id)) {
-        return error(404, "no such room");
-    }
     admin_reply bad;
     auto pairs = split_query(query, bad);
     if (!pairs) {
@@ -543,14 +549,14 @@ admin_reply admin_routes::analytics(std::string_view id, std::string_view query)
         if (p.name != "minutes") {
             return error(400, "unknown query parameter; expected minutes");
         }
-        if (!all_digits(p.value) || p.value.size() > 4 || std::stoll(p.value) < 1 ||
-            std::stoll(p.value) > kept_minutes) {
+        const std::int64_t v = all_digits(p.value) && p.value.size() <= 4 ? std::stoll(p.value) : 0;
+        if (v < 1 || v > kept_minutes) {
             return error(400, "minutes must be a whole number from 1 to 1440", "minutes");
         }
-        minutes = std::stoll(p.value);
+        minutes = v;
     }
     const std::int64_t now = backend_->now_ms();
-    const std::int64_t to = now - now % minute_ms + minute_ms;  // the minute under way included
+    const std::int64_t to = next_minute(now);  // the minute under way included
     auto a = backend_->analytics(id, to - minutes * minute_ms, to);
     if (!a.found) {
         return error(404, "no such room");
@@ -569,17 +575,14 @@ admin_reply admin_routes::analytics(std::string_view id, std::string_view query)
 }
 
 admin_reply admin_routes::analytics_csv(std::string_view id, std::string_view query) const {
-    if (!backend_->room_status(id)) {
-        return error(404, "no such room");
-    }
     admin_reply bad;
     auto pairs = split_query(query, bad);
     if (!pairs) {
         return bad;
     }
     const std::int64_t now = backend_->now_ms();
-    std::int64_t from = now - now % minute_ms - (kept_minutes - 1) * minute_ms;
-    std::int64_t to = now - now % minute_ms + minute_ms;
+    std::int64_t to = next_minute(now);
+    std::int64_t from = to - kept_minutes * minute_ms;
     bool has_from = false;
     bool has_to = false;
     const query_pair* event = nullptr;

@@ -278,9 +278,9 @@ std::optional<admin::admin_event_span> room_admin_backend::event_span(std::strin
     };
     for (const auto& ev : r->config().events) {
         if (ev.name == event) {
-            const std::int64_t start = ms(ev.event_start_time);
-            const std::int64_t pre = ev.prequeue_start_time ? ms(*ev.prequeue_start_time) : start;
-            return admin::admin_event_span{std::min(pre, start), ms(ev.event_end_time)};
+            // The loader refuses a prequeue after the start.
+            return admin::admin_event_span{
+                ms(ev.prequeue_start_time.value_or(ev.event_start_time)), ms(ev.event_end_time)};
         }
     }
     return std::nullopt;

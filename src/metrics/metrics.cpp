@@ -144,10 +144,6 @@ std::int64_t counter::value() const {
     return reg_ == nullptr ? 0 : reg_->sum(cell_);
 }
 
-std::int64_t gauge::value() const {
-    return reg_ == nullptr ? 0 : reg_->sum(cell_);
-}
-
 std::int64_t histogram_reading::count() const {
     std::int64_t n = 0;
     for (auto b : buckets) {

@@ -120,10 +120,8 @@ row_summary summarize(const minute_row& r) {
         s.out_of_order_share = static_cast<double>(std::min(r.admitted_out_of_order,
                                                             r.admitted_from_queue)) /
                                static_cast<double>(r.admitted_from_queue);
-        s.fairness = 1.0 - s.out_of_order_share;
     } else {
         s.out_of_order_share = NAN;
-        s.fairness = NAN;
     }
     return s;
 }
@@ -141,11 +139,11 @@ minute_row combine(const std::vector<minute_row>& rows) {
 
 room_history::room_history(std::size_t max_rows) : max_rows_(std::max<std::size_t>(1, max_rows)) {}
 
-void room_history::record(std::int64_t now_ms, const room_reading& now) {
+void room_history::record(std::int64_t now_ms, room_reading now) {
     if (!started_ || now_ms < last_ms_) {
         started_ = true;
         last_ms_ = now_ms;
-        last_ = now;
+        last_ = std::move(now);
         return;
     }
     const std::int64_t minute = minute_of(now_ms);
@@ -157,7 +155,9 @@ void room_history::record(std::int64_t now_ms, const room_reading& now) {
         }
     }
     // What grew since the previous reading; the gauges as they stand now.
-    room_reading grew = now;
+    room_reading grew;
+    grew.active_users = now.active_users;
+    grew.queued_users = now.queued_users;
     grew.admitted = grown(now.admitted, last_.admitted);
     grew.admitted_from_queue = grown(now.admitted_from_queue, last_.admitted_from_queue);
     grew.admitted_out_of_order = grown(now.admitted_out_of_order, last_.admitted_out_of_order);
@@ -170,7 +170,7 @@ void room_history::record(std::int64_t now_ms, const room_reading& now) {
     grew.session_duration = now.session_duration.since(last_.session_duration);
     add_into(rows_.back(), grew);
     last_ms_ = now_ms;
-    last_ = now;
+    last_ = std::move(now);
 }
 
 std::vector<minute_row> room_history::rows(std::int64_t from_ms, std::int64_t to_ms) const {

@@ -49,7 +49,6 @@ class gauge {
     void set(unsigned slot, std::int64_t v) const;
     void add(unsigned slot, std::int64_t n) const;
     void sub(unsigned slot, std::int64_t n) const { add(slot, -n); }
-    std::int64_t value() const;  // as counter::value
 
   private:
     friend class registry;

@@ -50,8 +50,7 @@ struct row_summary {
     double estimate_error_bias = 0;    // mean error, seconds
     std::int64_t estimates_compared = 0;
     double session_p50 = 0;    // seconds
-    double fairness = 0;       // share of admissions from the queue that overtook nobody
-    double out_of_order_share = 0;  // 1 − fairness
+    double out_of_order_share = 0;  // share of admissions from the queue that overtook someone
 };
 row_summary summarize(const minute_row& r);
 // The rows added up (counts and histograms; the gauges of the last one).
@@ -66,7 +65,7 @@ class room_history {
     // A reading of the room at `now_ms`: what changed since the previous one goes into now's
     // minute. The first reading only sets the baseline. A clock that goes back starts over from
     // a new baseline (rows never overlap).
-    void record(std::int64_t now_ms, const room_reading& cumulative);
+    void record(std::int64_t now_ms, room_reading cumulative);
 
     // The rows whose minute starts in [from_ms, to_ms), oldest first, the minute under way
     // included.
