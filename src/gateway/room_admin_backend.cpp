@@ -246,8 +246,8 @@ void room_admin_backend::record_history() {
         return std::none_of(readings.begin(), readings.end(),
                             [&](const auto& r) { return r.first == h.first; });
     });
-    for (const auto& [id, reading] : readings) {
-        history_[id].record(now, reading);
+    for (auto& [id, reading] : readings) {
+        history_[id].record(now, std::move(reading));
     }
 }
 
