@@ -264,6 +264,7 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
     bool admit = false;
     bool took_slot = false;
     bool eligible = false;
+    std::int64_t older = 0;  // queued ahead of this visitor (FIFO)
     if (s.method == queueing_method::passthrough) {
         admit = true;
     } else if (!ph.prequeueing && !s.queue_all && !(slowed && flood.flagged_now)) {
@@ -302,14 +303,24 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
             // queued visitor may take a place through the hold: it is held to the Refresh sealed
             // in its cookie, where a request without a place (no cookie, a lapsed one) could ask
             // every few milliseconds and pass everyone waiting (and any challenge).
-            const std::int64_t older = st.waiting_before(bucket);
-            eligible = older == 0 || older < free ||
+            // The free capacity is the snapshot's less the places this node gave later buckets
+            // since it was published: with two places free for one visitor ahead, every later
+            // visitor who came before the next sync took one, and a front that refreshes more
+            // slowly (a background tab) found none left, again and again (real daemons: one
+            // visitor passed by 13-22 later ones in a run, issue 16). Places the visitors ahead
+            // took shrink the free capacity and the count ahead alike.
+            older = st.waiting_before(bucket);
+            const std::int64_t free_now = free - (v.pool->taken_behind() - st.taken_behind_mark());
+            eligible = older == 0 || older < free_now ||
                        (queued_cookie && st.free_unclaimed_for(bucket, win_.front_hold_ms));
         }
         if (eligible) {
             if (v.pool->try_take(now_ms)) {
                 admit = true;
                 took_slot = true;
+                if (older > 0) {
+                    v.pool->note_taken_behind();
+                }
             } else if (at == attempt::first && v.pool->top_up_allowed(now_ms)) {
                 // The store is asked next: give it this worker's latest numbers first (off the
                 // fast path; a renewal of a lapsed lease needs them to be right).

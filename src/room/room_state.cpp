@@ -176,6 +176,9 @@ std::int64_t slot_pool::take_up_to(std::int64_t n) {
 node_state::node_state() : snapshot_(std::make_shared<const state_snapshot>()) {}
 
 void node_state::publish(std::shared_ptr<state_snapshot> s) {
+    for (auto& [id, room] : s->rooms) {
+        room.taken_behind_mark_ = pool(id).taken_behind();
+    }
     std::uint64_t v = version_.load(std::memory_order_relaxed) + 1;
     s->version = v;
     snapshot_.store(std::move(s), std::memory_order_release);

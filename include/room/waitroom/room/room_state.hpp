@@ -79,8 +79,11 @@ class room_state {
     // the room saw in between: the queue's departures, the turnover, how long capacity stayed
     // free (sync task, before publishing).
     void follow(const room_state& previous, std::int64_t window_ms);
+    // The node's slot_pool::taken_behind() for this room when the snapshot was published.
+    std::int64_t taken_behind_mark() const { return taken_behind_mark_; }
 
   private:
+    friend class node_state;  // sets taken_behind_mark_ at publish
     room_counts counts_;
     bool known_ = false;
     std::int64_t free_ = 0;
@@ -89,6 +92,7 @@ class room_state {
     double abandon_per_minute_ = 0;
     double turnover_per_minute_ = 0;
     std::int64_t queueing_since_ms_ = 0;
+    std::int64_t taken_behind_mark_ = 0;
     // The snapshots followed lately, oldest first: when, the capacity free then, and the
     // queue then as (bucket, queued in it and every older bucket), ascending, so that the
     // decision finds the count ahead of a bucket by a binary search.
@@ -128,6 +132,11 @@ class slot_pool {
     // Takes up to n slots back (for returns to the store and lease expiry); returns how many.
     std::int64_t take_up_to(std::int64_t n);
     std::int64_t available() const { return available_.load(std::memory_order_acquire); }
+    // Slots taken by visitors with others queued ahead of them (a later arrival bucket through
+    // the admission front), over the pool's life. Those taken since a snapshot are capacity the
+    // snapshot still shows free, and the visitors ahead still need (engine, the front).
+    std::int64_t taken_behind() const { return taken_behind_.load(std::memory_order_relaxed); }
+    void note_taken_behind() { taken_behind_.fetch_add(1, std::memory_order_relaxed); }
     // A top-up that granted nothing stops further top-ups until `until_ms` (store load bound).
     bool top_up_allowed(std::int64_t now_ms) const {
         return now_ms >= no_top_up_until_.load(std::memory_order_relaxed);
@@ -138,6 +147,7 @@ class slot_pool {
 
   private:
     std::atomic<std::int64_t> available_{0};
+    std::atomic<std::int64_t> taken_behind_{0};
     std::atomic<std::int64_t> no_top_up_until_{0};
     std::atomic<std::int64_t> expires_at_{0};
 };
@@ -153,7 +163,8 @@ class node_state {
         return snapshot_.load(std::memory_order_acquire);
     }
     std::uint64_t version() const { return version_.load(std::memory_order_acquire); }
-    // Publishes a new snapshot (its version is set here). Sync task only.
+    // Publishes a new snapshot (its version is set here, and each room's taken_behind_mark()).
+    // Sync task only.
     void publish(std::shared_ptr<state_snapshot> s);
 
     // The slot pool of a room, created on first use; the address is stable for the node's life.
