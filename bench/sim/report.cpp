@@ -318,6 +318,37 @@ nlohmann::json to_json(const scenario& s, const metrics& m) {
     return j;
 }
 
+nlohmann::json visitors_json(const scenario& s, const sim_result& r) {
+    static const char* const kinds[] = {"punctual", "late", "early"};
+    auto sec = [](std::int64_t ms) {
+        return ms < 0 ? nlohmann::json(nullptr) : nlohmann::json(static_cast<double>(ms) / 1000.0);
+    };
+    nlohmann::json out = nlohmann::json::array();
+    for (std::size_t i = 0; i < r.visitors.size(); ++i) {
+        const visitor_record& v = r.visitors[i];
+        nlohmann::json answers = nlohmann::json::array();
+        for (const auto& [t, refresh] : v.queue_answers) {
+            answers.push_back({static_cast<double>(t) / 1000.0, refresh});
+        }
+        out.push_back({{"vid", i},
+                       {"arrival", static_cast<double>(v.arrival) / 1000.0},
+                       {"node", v.node},
+                       {"kind", s.refresh_mix ? kinds[std::clamp(v.refresh_kind, 0, 2)] : "punctual"},
+                       {"first_q", sec(v.first_queued)},
+                       {"wait_s", v.estimate_ms < 0 ? nlohmann::json(nullptr)
+                                                    : nlohmann::json(v.estimate_ms / 1000)},
+                       {"pos", v.first_queued < 0 ? nlohmann::json(nullptr)
+                                                  : nlohmann::json(v.first_position)},
+                       {"admit", sec(v.admitted)},
+                       {"last", sec(v.session_end < 0 ? -1 : v.session_end - s.session_ms)},
+                       {"pages", v.pages},
+                       {"gave_up", v.rejected ? nlohmann::json(nullptr) : sec(v.left)},
+                       {"lost", v.lost_session},
+                       {"queue_answers", std::move(answers)}});
+    }
+    return out;
+}
+
 nlohmann::json diagnostics(const sim_result& r) {
     nlohmann::json j;
     const auto& f = r.first_queue;

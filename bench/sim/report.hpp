@@ -56,6 +56,10 @@ nlohmann::json to_json(const scenario& s, const metrics& m);
 // The run's diagnostics (why the first visitor was queued, store calls by kind).
 nlohmann::json diagnostics(const sim_result& r);
 
+// Every visitor's record, in seconds since the start of the run (null = never), with the field
+// names of the harness's visitors.json where there is one: for bench/fidelity/compare.py.
+nlohmann::json visitors_json(const scenario& s, const sim_result& r);
+
 // Writes DIR/NAME.tsv and DIR/NAME.gp and runs gnuplot for DIR/NAME.png. Returns the PNG path,
 // or "" when gnuplot is missing or failed.
 std::string plot(const scenario& s, const sim_result& r, const std::string& dir);

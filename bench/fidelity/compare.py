@@ -1,0 +1,258 @@
+#!/usr/bin/python3
+"""Per-visitor distributions of the harness's real runs beside waitroom_sim's, to find where the
+model and the daemons part (issue 16: "the simulator agrees with it").
+
+  bench/fidelity/compare.py --real OUT/runs --sim SIMOUT/visitors [--scenario spike-1node]
+
+--real: folders of fidelity.py runs (each with visitors.json and origin.tsv), or a folder that
+holds them; --sim: the files `waitroom_sim --visitors` writes (DIR/visitors/NAME-SEED.json), or
+their folder. Each side is pooled over its runs. Times are product seconds from the run's first
+arrival, so the two clocks need not agree.
+
+Standard library only. See bench/README.md, "Fidelity against real processes".
+"""
+
+import argparse
+import glob
+import json
+import math
+import os
+import statistics
+import sys
+
+SESSION_S = 60.0
+WINDOW_S = 10.0  # the engine's arrival window
+
+
+def product_offset(folder, origin_t):
+    """The product clock at harness time 0, from the first admitted request in the access log
+    (wall ms) and the origin's record of the same request: arrival windows are on that clock."""
+    with open(os.path.join(folder, "access1.jsonl")) as f:
+        for line in f:
+            a = json.loads(line)
+            qs = dict(x.split("=", 1) for x in a["target"].partition("?")[2].split("&") if "=" in x)
+            key = (int(qs.get("v", -1)), int(qs.get("k", -1)))
+            if a.get("decision") == "admit" and key in origin_t:
+                return a["ts"] / 1000.0 - origin_t[key]
+    raise SystemExit(f"{folder}: no admitted request in access1.jsonl to date the run")
+
+
+def write_replay(folder, out_dir, here):
+    """A waitroom_sim scenario with this run's crowd (visitors.replay), at the same phase of the
+    arrival window and of the minute; returns its path."""
+    with open(os.path.join(folder, "result.json")) as f:
+        res = json.load(f)
+    with open(os.path.join(folder, "visitors.json")) as f:
+        vis = json.load(f)
+    origin_t = {}
+    with open(os.path.join(folder, "origin.tsv")) as f:
+        for line in f:
+            t, v, k, _ = line.split("\t")
+            origin_t[(int(v), int(k))] = float(t)
+    off = product_offset(folder, origin_t)
+    first = min(v["arrival"] for v in vis)
+    base = 60.0 * math.floor((off + first - 5.0) / 60.0)  # the simulator's run starts on a minute
+    rows = []
+    for v in vis:
+        at = round((v["arrival"] + off - base) * 1000)
+        row = f"    - {{at: {at}ms, kind: {v['kind']}, node: {v['node']}"
+        if v.get("browse_s") is not None:
+            row += f", browse: {round(v['browse_s'] * 1000)}ms"
+        if v.get("patience") is not None:
+            row += f", patience: {round(v['patience'] * 1000)}ms"
+        rows.append(row + "}")
+    name = f"{res['scenario']}-replay{res['seed']}"
+    with open(os.path.join(here, "sim", res["scenario"] + ".yaml")) as f:
+        text = f.read()
+    lines = []
+    for line in text.splitlines():
+        if line.startswith("name:"):
+            line = f"name: {name}"
+        elif line.strip().startswith("crowd:"):
+            line = f"  replay:   # {len(rows)} visitors of {os.path.abspath(folder)}\n" + \
+                "\n".join(rows)
+        lines.append(line)
+    path = os.path.join(out_dir, name + ".yaml")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
+def real_run(folder):
+    """One harness run as per-visitor dicts."""
+    with open(os.path.join(folder, "visitors.json")) as f:
+        vis = json.load(f)
+    first_o, last_o, pages, origin_t = {}, {}, {}, {}
+    with open(os.path.join(folder, "origin.tsv")) as f:
+        for line in f:
+            t, v, k, _ = line.split("\t")
+            t, v = float(t), int(v)
+            origin_t[(v, int(k))] = t
+            first_o.setdefault(v, t)
+            last_o[v] = t
+            pages[v] = pages.get(v, 0) + 1
+    off = product_offset(folder, origin_t)
+    out = []
+    for v in vis:
+        q = [r for r in v["log"] if r.get("kind") == "queue"]
+        out.append(dict(
+            window=math.floor((v["arrival"] + off) / WINDOW_S),
+            arrival=v["arrival"], kind=v["kind"], node=v["node"],
+            first_q=q[0]["t"] if q else None,
+            wait_s=q[0].get("wait_s") if q and q[0].get("known") else None,
+            pos=q[0].get("pos") if q else None,
+            admit=first_o.get(v["vid"]), last=last_o.get(v["vid"]),
+            pages=pages.get(v["vid"], 0), gave_up=v["gave_up"] or None,
+            answers=[(r["t"], r["refresh"]) for r in q]))
+    return out
+
+
+def sim_run(path):
+    with open(path) as f:
+        vis = json.load(f)
+    for v in vis:
+        v["answers"] = [tuple(a) for a in v.pop("queue_answers")]
+        v["window"] = math.floor(v["arrival"] / WINDOW_S)  # the run starts on a minute
+    return vis
+
+
+def rebase(run):
+    """Times from the run's first arrival."""
+    t0 = min(v["arrival"] for v in run)
+    for v in run:
+        for k in ("arrival", "first_q", "admit", "last", "gave_up"):
+            if v.get(k) is not None:
+                v[k] -= t0
+        v["answers"] = [(t - t0, r) for t, r in v["answers"]]
+    return run
+
+
+def q(xs, ps=(0.1, 0.25, 0.5, 0.75, 0.9)):
+    xs = sorted(x for x in xs if x is not None)
+    if not xs:
+        return "-"
+    pick = lambda p: xs[min(len(xs) - 1, int(round(p * (len(xs) - 1))))]
+    return f"n={len(xs):4d} " + " ".join(f"{pick(p):7.2f}" for p in ps) + \
+        f"  mean {statistics.mean(xs):7.2f}"
+
+
+def measures(runs):
+    """name -> list of values, pooled over runs."""
+    m = {}
+
+    def add(k, x):
+        m.setdefault(k, []).append(x)
+
+    for run in runs:
+        queued = [v for v in run if v["first_q"] is not None]
+        onset = min((v["first_q"] for v in queued), default=None)
+        adm = sorted(v["admit"] for v in run if v["admit"] is not None)
+        add("run: admitted before the first queue", sum(1 for a in adm if onset is None or a < onset))
+        add("run: first queued at (s)", onset)
+        add("run: queued", len(queued))
+        add("run: gave up", sum(1 for v in run if v["gave_up"] is not None))
+        add("run: last admission (s)", adm[-1] if adm else None)
+        # Admissions of the queue, in generations: when the 21st, 30th, 40th visitor got in.
+        for k in (21, 30, 40, 50):
+            add(f"run: admission no. {k} at (s)", adm[k - 1] if len(adm) >= k else None)
+        if queued:
+            w0 = min(w["window"] for w in queued)
+            add("run: queued in the queue's first window", sum(1 for w in queued if w["window"] == w0))
+        # What the first answer's position should have been, from ground truth: those queued
+        # before it in earlier windows and not yet gone, plus half its own window's so far.
+        def gone(w, t):
+            return (w["admit"] is not None and w["admit"] <= t) or \
+                (w["gave_up"] is not None and w["gave_up"] <= t)
+        for v in queued:
+            t = v["first_q"]
+            older = sum(1 for w in queued if w["window"] < v["window"] and w["first_q"] <= t
+                        and not gone(w, t))
+            own = sum(1 for w in queued if w["window"] == v["window"] and w["first_q"] <= t
+                      and not gone(w, t))
+            if v["pos"] is not None:
+                add("queued: position shown - true position (older + own/2)",
+                    v["pos"] - (older + own // 2))
+            add("queued: windows of the queue before it", len({w["window"] for w in queued
+                                                               if w["window"] < v["window"]}))
+        for v in run:
+            if v["admit"] is not None:
+                add("session: last page - admission (s)", v["last"] - v["admit"])
+                add("session: pages", v["pages"])
+                add("session: admission to its end (s)", v["last"] + SESSION_S - v["admit"])
+            if v["first_q"] is None:
+                continue
+            add("queued: first answer - arrival (s)", v["first_q"] - v["arrival"])
+            add("queued: position on first answer", v["pos"])
+            add("queued: estimate on first answer (s)", v["wait_s"])
+            if v["wait_s"] is not None and v["pos"] is not None:
+                add("queued: estimate / (position + 1) (s)", v["wait_s"] / (v["pos"] + 1))
+            add("queued: answers", len(v["answers"]))
+            for (t1, r), (t2, _) in zip(v["answers"], v["answers"][1:]):
+                add(f"refresh: served (s)", r)
+                add(f"refresh: gap / served, {v['kind']}", (t2 - t1) / r)
+            if v["admit"] is not None and v["answers"]:
+                t_last, r_last = v["answers"][-1]
+                add(f"refresh: last answer to admission / served, {v['kind']}",
+                    (v["admit"] - t_last) / r_last)
+            if v["admit"] is None:
+                continue
+            actual = v["admit"] - v["first_q"]
+            add("queued: actual wait (s)", actual)
+            if v["wait_s"] is not None and actual > 0:
+                add("queued: bias (estimate - actual) / actual", (v["wait_s"] - actual) / actual)
+                add("queued: estimate - actual (s)", v["wait_s"] - actual)
+    return m
+
+
+def load(paths, loader, pattern):
+    files = []
+    for p in paths:
+        if os.path.isdir(p) and not os.path.exists(os.path.join(p, "visitors.json")) and \
+                pattern != "visitors.json":
+            files += sorted(glob.glob(os.path.join(p, pattern)))
+        elif os.path.isdir(p) and pattern == "visitors.json" and \
+                not os.path.exists(os.path.join(p, "visitors.json")):
+            files += sorted(d for d in glob.glob(os.path.join(p, "*"))
+                            if os.path.exists(os.path.join(d, "visitors.json")))
+        else:
+            files.append(p)
+    return files, [rebase(loader(f)) for f in files]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--real", nargs="+", default=[])
+    ap.add_argument("--sim", nargs="+", default=[])
+    ap.add_argument("--scenario", help="only runs of this scenario (folder/file name prefix)")
+    ap.add_argument("--write-replay", metavar="DIR",
+                    help="write, for each --real run, a waitroom_sim scenario with its crowd "
+                         "(visitors.replay) to DIR, print their paths, and stop")
+    args = ap.parse_args()
+    if args.write_replay:
+        os.makedirs(args.write_replay, exist_ok=True)
+        here = os.path.dirname(os.path.abspath(__file__))
+        rf, _ = load(args.real, lambda f: [dict(arrival=0, answers=[])], "visitors.json")
+        for f in rf:
+            if not args.scenario or os.path.basename(f.rstrip("/")).removeprefix("fid-") \
+                    .rsplit("-", 1)[0] == args.scenario:
+                print(write_replay(f, args.write_replay, here))
+        return
+    rf, real = load(args.real, real_run, "visitors.json")
+    sf, sim = load(args.sim, sim_run, "*.json")
+    if args.scenario:
+        keep = lambda f: os.path.basename(f.rstrip("/")).removeprefix("fid-").rsplit("-", 1)[0] \
+            == args.scenario
+        real = [r for f, r in zip(rf, real) if keep(f)]
+        sim = [r for f, r in zip(sf, sim) if keep(f)]
+    if not real and not sim:
+        sys.exit("no runs found")
+    mr, ms = measures(real), measures(sim)
+    print(f"real: {len(real)} runs, sim: {len(sim)} runs; quantiles 10 25 50 75 90 %, pooled")
+    for k in sorted(set(mr) | set(ms)):
+        print(k)
+        print(f"  real {q(mr.get(k, []))}")
+        print(f"  sim  {q(ms.get(k, []))}")
+
+
+if __name__ == "__main__":
+    main()
