@@ -13,10 +13,12 @@ Standard library only. See bench/README.md, "Fidelity against real processes".
 """
 
 import argparse
+import bisect
 import glob
 import json
 import math
 import os
+import re
 import statistics
 import sys
 
@@ -136,6 +138,29 @@ def q(xs, ps=(0.1, 0.25, 0.5, 0.75, 0.9)):
         f"  mean {statistics.mean(xs):7.2f}"
 
 
+def idle_share(run, A=20, R=60, step=0.01):
+    """fidelity.py's idle capacity while someone waits (10 ms steps), on either side's records:
+    so that a difference is the runs', not the two scorers'."""
+    adm = sorted(v["admit"] for v in run if v["admit"] is not None)
+    ends = sorted(v["last"] + SESSION_S for v in run if v["admit"] is not None)
+    qf = sorted(v["first_q"] for v in run if v["first_q"] is not None)
+    qt = sorted(v["admit"] if v["admit"] is not None else v["gave_up"]
+                if v["gave_up"] is not None else math.inf for v in run if v["first_q"] is not None)
+    if not qf:
+        return None
+    up = bisect.bisect_right
+    total = n = 0
+    t, tmax = qf[0], max([x for x in qt if x != math.inf] + [qf[-1]])
+    while t < tmax:
+        if up(qf, t) - up(qt, t) > 0:
+            active = up(adm, t) - up(ends, t)
+            adm60 = up(adm, t) - up(adm, t - 60)
+            total += max(0.0, min((A - active) / A, (R - adm60) / R))
+            n += 1
+        t += step
+    return total / n if n else None
+
+
 def measures(runs):
     """name -> list of values, pooled over runs."""
     m = {}
@@ -150,6 +175,8 @@ def measures(runs):
         add("run: admitted before the first queue", sum(1 for a in adm if onset is None or a < onset))
         add("run: first queued at (s)", onset)
         add("run: queued", len(queued))
+        add("run: idle capacity while queued, harness scorer (%)",
+            None if idle_share(run) is None else 100 * idle_share(run))
         add("run: gave up", sum(1 for v in run if v["gave_up"] is not None))
         add("run: last admission (s)", adm[-1] if adm else None)
         # Admissions of the queue, in generations: when the 21st, 30th, 40th visitor got in.
@@ -204,6 +231,13 @@ def measures(runs):
     return m
 
 
+def scenario_of(path):
+    """fid-NAME-XXXXXXXX (a harness run), NAME-SEED.json or NAME-replayN-SEED.json (the
+    simulator's): NAME."""
+    base = os.path.basename(path.rstrip("/")).removeprefix("fid-").removesuffix(".json")
+    return re.sub(r"-replay\d+$", "", base.rsplit("-", 1)[0])
+
+
 def load(paths, loader, pattern):
     files = []
     for p in paths:
@@ -233,15 +267,13 @@ def main():
         here = os.path.dirname(os.path.abspath(__file__))
         rf, _ = load(args.real, lambda f: [dict(arrival=0, answers=[])], "visitors.json")
         for f in rf:
-            if not args.scenario or os.path.basename(f.rstrip("/")).removeprefix("fid-") \
-                    .rsplit("-", 1)[0] == args.scenario:
+            if not args.scenario or scenario_of(f) == args.scenario:
                 print(write_replay(f, args.write_replay, here))
         return
     rf, real = load(args.real, real_run, "visitors.json")
     sf, sim = load(args.sim, sim_run, "*.json")
     if args.scenario:
-        keep = lambda f: os.path.basename(f.rstrip("/")).removeprefix("fid-").rsplit("-", 1)[0] \
-            == args.scenario
+        keep = lambda f: scenario_of(f) == args.scenario
         real = [r for f, r in zip(rf, real) if keep(f)]
         sim = [r for f, r in zip(sf, sim) if keep(f)]
     if not real and not sim:

@@ -143,6 +143,11 @@ struct visitor_state {
     std::int64_t browse_end = -1;    // browse range: no page after this (absolute ms)
     int refresh_kind = 0;            // refresh_mix: 0 punctual, 1 late, 2 early
     std::int64_t browse_ms = -1;     // a replayed visitor's browse time; -1: drawn
+    // The worker of its connection to each node (-1: none yet). A browser keeps its connection
+    // between requests (the daemon keeps an idle one 75 s), and each of the daemon's workers
+    // accepts its own connections (SO_REUSEPORT), so all of a visitor's requests to a node
+    // reach one worker: its counts move in one worker's deltas, flushed on one timer.
+    std::vector<int> worker;
 };
 
 class simulation {
@@ -365,8 +370,16 @@ class simulation {
 
     void request(std::size_t id) {
         const int n = s_.sticky ? visitors_[id].node : pick_node();
-        std::uniform_int_distribution<int> w(0, static_cast<int>(nodes_[n]->workers.size()) - 1);
-        decide(id, n, w(visitors_rng_), room::attempt::first);
+        std::vector<int>& worker = visitors_[id].worker;
+        if (worker.empty()) {
+            worker.assign(nodes_.size(), -1);
+        }
+        if (worker[n] < 0) {
+            std::uniform_int_distribution<int> w(0,
+                                                 static_cast<int>(nodes_[n]->workers.size()) - 1);
+            worker[n] = w(visitors_rng_);
+        }
+        decide(id, n, worker[n], room::attempt::first);
     }
 
     void decide(std::size_t id, int n, int w, room::attempt at) {

@@ -118,6 +118,35 @@ TEST(Simulator, MetricsAreComputedFromTheVisitorRecords) {
     EXPECT_DOUBLE_EQ(*m.idle_capacity_while_queued, 0.0);  // someone waits only while full
 }
 
+// Idle capacity is a time average, not a sample at whole seconds: the store frees the sessions
+// it holds a window longer at whole 10 s, so whole seconds are where idle capacity peaks.
+TEST(Simulator, IdleCapacityIsTheExactTimeAverageWhileSomeoneWaits) {
+    scenario s;
+    s.name = "idle";
+    s.duration_ms = 30'000;
+    sim_result r;
+    r.limits.assign(30, {2, 60});
+    r.store_calls = {30};
+    r.top_ups = {0};
+    visitor_record a;  // holds a place until 10 s
+    a.admitted = 0;
+    a.session_end = 10'000;
+    visitor_record b;  // holds the other all along
+    b.admitted = 0;
+    b.session_end = 29'000;
+    visitor_record c;  // waits from 5 s; A's place stays free from 10 s to 10.5 s
+    c.arrival = 5'000;
+    c.first_queued = 5'000;
+    c.admitted = 10'500;
+    c.session_end = 29'000;
+    r.visitors = {a, b, c};
+
+    metrics m = compute(s, r);
+    ASSERT_TRUE(m.idle_capacity_while_queued);
+    // Half the places free for 0.5 s of the 5.5 s someone waited (sampling at 5..10 s: 1/12).
+    EXPECT_NEAR(*m.idle_capacity_while_queued, 0.5 * 0.5 / 5.5, 1e-12);
+}
+
 TEST(Simulator, SeedTableGivesMinMedianMaxAndMarksAMissByTheWorstSeed) {
     scenario s;
     s.name = "seeds";
