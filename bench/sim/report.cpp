@@ -109,8 +109,7 @@ class fenwick {
     std::vector<std::int64_t> t_;
 };
 
-std::optional<double> fifo_inversions(const scenario& s, const sim_result& r) {
-    const std::int64_t W = s.windowing.window_ms;
+std::optional<double> fifo_inversions(const scenario& s, const sim_result& r, std::int64_t W) {
     std::vector<std::pair<std::int64_t, std::int64_t>> adm;  // (admitted, arrival window)
     for (const auto& v : r.visitors) {
         if (v.admitted < 0) {
@@ -254,7 +253,8 @@ metrics compute(const scenario& s, const sim_result& r) {
         m.idle_capacity_while_queued = idle_sum / idle_ms;
     }
 
-    m.fifo_inversions = fifo_inversions(s, r);
+    m.fifo_inversions = fifo_inversions(s, r, s.windowing.window_ms);
+    m.fifo_inversions_minutes = fifo_inversions(s, r, 60'000);
 
     std::vector<double> errors, biases, waits, minute_errors, minute_biases;
     for (const auto& v : r.visitors) {
@@ -316,6 +316,7 @@ nlohmann::json to_json(const scenario& s, const metrics& m) {
         {"queue_onset_utilization", opt(m.queue_onset_utilization)},
         {"idle_capacity_while_queued", opt(m.idle_capacity_while_queued)},
         {"fifo_inversions", opt(m.fifo_inversions)},
+        {"fifo_inversions_60s", opt(m.fifo_inversions_minutes)},
         {"eta_error_median", opt(m.eta_error_median)},
         {"store_calls_per_node_minute", m.store_calls_per_node_minute},
         {"store_calls_per_minute_by_node", m.store_calls_per_minute},
