@@ -253,6 +253,45 @@ def load(paths, loader, pattern):
     return files, [rebase(loader(f)) for f in files]
 
 
+# The scores set side by side run for run: (fidelity.py's name, where waitroom_sim keeps it).
+PAIRED = [("eta_bias_median", "waits", "eta_bias_median"),
+          ("eta_error_median", "metrics", "eta_error_median"),
+          ("idle_capacity_while_queued", "metrics", "idle_capacity_while_queued"),
+          ("fifo_inversions_10s", "metrics", "fifo_inversions"),
+          ("queue_onset_utilization", "metrics", "queue_onset_utilization")]
+
+
+def paired(results, replayed):
+    """Each real run's scores beside the simulator's on the same crowd (its replay, median over
+    the simulator's seeds), then per scenario the mean of each and of their difference."""
+    real = {}
+    for path in results:
+        with open(path) as f:
+            for line in f:
+                r = json.loads(line)
+                real[(r["scenario"], r["seed"])] = r
+    agg = {}
+    print("scenario seed | " + " | ".join(f"{k}: real sim" for k, _, _ in PAIRED))
+    for (sc, seed), r in sorted(real.items()):
+        path = os.path.join(replayed, f"{sc}-replay{seed}", "report.json")
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            runs = json.load(f)["scenarios"][0]["runs"]
+        cells = []
+        for k, sect, sk in PAIRED:
+            sv = [x[sect][sk] or 0.0 for x in runs]
+            rv = r.get(k) or 0.0
+            cells.append(f"{rv * 100:6.2f} {statistics.median(sv) * 100:6.2f}")
+            agg.setdefault((sc, k), []).append((rv, statistics.mean(sv)))
+        print(f"{sc} {seed} | " + " | ".join(cells))
+    print("\nmean over the runs (the simulator: mean over its seeds first), in %")
+    for (sc, k), v in sorted(agg.items()):
+        print(f"{sc:24s} {k:28s} real {statistics.mean(a for a, _ in v) * 100:7.2f} "
+              f"sim {statistics.mean(b for _, b in v) * 100:7.2f} "
+              f"real - sim {statistics.mean(a - b for a, b in v) * 100:6.2f} (runs {len(v)})")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--real", nargs="+", default=[])
@@ -261,7 +300,16 @@ def main():
     ap.add_argument("--write-replay", metavar="DIR",
                     help="write, for each --real run, a waitroom_sim scenario with its crowd "
                          "(visitors.replay) to DIR, print their paths, and stop")
+    ap.add_argument("--paired", nargs="+", metavar="RESULTS.jsonl",
+                    help="fidelity.py results to set beside --replayed, run for run")
+    ap.add_argument("--replayed", metavar="DIR",
+                    help="folder of waitroom_sim --out folders named NAME-replaySEED")
     args = ap.parse_args()
+    if args.paired:
+        if not args.replayed:
+            sys.exit("--paired needs --replayed")
+        paired(args.paired, args.replayed)
+        return
     if args.write_replay:
         os.makedirs(args.write_replay, exist_ok=True)
         here = os.path.dirname(os.path.abspath(__file__))
