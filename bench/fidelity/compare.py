@@ -4,12 +4,15 @@ model and the daemons part (issue 16: "the simulator agrees with it").
 
   bench/fidelity/compare.py --real OUT/runs --sim SIMOUT/visitors [--scenario spike-1node]
 
---real: folders of fidelity.py runs (each with visitors.json and origin.tsv), or a folder that
-holds them; --sim: the files `waitroom_sim --visitors` writes (DIR/visitors/NAME-SEED.json), or
+--real: folders of fidelity.py runs at time_scale 1 (each with visitors.json, origin.tsv and
+access1.jsonl), or a folder that holds them; --sim: the files `waitroom_sim --visitors` writes (DIR/visitors/NAME-SEED.json), or
 their folder. Each side is pooled over its runs. Times are product seconds from the run's first
 arrival, so the two clocks need not agree.
 
-Standard library only. See bench/README.md, "Fidelity against real processes".
+  bench/fidelity/compare.py --real OUT/runs --write-replay DIR   # each run's crowd, a scenario
+  bench/fidelity/compare.py --paired OUT/results.jsonl --replayed SIMROOT  # run for run
+
+Standard library only. See bench/README.md, "Simulator against the daemons".
 """
 
 import argparse
@@ -175,8 +178,9 @@ def measures(runs):
         add("run: admitted before the first queue", sum(1 for a in adm if onset is None or a < onset))
         add("run: first queued at (s)", onset)
         add("run: queued", len(queued))
+        idle = idle_share(run)
         add("run: idle capacity while queued, harness scorer (%)",
-            None if idle_share(run) is None else 100 * idle_share(run))
+            None if idle is None else 100 * idle)
         add("run: gave up", sum(1 for v in run if v["gave_up"] is not None))
         add("run: last admission (s)", adm[-1] if adm else None)
         # Admissions of the queue, in generations: when the 21st, 30th, 40th visitor got in.
@@ -215,7 +219,7 @@ def measures(runs):
                 add("queued: estimate / (position + 1) (s)", v["wait_s"] / (v["pos"] + 1))
             add("queued: answers", len(v["answers"]))
             for (t1, r), (t2, _) in zip(v["answers"], v["answers"][1:]):
-                add(f"refresh: served (s)", r)
+                add("refresh: served (s)", r)
                 add(f"refresh: gap / served, {v['kind']}", (t2 - t1) / r)
             if v["admit"] is not None and v["answers"]:
                 t_last, r_last = v["answers"][-1]
@@ -238,19 +242,19 @@ def scenario_of(path):
     return re.sub(r"-replay\d+$", "", base.rsplit("-", 1)[0])
 
 
-def load(paths, loader, pattern):
-    files = []
+def files_of(paths, real):
+    """Harness run folders (real) or simulator visitor files, from the paths given or the
+    folders that hold them."""
+    out = []
     for p in paths:
-        if os.path.isdir(p) and not os.path.exists(os.path.join(p, "visitors.json")) and \
-                pattern != "visitors.json":
-            files += sorted(glob.glob(os.path.join(p, pattern)))
-        elif os.path.isdir(p) and pattern == "visitors.json" and \
-                not os.path.exists(os.path.join(p, "visitors.json")):
-            files += sorted(d for d in glob.glob(os.path.join(p, "*"))
-                            if os.path.exists(os.path.join(d, "visitors.json")))
+        if real and os.path.isdir(p) and not os.path.exists(os.path.join(p, "visitors.json")):
+            out += sorted(d for d in glob.glob(os.path.join(p, "*"))
+                          if os.path.exists(os.path.join(d, "visitors.json")))
+        elif not real and os.path.isdir(p):
+            out += sorted(glob.glob(os.path.join(p, "*.json")))
         else:
-            files.append(p)
-    return files, [rebase(loader(f)) for f in files]
+            out.append(p)
+    return out
 
 
 # The scores set side by side run for run: (fidelity.py's name, where waitroom_sim keeps it).
@@ -310,20 +314,16 @@ def main():
             sys.exit("--paired needs --replayed")
         paired(args.paired, args.replayed)
         return
+    keep = lambda f: not args.scenario or scenario_of(f) == args.scenario
     if args.write_replay:
         os.makedirs(args.write_replay, exist_ok=True)
         here = os.path.dirname(os.path.abspath(__file__))
-        rf, _ = load(args.real, lambda f: [dict(arrival=0, answers=[])], "visitors.json")
-        for f in rf:
-            if not args.scenario or scenario_of(f) == args.scenario:
+        for f in files_of(args.real, real=True):
+            if keep(f):
                 print(write_replay(f, args.write_replay, here))
         return
-    rf, real = load(args.real, real_run, "visitors.json")
-    sf, sim = load(args.sim, sim_run, "*.json")
-    if args.scenario:
-        keep = lambda f: scenario_of(f) == args.scenario
-        real = [r for f, r in zip(rf, real) if keep(f)]
-        sim = [r for f, r in zip(sf, sim) if keep(f)]
+    real = [rebase(real_run(f)) for f in files_of(args.real, real=True) if keep(f)]
+    sim = [rebase(sim_run(f)) for f in files_of(args.sim, real=False) if keep(f)]
     if not real and not sim:
         sys.exit("no runs found")
     mr, ms = measures(real), measures(sim)
