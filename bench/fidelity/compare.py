@@ -260,6 +260,8 @@ def files_of(paths, real):
 # The scores set side by side run for run: (fidelity.py's name, where waitroom_sim keeps it).
 PAIRED = [("eta_bias_median", "waits", "eta_bias_median"),
           ("eta_error_median", "metrics", "eta_error_median"),
+          ("eta_bias_minutes_median", "waits", "eta_bias_minutes_median"),
+          ("eta_error_minutes_median", "waits", "eta_error_minutes_median"),
           ("idle_capacity_while_queued", "metrics", "idle_capacity_while_queued"),
           ("fifo_inversions_10s", "metrics", "fifo_inversions"),
           ("queue_onset_utilization", "metrics", "queue_onset_utilization")]
