@@ -236,8 +236,11 @@ class simulation {
         nodes_[n]->sync->run_once(loop_.now());
         loop_.at(loop_.now() + s_.sync_interval_ms, [this, n]() { sync_tick(n); });
     }
-    // Each worker hands its deltas over on its own timer (state::flush_timer), not in step with
-    // the sync: the store sees a worker's admissions up to one interval late.
+    // Each worker hands its deltas over on its own timer (state::flush_timer): the store sees a
+    // worker's admissions up to one interval late. The daemon starts these timers with the
+    // sync's, so a worker flushes just before or just after each sync, in an order that holds
+    // for a while and differs from run to run; independent phases give the daemons' lag on
+    // average (bench/README.md, "Simulator against the daemons"), either fixed order does not.
     void flush_tick(std::size_t n, std::size_t w) {
         nodes_[n]->workers[w]->flush();
         loop_.at(loop_.now() + s_.sync_interval_ms, [this, n, w]() { flush_tick(n, w); });
