@@ -359,21 +359,22 @@ nlohmann::json visitors_json(const scenario& s, const sim_result& r) {
         for (const auto& [t, refresh] : v.queue_answers) {
             answers.push_back({static_cast<double>(t) / 1000.0, refresh});
         }
-        out.push_back({{"vid", i},
-                       {"arrival", static_cast<double>(v.arrival) / 1000.0},
-                       {"node", v.node},
-                       {"kind", s.refresh_mix ? kinds[std::clamp(v.refresh_kind, 0, 2)] : "punctual"},
-                       {"first_q", sec(v.first_queued)},
-                       {"wait_s", v.estimate_ms < 0 ? nlohmann::json(nullptr)
-                                                    : nlohmann::json(v.estimate_ms / 1000)},
-                       {"pos", v.first_queued < 0 ? nlohmann::json(nullptr)
-                                                  : nlohmann::json(v.first_position)},
-                       {"admit", sec(v.admitted)},
-                       {"last", sec(v.session_end < 0 ? -1 : v.session_end - s.session_ms)},
-                       {"pages", v.pages},
-                       {"gave_up", v.rejected ? nlohmann::json(nullptr) : sec(v.left)},
-                       {"lost", v.lost_session},
-                       {"queue_answers", std::move(answers)}});
+        out.push_back(
+            {{"vid", i},
+             {"arrival", static_cast<double>(v.arrival) / 1000.0},
+             {"node", v.node},
+             {"kind", s.refresh_mix ? kinds[std::clamp(v.refresh_kind, 0, 2)] : "punctual"},
+             {"first_q", sec(v.first_queued)},
+             {"wait_s",
+              v.estimate_ms < 0 ? nlohmann::json(nullptr) : nlohmann::json(v.estimate_ms / 1000)},
+             {"pos",
+              v.first_queued < 0 ? nlohmann::json(nullptr) : nlohmann::json(v.first_position)},
+             {"admit", sec(v.admitted)},
+             {"last", sec(v.session_end < 0 ? -1 : v.session_end - s.session_ms)},
+             {"pages", v.pages},
+             {"gave_up", v.rejected ? nlohmann::json(nullptr) : sec(v.left)},
+             {"lost", v.lost_session},
+             {"queue_answers", std::move(answers)}});
     }
     return out;
 }

@@ -371,7 +371,8 @@ scenario load_node(const YAML::Node& root, const std::string& stem) {
                 range(c["start"], "visitors.crowd.start", s.crowd_start_min_ms,
                       s.crowd_start_max_ms);
             } else if (c["start"]) {
-                s.crowd_start_min_ms = s.crowd_start_max_ms = dur(c["start"], "visitors.crowd.start");
+                s.crowd_start_min_ms = s.crowd_start_max_ms =
+                    dur(c["start"], "visitors.crowd.start");
                 if (s.crowd_start_min_ms < 0) {
                     throw load_error(where(c["start"]) + ": visitors.crowd.start: expected >= 0");
                 }
@@ -405,7 +406,8 @@ scenario load_node(const YAML::Node& root, const std::string& stem) {
                     r.refresh_kind = k == "late" ? 1 : k == "early" ? 2 : 0;
                 }
                 if (x["browse"]) {
-                    r.browse_ms = std::max<std::int64_t>(0, dur(x["browse"], "visitors.replay[].browse"));
+                    r.browse_ms =
+                        std::max<std::int64_t>(0, dur(x["browse"], "visitors.replay[].browse"));
                 }
                 if (x["patience"]) {
                     r.patience_ms =

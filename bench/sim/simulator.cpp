@@ -441,9 +441,10 @@ class simulation {
                 // after the last page.
                 std::uniform_real_distribution<double> browse(
                     static_cast<double>(s_.browse_min_ms), static_cast<double>(s_.browse_max_ms));
-                v.browse_end = loop_.now() + (v.browse_ms >= 0
-                                                  ? v.browse_ms
-                                                  : static_cast<std::int64_t>(browse(visitors_rng_)));
+                v.browse_end =
+                    loop_.now() + (v.browse_ms >= 0
+                                       ? v.browse_ms
+                                       : static_cast<std::int64_t>(browse(visitors_rng_)));
                 rec.session_end = rel + s_.session_ms;
                 next_page(id);
                 return;

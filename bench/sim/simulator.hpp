@@ -26,10 +26,10 @@ struct visitor_record {
     bool rejected = false;
     bool lost_session = false;       // queued again while its session should still hold
     // For the per-visitor dump (--visitors), to set beside the harness's visitors.json.
-    int node = 0;                    // the sticky node (first request's node when spreading)
-    int refresh_kind = 0;            // refresh_mix: 0 punctual, 1 late, 2 early
+    int node = 0;                      // the sticky node (first request's node when spreading)
+    int refresh_kind = 0;              // refresh_mix: 0 punctual, 1 late, 2 early
     std::int64_t first_position = -1;  // queuePosition on the first queue page
-    std::int64_t pages = 0;          // origin pages served, the admission included
+    std::int64_t pages = 0;            // origin pages served, the admission included
     // Every queue answer: (ms since start, Refresh served in seconds).
     std::vector<std::pair<std::int64_t, std::int64_t>> queue_answers;
 };

@@ -314,7 +314,8 @@ visitors:
     EXPECT_LE(b.left, 13'000 + 20'000);
     EXPECT_EQ(r.visitors[2].refresh_kind, 2);
 
-    std::ofstream(path) << "name: bad\nnodes: {shares: [100]}\nvisitors: {replay: [{at: 1s, node: 1}]}\n";
+    std::ofstream(path)
+        << "name: bad\nnodes: {shares: [100]}\nvisitors: {replay: [{at: 1s, node: 1}]}\n";
     EXPECT_FALSE(load_scenario(path, err));
     EXPECT_NE(err.find("visitors.replay[].node: no such node"), std::string::npos) << err;
     std::ofstream(path) << "name: bad\nvisitors: {replay: [{at: 1s, kind: sometimes}]}\n";
