@@ -14,7 +14,9 @@
 #                     0 = one after the other
 #   LB=sticky         3-node runs: sticky (a visitor keeps its node) or spread (every request
 #                     to a node drawn by the shares)
-#   OUT=fidelity-out  results.jsonl, sim/report.json, table.md and one folder per run
+#   OUT=fidelity-out  results.jsonl, sim/report.json, table.md, paired.txt and one folder per run
+#   PAIRED=1          also replay each run's own crowd in waitroom_sim (SIM_SEEDS seeds each, in
+#                     OUT/replay/) and set the scores side by side, run for run: paired.txt
 # Only loopback: the origin is in the harness, waitroomd and redis-server bind free ports on
 # 127.0.0.1. Needs python3 (standard library) and, for the 3-node scenarios, redis-server.
 set -euo pipefail
@@ -54,4 +56,14 @@ simargs=()
 for sc in "${scenarios[@]}"; do simargs+=(--scenario "$here/sim/$sc.yaml"); done
 "$build/bench/waitroom_sim" --seeds "${SIM_SEEDS:-10}" "${simargs[@]}" --out "$out/sim" > "$out/sim.txt"
 "$py" "$here/table.py" "$out/results.jsonl" --sim "$out/sim/report.json" | tee "$out/table.md"
+if [ "${PAIRED:-1}" = 1 ]; then
+  # The same crowds in the simulator: what differs is then the model, not the draw of a crowd.
+  rm -rf "$out/replay"
+  while read -r f; do
+    "$build/bench/waitroom_sim" --seeds "${SIM_SEEDS:-10}" --scenario "$f" \
+      --out "$out/replay/$(basename "$f" .yaml)" > /dev/null 2>&1
+  done < <("$py" "$here/compare.py" --real "$out/runs" --write-replay "$out/replay")
+  "$py" "$here/compare.py" --paired "$out/results.jsonl" --replayed "$out/replay" \
+    | tee "$out/paired.txt"
+fi
 exit $fail

@@ -18,7 +18,8 @@ SIM_WAITS = {"eta_bias_median", "eta_error_minutes_median", "eta_bias_minutes_me
 SIM = {"overshoot_active": "overshoot_active", "overshoot_rate": "overshoot_rate",
        "queue_onset_utilization": "queue_onset_utilization",
        "idle_capacity_while_queued": "idle_capacity_while_queued",
-       "fifo_inversions_10s": "fifo_inversions", "eta_error_median": "eta_error_median"}
+       "fifo_inversions_10s": "fifo_inversions", "fifo_inversions_60s": "fifo_inversions_60s",
+       "eta_error_median": "eta_error_median"}
 
 
 def cell(vals, d):

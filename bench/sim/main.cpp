@@ -1,6 +1,7 @@
 // waitroom_sim: runs the accuracy scenarios of issue 6 against the real room/ and state/ code
 // in virtual time and reports the DESIGN.md §5 metrics as a table and as JSON.
 //   waitroom_sim [--scenario NAME|FILE.yaml]... [--seeds N] [--seed S] [--out DIR] [--json]
+//                [--visitors]
 
 #include <cstdint>
 #include <cstdlib>
@@ -19,13 +20,14 @@ namespace {
 
 void usage(std::ostream& o) {
     o << "usage: waitroom_sim [--scenario NAME|FILE.yaml]... [--seeds N] [--seed S] [--out DIR]"
-         " [--json]\n"
+         " [--json] [--visitors]\n"
          "  --scenario  a built-in scenario or a YAML file; repeatable (default: all built-ins)\n"
          "  --seeds N   run each scenario with N seeds (its seed, +1, ...) and report min /\n"
          "              median / max of each metric (default 1: one run, the full table)\n"
          "  --seed S    the first seed, instead of each scenario's own\n"
          "  --out DIR   write report.txt, report.json and the plots there (default: sim-out)\n"
          "  --json      print the JSON report on stdout instead of the table\n"
+         "  --visitors  also write every visitor's record to DIR/visitors/NAME-SEED.json\n"
          "built-in scenarios:";
     for (const auto& n : waitroom::sim::builtin_names()) {
         o << ' ' << n;
@@ -40,6 +42,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> names;
     std::string out = "sim-out";
     bool json = false;
+    bool dump_visitors = false;
     int seeds = 1;
     std::optional<std::uint64_t> first_seed;
     for (int i = 1; i < argc; ++i) {
@@ -63,6 +66,8 @@ int main(int argc, char** argv) {
             }
         } else if (a == "--json") {
             json = true;
+        } else if (a == "--visitors") {
+            dump_visitors = true;
         } else if (a == "--help" || a == "-h") {
             usage(std::cout);
             return 0;
@@ -95,7 +100,7 @@ int main(int argc, char** argv) {
     }
 
     std::error_code ec;
-    std::filesystem::create_directories(out, ec);
+    std::filesystem::create_directories(dump_visitors ? out + "/visitors" : out, ec);
     if (ec) {
         std::cerr << "waitroom_sim: cannot create " << out << ": " << ec.message() << '\n';
         return 1;
@@ -118,6 +123,11 @@ int main(int argc, char** argv) {
             nlohmann::json j = to_json(sk, m);
             j["seed"] = sk.seed;
             j["diagnostics"] = diagnostics(r);
+            if (dump_visitors) {
+                std::ofstream(out + "/visitors/" + sk.name + "-" + std::to_string(sk.seed) +
+                              ".json")
+                    << visitors_json(sk, r).dump() << '\n';
+            }
             if (sk.plot && k == 0) {
                 std::string png = plot(sk, r, out);
                 j["plot"] = png.empty() ? nlohmann::json(nullptr) : nlohmann::json(png);

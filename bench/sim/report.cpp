@@ -109,8 +109,7 @@ class fenwick {
     std::vector<std::int64_t> t_;
 };
 
-std::optional<double> fifo_inversions(const scenario& s, const sim_result& r) {
-    const std::int64_t W = s.windowing.window_ms;
+std::optional<double> fifo_inversions(const scenario& s, const sim_result& r, std::int64_t W) {
     std::vector<std::pair<std::int64_t, std::int64_t>> adm;  // (admitted, arrival window)
     for (const auto& v : r.visitors) {
         if (v.admitted < 0) {
@@ -208,25 +207,54 @@ metrics compute(const scenario& s, const sim_result& r) {
                      static_cast<double>(t.admitted_60s(r.first_queue_ms)) / lr);
     }
 
-    double idle_sum = 0;
-    std::int64_t idle_n = 0;
     for (std::int64_t now = 0; now < s.duration_ms; now += 1000) {
-        std::int64_t waiting = t.waiting(now);
-        m.max_queue = std::max(m.max_queue, waiting);
-        if (waiting == 0 || prequeueing(s, now)) {
+        m.max_queue = std::max(m.max_queue, t.waiting(now));
+    }
+    // Idle capacity: the exact time average. Every count is a step function of time that
+    // changes only at a record's instants (and the limits each second), so it is integrated
+    // between those. Sampling once a second instead caught every arrival window's boundary
+    // (whole 10 s), where the store frees the sessions it held a window longer and the
+    // free capacity peaks before the next refreshes take it: 0.1-0.2 points too high.
+    std::vector<std::int64_t> cuts;
+    for (std::int64_t now = 0; now < s.duration_ms; now += 1000) {
+        cuts.push_back(now);
+    }
+    for (const auto* v : {&t.admit_at, &t.session_end, &t.queue_from, &t.queue_to}) {
+        cuts.insert(cuts.end(), v->begin(), v->end());
+    }
+    for (std::int64_t a : t.admit_at) {
+        cuts.push_back(a + 60'000);  // leaves the sliding minute
+    }
+    if (s.event) {
+        cuts.push_back(s.event->prequeue_ms);
+        cuts.push_back(s.event->start_ms);
+    }
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    cuts.erase(std::remove_if(cuts.begin(), cuts.end(),
+                              [&](std::int64_t c) { return c < 0 || c >= s.duration_ms; }),
+               cuts.end());
+    cuts.push_back(s.duration_ms);
+    double idle_sum = 0;
+    double idle_ms = 0;
+    for (std::size_t i = 0; i + 1 < cuts.size(); ++i) {
+        const std::int64_t now = cuts[i];
+        if (t.waiting(now) == 0 || prequeueing(s, now)) {
             continue;
         }
         auto [la, lr] = t.limits_at(now);
         double free = std::min((la - static_cast<double>(t.active(now))) / la,
                                (lr - static_cast<double>(t.admitted_60s(now))) / lr);
-        idle_sum += std::max(0.0, free);
-        ++idle_n;
+        const auto span = static_cast<double>(cuts[i + 1] - now);
+        idle_sum += std::max(0.0, free) * span;
+        idle_ms += span;
     }
-    if (idle_n > 0) {
-        m.idle_capacity_while_queued = idle_sum / static_cast<double>(idle_n);
+    if (idle_ms > 0) {
+        m.idle_capacity_while_queued = idle_sum / idle_ms;
     }
 
-    m.fifo_inversions = fifo_inversions(s, r);
+    m.fifo_inversions = fifo_inversions(s, r, s.windowing.window_ms);
+    m.fifo_inversions_minutes = fifo_inversions(s, r, 60'000);
 
     std::vector<double> errors, biases, waits, minute_errors, minute_biases;
     for (const auto& v : r.visitors) {
@@ -288,6 +316,7 @@ nlohmann::json to_json(const scenario& s, const metrics& m) {
         {"queue_onset_utilization", opt(m.queue_onset_utilization)},
         {"idle_capacity_while_queued", opt(m.idle_capacity_while_queued)},
         {"fifo_inversions", opt(m.fifo_inversions)},
+        {"fifo_inversions_60s", opt(m.fifo_inversions_minutes)},
         {"eta_error_median", opt(m.eta_error_median)},
         {"store_calls_per_node_minute", m.store_calls_per_node_minute},
         {"store_calls_per_minute_by_node", m.store_calls_per_minute},
@@ -316,6 +345,38 @@ nlohmann::json to_json(const scenario& s, const metrics& m) {
                   {"eta_error_minutes_median", opt(m.eta_error_minutes_median)},
                   {"eta_bias_minutes_median", opt(m.eta_bias_minutes_median)}};
     return j;
+}
+
+nlohmann::json visitors_json(const scenario& s, const sim_result& r) {
+    static const char* const kinds[] = {"punctual", "late", "early"};
+    auto sec = [](std::int64_t ms) {
+        return ms < 0 ? nlohmann::json(nullptr) : nlohmann::json(static_cast<double>(ms) / 1000.0);
+    };
+    nlohmann::json out = nlohmann::json::array();
+    for (std::size_t i = 0; i < r.visitors.size(); ++i) {
+        const visitor_record& v = r.visitors[i];
+        nlohmann::json answers = nlohmann::json::array();
+        for (const auto& [t, refresh] : v.queue_answers) {
+            answers.push_back({static_cast<double>(t) / 1000.0, refresh});
+        }
+        out.push_back(
+            {{"vid", i},
+             {"arrival", static_cast<double>(v.arrival) / 1000.0},
+             {"node", v.node},
+             {"kind", s.refresh_mix ? kinds[std::clamp(v.refresh_kind, 0, 2)] : "punctual"},
+             {"first_q", sec(v.first_queued)},
+             {"wait_s",
+              v.estimate_ms < 0 ? nlohmann::json(nullptr) : nlohmann::json(v.estimate_ms / 1000)},
+             {"pos",
+              v.first_queued < 0 ? nlohmann::json(nullptr) : nlohmann::json(v.first_position)},
+             {"admit", sec(v.admitted)},
+             {"last", sec(v.session_end < 0 ? -1 : v.session_end - s.session_ms)},
+             {"pages", v.pages},
+             {"gave_up", v.rejected ? nlohmann::json(nullptr) : sec(v.left)},
+             {"lost", v.lost_session},
+             {"queue_answers", std::move(answers)}});
+    }
+    return out;
 }
 
 nlohmann::json diagnostics(const sim_result& r) {

@@ -27,6 +27,8 @@ struct metrics {
 
     // Context.
     std::optional<double> eta_bias_median;  // (estimate − actual) / actual, signed
+    // FIFO inversions between arrival minutes (issue 16's measure) instead of windows.
+    std::optional<double> fifo_inversions_minutes;
     // The same two for the estimate in whole minutes (waitTime) instead of waitTimeSeconds.
     std::optional<double> eta_error_minutes_median;
     std::optional<double> eta_bias_minutes_median;
@@ -55,6 +57,10 @@ nlohmann::json seed_summary(const scenario& s, const std::vector<metrics>& runs)
 nlohmann::json to_json(const scenario& s, const metrics& m);
 // The run's diagnostics (why the first visitor was queued, store calls by kind).
 nlohmann::json diagnostics(const sim_result& r);
+
+// Every visitor's record, in seconds since the start of the run (null = never), with the field
+// names of the harness's visitors.json where there is one: for bench/fidelity/compare.py.
+nlohmann::json visitors_json(const scenario& s, const sim_result& r);
 
 // Writes DIR/NAME.tsv and DIR/NAME.gp and runs gnuplot for DIR/NAME.png. Returns the PNG path,
 // or "" when gnuplot is missing or failed.

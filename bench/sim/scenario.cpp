@@ -347,7 +347,7 @@ scenario load_node(const YAML::Node& root, const std::string& stem) {
     if (auto v = root["visitors"]) {
         check_keys(v, "visitors",
                    {"arrivals", "browse_time", "page_interval", "abandon_share", "patience",
-                    "adaptive_refresh", "crowd", "page_jitter", "refresh_mix"});
+                    "adaptive_refresh", "crowd", "page_jitter", "refresh_mix", "replay"});
         if (v["arrivals"]) {
             s.arrivals = load_arrivals(v["arrivals"]);
         }
@@ -364,15 +364,63 @@ scenario load_node(const YAML::Node& root, const std::string& stem) {
             }
         };
         if (auto c = v["crowd"]) {
-            check_keys(c, "visitors.crowd", {"count", "over"});
+            check_keys(c, "visitors.crowd", {"count", "over", "start"});
             s.crowd_count = std::max<std::int64_t>(0, c["count"].as<std::int64_t>(0));
             s.crowd_over_ms = c["over"] ? dur(c["over"], "visitors.crowd.over") : 0;
+            if (c["start"] && c["start"].IsSequence()) {
+                range(c["start"], "visitors.crowd.start", s.crowd_start_min_ms,
+                      s.crowd_start_max_ms);
+            } else if (c["start"]) {
+                s.crowd_start_min_ms = s.crowd_start_max_ms =
+                    dur(c["start"], "visitors.crowd.start");
+                if (s.crowd_start_min_ms < 0) {
+                    throw load_error(where(c["start"]) + ": visitors.crowd.start: expected >= 0");
+                }
+            }
         }
         if (v["browse_time"]) {
             if (v["browse_time"].IsSequence()) {
                 range(v["browse_time"], "visitors.browse_time", s.browse_min_ms, s.browse_max_ms);
             } else {
                 s.browse_mean_ms = dur(v["browse_time"], "visitors.browse_time");
+            }
+        }
+        if (auto rp = v["replay"]) {
+            if (!rp.IsSequence()) {
+                throw load_error(where(rp) + ": visitors.replay: expected a list of visitors");
+            }
+            for (const auto& x : rp) {
+                check_keys(x, "visitors.replay[]", {"at", "kind", "browse", "patience", "node"});
+                replay_visitor r;
+                r.at_ms = dur(x["at"], "visitors.replay[].at");
+                if (r.at_ms < 0) {
+                    throw load_error(where(x["at"]) + ": visitors.replay[].at: expected >= 0");
+                }
+                if (x["kind"]) {
+                    const auto k = x["kind"].as<std::string>();
+                    if (k != "punctual" && k != "late" && k != "early") {
+                        throw load_error(where(x["kind"]) +
+                                         ": visitors.replay[].kind: expected punctual, late or "
+                                         "early");
+                    }
+                    r.refresh_kind = k == "late" ? 1 : k == "early" ? 2 : 0;
+                }
+                if (x["browse"]) {
+                    r.browse_ms =
+                        std::max<std::int64_t>(0, dur(x["browse"], "visitors.replay[].browse"));
+                }
+                if (x["patience"]) {
+                    r.patience_ms =
+                        std::max<std::int64_t>(0, dur(x["patience"], "visitors.replay[].patience"));
+                }
+                if (x["node"]) {
+                    r.node = x["node"].as<int>();
+                    if (r.node < 0 || static_cast<std::size_t>(r.node) >= s.node_shares.size()) {
+                        throw load_error(where(x["node"]) +
+                                         ": visitors.replay[].node: no such node (nodes.shares)");
+                    }
+                }
+                s.replay.push_back(r);
             }
         }
         if (v["page_jitter"]) {

@@ -37,6 +37,16 @@ struct event_spec {
     bool shuffle_at_event_start = false;
 };
 
+// One visitor of a replayed crowd (visitors.replay): a harness run's own visitors, so that the
+// simulator and the daemons can be compared on the same crowd, visitor by visitor.
+struct replay_visitor {
+    std::int64_t at_ms = 0;         // arrival, since the start of the run
+    int refresh_kind = 0;           // 0 punctual, 1 late, 2 early (as refresh_mix)
+    std::int64_t browse_ms = -1;    // once admitted; -1: drawn as browse_time says
+    std::int64_t patience_ms = -1;  // gives up this long after arriving; -1: never
+    int node = -1;                  // the sticky node; -1: drawn by the shares
+};
+
 struct scenario {
     std::string name;
     std::string description;
@@ -77,6 +87,11 @@ struct scenario {
     // default, which keeps the model above (and the built-in scenarios' results) as they were.
     std::int64_t crowd_count = 0;      // > 0: exactly this many arrivals, uniform over crowd_over
     std::int64_t crowd_over_ms = 0;
+    // When the crowd starts, uniform in [min, max] per run. The harness starts it at a random
+    // phase of the arrival window and of the minute (its clock is the wall clock); the
+    // simulator's windows are aligned on its start, so [5s, 65s] gives the same phases.
+    std::int64_t crowd_start_min_ms = 0;
+    std::int64_t crowd_start_max_ms = 0;
     std::int64_t browse_min_ms = -1;   // ≥ 0: browse U(browse_min, browse_max) instead of the mean
     std::int64_t browse_max_ms = -1;
     double page_jitter = 0.0;          // pages every page_interval × U(1 − j, 1 + j)
@@ -88,6 +103,8 @@ struct scenario {
     bool refresh_mix = false;
     double refresh_late_share = 0.0;
     double refresh_early_share = 0.0;
+    // A crowd given visitor by visitor instead of drawn (bench/fidelity/compare.py --replay).
+    std::vector<replay_visitor> replay;
 };
 
 // The scenarios of issue 6, run when none is named.

@@ -142,6 +142,12 @@ struct visitor_state {
     std::int64_t pages_left = 0;     // page views still to make once admitted
     std::int64_t browse_end = -1;    // browse range: no page after this (absolute ms)
     int refresh_kind = 0;            // refresh_mix: 0 punctual, 1 late, 2 early
+    std::int64_t browse_ms = -1;     // a replayed visitor's browse time; -1: drawn
+    // The worker of its connection to each node (-1: none yet). A browser keeps its connection
+    // between requests (the daemon keeps an idle one 75 s), and each of the daemon's workers
+    // accepts its own connections (SO_REUSEPORT), so all of a visitor's requests to a node
+    // reach one worker: its counts move in one worker's deltas, flushed on one timer.
+    std::vector<int> worker;
 };
 
 class simulation {
@@ -230,8 +236,11 @@ class simulation {
         nodes_[n]->sync->run_once(loop_.now());
         loop_.at(loop_.now() + s_.sync_interval_ms, [this, n]() { sync_tick(n); });
     }
-    // Each worker hands its deltas over on its own timer (state::flush_timer), not in step with
-    // the sync: the store sees a worker's admissions up to one interval late.
+    // Each worker hands its deltas over on its own timer (state::flush_timer): the store sees a
+    // worker's admissions up to one interval late. The daemon starts these timers with the
+    // sync's, so a worker flushes just before or just after each sync, in an order that holds
+    // for a while and differs from run to run; independent phases give the daemons' lag on
+    // average (bench/README.md, "Simulator against the daemons"), either fixed order does not.
     void flush_tick(std::size_t n, std::size_t w) {
         nodes_[n]->workers[w]->flush();
         loop_.at(loop_.now() + s_.sync_interval_ms, [this, n, w]() { flush_tick(n, w); });
@@ -258,6 +267,10 @@ class simulation {
     }
 
     void schedule_arrivals() {
+        if (!s_.replay.empty()) {
+            replay_arrivals();
+            return;
+        }
         // Poisson arrivals with a time-varying rate, by thinning a process at the peak rate.
         const double peak = s_.arrivals.peak();
         if (peak <= 0 && s_.crowd_count == 0) {
@@ -269,8 +282,14 @@ class simulation {
         std::discrete_distribution<int> pick(shares_.begin(), shares_.end());
         // A crowd of a fixed size: uniform arrival times over crowd_over, as the harness draws.
         std::vector<double> crowd;
+        const double crowd_start =
+            s_.crowd_count > 0 && s_.crowd_start_max_ms > s_.crowd_start_min_ms
+                ? std::uniform_real_distribution<double>(
+                      static_cast<double>(s_.crowd_start_min_ms),
+                      static_cast<double>(s_.crowd_start_max_ms))(visitors_rng_)
+                : static_cast<double>(s_.crowd_start_min_ms);
         for (std::int64_t i = 0; i < s_.crowd_count; ++i) {
-            crowd.push_back(u(visitors_rng_) * static_cast<double>(s_.crowd_over_ms));
+            crowd.push_back(crowd_start + u(visitors_rng_) * static_cast<double>(s_.crowd_over_ms));
         }
         std::sort(crowd.begin(), crowd.end());
         std::size_t next_in_crowd = 0;
@@ -295,11 +314,13 @@ class simulation {
             rec.arrival = rel;
             visitor_state v;
             v.node = pick(visitors_rng_);
+            rec.node = v.node;
             if (s_.refresh_mix) {
                 const double k = u(visitors_rng_);
                 v.refresh_kind = k < s_.refresh_late_share                           ? 1
                                  : k < s_.refresh_late_share + s_.refresh_early_share ? 2
                                                                                        : 0;
+                rec.refresh_kind = v.refresh_kind;
             }
             if (u(visitors_rng_) < s_.abandon_share) {
                 const double wait =
@@ -320,6 +341,31 @@ class simulation {
         }
     }
 
+    // A crowd given visitor by visitor: only the timing of their requests is drawn.
+    void replay_arrivals() {
+        std::discrete_distribution<int> pick(shares_.begin(), shares_.end());
+        for (const replay_visitor& r : s_.replay) {
+            if (r.at_ms >= s_.duration_ms) {
+                continue;
+            }
+            visitor_record rec;
+            rec.arrival = r.at_ms;
+            visitor_state v;
+            v.node = r.node >= 0 ? r.node : pick(visitors_rng_);
+            v.refresh_kind = r.refresh_kind;
+            v.browse_ms = r.browse_ms;
+            if (r.patience_ms >= 0) {
+                v.give_up_at = epoch_ms + r.at_ms + r.patience_ms;
+            }
+            rec.node = v.node;
+            rec.refresh_kind = v.refresh_kind;
+            const std::size_t id = visitors_.size();
+            visitors_.push_back(std::move(v));
+            out_.visitors.push_back(rec);
+            loop_.at(epoch_ms + r.at_ms, [this, id]() { request(id); });
+        }
+    }
+
     int pick_node() {
         std::discrete_distribution<int> pick(shares_.begin(), shares_.end());
         return pick(visitors_rng_);
@@ -327,8 +373,16 @@ class simulation {
 
     void request(std::size_t id) {
         const int n = s_.sticky ? visitors_[id].node : pick_node();
-        std::uniform_int_distribution<int> w(0, static_cast<int>(nodes_[n]->workers.size()) - 1);
-        decide(id, n, w(visitors_rng_), room::attempt::first);
+        std::vector<int>& worker = visitors_[id].worker;
+        if (worker.empty()) {
+            worker.assign(nodes_.size(), -1);
+        }
+        if (worker[n] < 0) {
+            std::uniform_int_distribution<int> w(0,
+                                                 static_cast<int>(nodes_[n]->workers.size()) - 1);
+            worker[n] = w(visitors_rng_);
+        }
+        decide(id, n, worker[n], room::attempt::first);
     }
 
     void decide(std::size_t id, int n, int w, room::attempt at) {
@@ -353,6 +407,7 @@ class simulation {
         const std::int64_t rel = now - epoch_ms;
         switch (d.what) {
             case room::action::admit:
+                ++rec.pages;
                 on_admit(id, rel);
                 break;
             case room::action::queue:
@@ -386,7 +441,10 @@ class simulation {
                 // after the last page.
                 std::uniform_real_distribution<double> browse(
                     static_cast<double>(s_.browse_min_ms), static_cast<double>(s_.browse_max_ms));
-                v.browse_end = loop_.now() + static_cast<std::int64_t>(browse(visitors_rng_));
+                v.browse_end =
+                    loop_.now() + (v.browse_ms >= 0
+                                       ? v.browse_ms
+                                       : static_cast<std::int64_t>(browse(visitors_rng_)));
                 rec.session_end = rel + s_.session_ms;
                 next_page(id);
                 return;
@@ -459,11 +517,13 @@ class simulation {
             }
             ++waiting_now_;
             rec.first_queued = rel;
+            rec.first_position = d.page.queue_position;
             if (d.page.wait_time_known) {
                 rec.estimate_ms = d.page.wait_time_seconds * 1000;
                 rec.estimate_minutes_ms = d.page.wait_time * 60'000;
             }
         }
+        rec.queue_answers.emplace_back(rel, d.refresh_seconds);
         const std::int64_t next =
             now + refresh_delay(v, s_.adaptive_refresh ? d.refresh_seconds * 1000 : s_.refresh_ms);
         if (v.give_up_at >= 0 && next > v.give_up_at) {

@@ -5,6 +5,7 @@
 // (the ground truth the metrics are computed from).
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "scenario.hpp"
@@ -24,6 +25,13 @@ struct visitor_record {
     bool prequeued = false;          // arrived while the event was prequeueing
     bool rejected = false;
     bool lost_session = false;       // queued again while its session should still hold
+    // For the per-visitor dump (--visitors), to set beside the harness's visitors.json.
+    int node = 0;                      // the sticky node (first request's node when spreading)
+    int refresh_kind = 0;              // refresh_mix: 0 punctual, 1 late, 2 early
+    std::int64_t first_position = -1;  // queuePosition on the first queue page
+    std::int64_t pages = 0;            // origin pages served, the admission included
+    // Every queue answer: (ms since start, Refresh served in seconds).
+    std::vector<std::pair<std::int64_t, std::int64_t>> queue_answers;
 };
 
 // The room's own view, sampled once a second from the store (for the plot).

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -118,6 +119,35 @@ TEST(Simulator, MetricsAreComputedFromTheVisitorRecords) {
     EXPECT_DOUBLE_EQ(*m.idle_capacity_while_queued, 0.0);  // someone waits only while full
 }
 
+// Idle capacity is a time average, not a sample at whole seconds: the store frees the sessions
+// it holds a window longer at whole 10 s, so whole seconds are where idle capacity peaks.
+TEST(Simulator, IdleCapacityIsTheExactTimeAverageWhileSomeoneWaits) {
+    scenario s;
+    s.name = "idle";
+    s.duration_ms = 30'000;
+    sim_result r;
+    r.limits.assign(30, {2, 60});
+    r.store_calls = {30};
+    r.top_ups = {0};
+    visitor_record a;  // holds a place until 10 s
+    a.admitted = 0;
+    a.session_end = 10'000;
+    visitor_record b;  // holds the other all along
+    b.admitted = 0;
+    b.session_end = 29'000;
+    visitor_record c;  // waits from 5 s; A's place stays free from 10 s to 10.5 s
+    c.arrival = 5'000;
+    c.first_queued = 5'000;
+    c.admitted = 10'500;
+    c.session_end = 29'000;
+    r.visitors = {a, b, c};
+
+    metrics m = compute(s, r);
+    ASSERT_TRUE(m.idle_capacity_while_queued);
+    // Half the places free for 0.5 s of the 5.5 s someone waited (sampling at 5..10 s: 1/12).
+    EXPECT_NEAR(*m.idle_capacity_while_queued, 0.5 * 0.5 / 5.5, 1e-12);
+}
+
 TEST(Simulator, SeedTableGivesMinMedianMaxAndMarksAMissByTheWorstSeed) {
     scenario s;
     s.name = "seeds";
@@ -223,6 +253,81 @@ windowing: {front_hold: 6s}
     std::ofstream(path) << "name: bad\nvisitors: {browse_time: [60s, 20s]}\n";
     EXPECT_FALSE(load_scenario(path, err));
     EXPECT_NE(err.find("visitors.browse_time: expected 0 <= min <= max"), std::string::npos) << err;
+    std::remove(path.c_str());
+}
+
+// The crowd starts at a drawn instant (the harness's random phase of the arrival window), and a
+// harness run's own crowd can be replayed visitor by visitor: arrival, refresher kind, node,
+// browse time and patience as given; only the timing of their requests is drawn.
+TEST(Simulator, StartsTheCrowdInItsRangeAndReplaysAGivenCrowd) {
+    const std::string path = ::testing::TempDir() + "sim_replay_test.yaml";
+    std::ofstream(path) << R"(name: start
+duration: 5m
+room: {total_active_users: 20, new_users_per_minute: 60, session_duration: 60s, refresh_interval: 5s}
+visitors:
+  crowd: {count: 60, over: 20s, start: [5s, 65s]}
+)";
+    std::string err;
+    auto s = load_scenario(path, err);
+    ASSERT_TRUE(s) << err;
+    EXPECT_EQ(s->crowd_start_min_ms, 5'000);
+    EXPECT_EQ(s->crowd_start_max_ms, 65'000);
+    std::int64_t first = s->duration_ms;
+    std::int64_t last = 0;
+    for (const auto& v : run(*s).visitors) {
+        first = std::min(first, v.arrival);
+        last = std::max(last, v.arrival);
+    }
+    EXPECT_GE(first, 5'000);
+    EXPECT_LT(last, 85'000);
+    EXPECT_LE(last - first, 20'000);
+
+    std::ofstream(path) << R"(name: replay
+duration: 5m
+room: {total_active_users: 1, new_users_per_minute: 60, session_duration: 60s, refresh_interval: 5s}
+nodes: {shares: [50, 50]}
+visitors:
+  browse_time: [20s, 60s]
+  refresh_mix: {late: 0.2, early: 0.1}
+  replay:
+    - {at: 12345ms, kind: punctual, node: 1, browse: 30s}
+    - {at: 13000ms, kind: late, node: 0, patience: 20s}
+    - {at: 14000ms, kind: early}
+)";
+    s = load_scenario(path, err);
+    ASSERT_TRUE(s) << err;
+    ASSERT_EQ(s->replay.size(), 3u);
+    const sim_result r = run(*s);
+    ASSERT_EQ(r.visitors.size(), 3u);
+    const auto& a = r.visitors[0];
+    EXPECT_EQ(a.arrival, 12'345);
+    EXPECT_EQ(a.node, 1);
+    EXPECT_EQ(a.admitted, 12'345);  // the room is empty
+    // Pages every 5 s for 30 s: the last page 25-30 s after admission, the place held 60 s more.
+    EXPECT_GE(a.session_end - a.admitted, 25'000 + 60'000);
+    EXPECT_LE(a.session_end - a.admitted, 30'000 + 60'000);
+    const auto& b = r.visitors[1];
+    EXPECT_EQ(b.node, 0);
+    EXPECT_EQ(b.refresh_kind, 1);
+    EXPECT_EQ(b.admitted, -1);  // the one place is held for 85 s or more: gave up after 20 s
+    EXPECT_GE(b.left, 13'000 + 20'000 - 12'500);  // left at its last answer before its patience
+    EXPECT_LE(b.left, 13'000 + 20'000);
+    EXPECT_EQ(r.visitors[2].refresh_kind, 2);
+
+    std::ofstream(path)
+        << "name: bad\nnodes: {shares: [100]}\nvisitors: {replay: [{at: 1s, node: 1}]}\n";
+    EXPECT_FALSE(load_scenario(path, err));
+    EXPECT_NE(err.find("visitors.replay[].node: no such node"), std::string::npos) << err;
+    std::ofstream(path) << "name: bad\nvisitors: {replay: [{at: 1s, kind: sometimes}]}\n";
+    EXPECT_FALSE(load_scenario(path, err));
+    EXPECT_NE(err.find("visitors.replay[].kind: expected punctual, late or early"),
+              std::string::npos)
+        << err;
+    std::ofstream(path) << "name: bad\nvisitors: {replay: [{kind: late}]}\n";
+    EXPECT_FALSE(load_scenario(path, err));
+    std::ofstream(path) << "name: bad\nvisitors: {replay: {at: 1s}}\n";
+    EXPECT_FALSE(load_scenario(path, err));
+    EXPECT_NE(err.find("visitors.replay: expected a list of visitors"), std::string::npos) << err;
     std::remove(path.c_str());
 }
 
