@@ -28,6 +28,13 @@ room_state::room_state(room_counts counts, const room_limits& limits)
     }
     seen_.push_back(std::move(now));
     queueing_since_ms_ = waiting_total_ > 0 ? counts_.as_of_ms : 0;
+    // If the queue starts here in a room that filled within the last minute (everyone in it
+    // admitted lately), no place frees before a session has passed: each visitor holds its
+    // place session_duration after its last request. A sliding minute that ends sooner holds
+    // next to no admissions, and taken as the turnover it told the whole queue 5-10 times its
+    // wait for a while (real daemons, issue 16: 80 s -> 720 s one minute into every spike).
+    const bool filled_lately = counts_.admitted_last_minute >= counts_.active;
+    learn_from_ms_ = queueing_since_ms_ + 60'000 + (filled_lately ? limits.session_ms : 0);
 }
 
 bool room_state::free_unclaimed_for(std::int64_t bucket, std::int64_t span_ms) const {
@@ -71,11 +78,13 @@ void room_state::follow(const room_state& previous, std::int64_t window_ms) {
     abandon_per_minute_ = previous.abandon_per_minute_;
     // Turnover: while the room queues, every admission fills a place a session end freed, so a
     // minute of queueing makes the sliding minute's admissions the room's real turnover (which
-    // visitors who browse for a while make slower than total_active_users / session).
+    // visitors who browse for a while make slower than total_active_users / session); in a room
+    // that had just filled, the first minute in which places could free (learn_from_ms_).
     if (waiting_total_ > 0 && previous.queueing_since_ms_ > 0) {
         queueing_since_ms_ = previous.queueing_since_ms_;
+        learn_from_ms_ = previous.learn_from_ms_;
     }
-    if (waiting_total_ > 0 && counts_.as_of_ms - queueing_since_ms_ >= 60'000) {
+    if (waiting_total_ > 0 && counts_.as_of_ms >= learn_from_ms_) {
         turnover_per_minute_ = static_cast<double>(counts_.admitted_last_minute);
     }
     const std::int64_t dt = counts_.as_of_ms - previous.counts_.as_of_ms;

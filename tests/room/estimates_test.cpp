@@ -70,10 +70,11 @@ TEST(Estimates, BeforeTheTurnoverIsSeenTheWaitAssumesVisitsAsLongAsASessionWithA
     EXPECT_EQ(d.page.wait_time_75_percentile, 16);
 }
 
-// Issue 16: once the room has queued for a minute, the sliding minute's admissions are its
-// turnover, and the estimate uses them, however far below total / session they are (visitors
-// who browse hold their places longer): a room of 4 with one-minute sessions whose visitors
-// keep browsing admits 1 a minute, not 4.
+// Issue 16: once the room has queued for a minute in which places could free (it filled at
+// 0 s and queued from 10 s: from a session and a minute later, 130 s), the sliding minute's
+// admissions are its turnover, and the estimate uses them, however far below total / session
+// they are (visitors who browse hold their places longer): a room of 4 with one-minute
+// sessions whose visitors keep browsing admits 1 a minute, not 4.
 TEST(Estimates, AfterAMinuteOfQueueingTheWaitUsesTheTurnoverTheRoomSaw) {
     auto r = make_room("shop", 4, 1000);
     r.session_duration = 1min;
@@ -83,7 +84,7 @@ TEST(Estimates, AfterAMinuteOfQueueingTheWaitUsesTheTurnoverTheRoomSaw) {
     for (auto& v : in) {
         ASSERT_EQ(h.visit(v).what, action::admit);
     }
-    for (int s = 1; s <= 90; ++s) {
+    for (int s = 1; s <= 150; ++s) {
         h.advance(1s);
         h.sync();
         if (s == 10) {
@@ -113,10 +114,62 @@ TEST(Estimates, AfterAMinuteOfQueueingTheWaitUsesTheTurnoverTheRoomSaw) {
     }
     auto d = h.visit(me);
     ASSERT_EQ(d.what, action::queue);
-    EXPECT_EQ(d.page.queue_position, 9);
-    EXPECT_EQ(d.page.wait_time, 9);                // 9 ahead at 1 a minute (the old estimate: 3)
-    EXPECT_EQ(d.page.wait_time_25_percentile, 9);  // measured: no range
-    EXPECT_EQ(d.page.wait_time_75_percentile, 9);
+    EXPECT_EQ(d.page.queue_position, 8);
+    EXPECT_EQ(d.page.wait_time, 8);                // 8 ahead at 1 a minute (4 a minute: 2)
+    EXPECT_EQ(d.page.wait_time_25_percentile, 8);  // measured: no range
+    EXPECT_EQ(d.page.wait_time_75_percentile, 8);
+}
+
+// Issue 16: a room that had just filled when it began to queue frees places only as sessions
+// end, at least session_duration after the last request of each: a minute of queueing before
+// then holds next to no admissions. Taken as the turnover, it told the whole queue 5-10 times
+// its wait one minute into every real spike (80 s -> 720 s). Here the room fills by 20 s and
+// queues from 22 s; one visitor leaves at once (its place frees at ~61 s), another stays
+// until 60 s. At 85 s the sliding minute holds one admission: the prior holds until a minute
+// in which places could free has passed (a session and a minute from 22 s: 142 s).
+TEST(Estimates, ARoomThatJustFilledTakesNoTurnoverFromMinutesInWhichNoPlaceCouldFree) {
+    auto r = make_room("shop", 4, 1000);
+    r.session_duration = 1min;
+    harness h({r});
+    std::vector<visitor> in(4), queue(8);
+    for (std::size_t i = 0; i < 3; ++i) {
+        ASSERT_EQ(h.visit(in[i]).what, action::admit);
+    }
+    h.advance(20s);
+    ASSERT_EQ(h.visit(in[3]).what, action::admit);
+    h.advance(1s);
+    h.sync();
+    for (auto& v : queue) {
+        ASSERT_EQ(h.visit(v).what, action::queue);
+    }
+    for (int s = 22; s <= 150; ++s) {
+        h.advance(1s);
+        h.sync();
+        if (s % 3 == 0) {
+            for (auto& v : queue) {
+                if (!v.admitted()) {
+                    h.visit(v);
+                }
+            }
+        }
+        if (s % 5 == 0) {
+            for (std::size_t i = s <= 60 ? 1 : 2; i < in.size(); ++i) {  // in[0] left at once
+                ASSERT_EQ(h.visit(in[i]).what, action::admit);
+            }
+        }
+        if (s == 85) {
+            ASSERT_EQ(h.state("shop").counts().admitted_last_minute, 1);
+            EXPECT_EQ(h.state("shop").turnover_per_minute(), 0.0) << "no place could free yet";
+            const auto d = h.visit(queue.back());
+            ASSERT_EQ(d.what, action::queue);
+            EXPECT_LE(d.page.wait_time, 4) << "7 ahead at the prior's 2 a minute, not 1";
+        } else if (s == 141) {
+            EXPECT_EQ(h.state("shop").turnover_per_minute(), 0.0);
+        }
+    }
+    EXPECT_GT(h.state("shop").counts().admitted_last_minute, 0);
+    EXPECT_EQ(h.state("shop").turnover_per_minute(),
+              static_cast<double>(h.state("shop").counts().admitted_last_minute));
 }
 
 // A wait of a minute and a half reads "1 minute" in waitTime (33 % short) and "2 minutes" a

@@ -70,8 +70,9 @@ class room_state {
     bool free_unclaimed_for(std::int64_t bucket, std::int64_t span_ms) const;
     // Admissions per minute the room's turnover gives, learned from the sliding minute's
     // admissions once the room has queued for a whole minute (before that the minute still
-    // holds the admissions that filled the room, which no session end made room for); 0 while
-    // not learned.
+    // holds the admissions that filled the room, which no session end made room for), or, in a
+    // room that had just filled when it began to queue, for session_duration and a minute
+    // (before that no session could end); 0 while not learned.
     double turnover_per_minute() const { return turnover_per_minute_; }
     // Store time since which the room has had visitors waiting; 0 = nobody waits.
     std::int64_t queueing_since_ms() const { return queueing_since_ms_; }
@@ -92,6 +93,7 @@ class room_state {
     double abandon_per_minute_ = 0;
     double turnover_per_minute_ = 0;
     std::int64_t queueing_since_ms_ = 0;
+    std::int64_t learn_from_ms_ = 0;  // store time from which the sliding minute is the turnover
     std::int64_t taken_behind_mark_ = 0;
     // The snapshots followed lately, oldest first: when, the capacity free then, and the
     // queue then as (bucket, queued in it and every older bucket), ascending, so that the
