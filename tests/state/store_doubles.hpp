@@ -45,7 +45,8 @@ class scripted_store final : public store {
 
     void sync(node_report report, sync_handler done) override {
         ++sync_calls;
-        batches.push_back(report.batch);
+        batches.push_back(report.rooms.empty() ? report.batch
+                                               : batch_of(report, report.rooms.front()));
         if (hold_calls) {
             pending.push_back([this, report = std::move(report), done = std::move(done)]() mutable {
                 apply_sync(std::move(report), std::move(done));
@@ -98,7 +99,7 @@ class scripted_store final : public store {
     bool lose_next_top_up = false;
     int sync_calls = 0;
     int top_up_calls = 0;
-    std::vector<std::uint64_t> batches;  // each sync's batch id, in call order
+    std::vector<std::uint64_t> batches;  // each sync's batch id (its first room's), in call order
     std::vector<std::function<void()>> pending;
 
   private:
