@@ -242,6 +242,13 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
         report.rooms.push_back(std::move(u.sent));
         adj.push_back(u.adj);
     }
+    {
+        std::lock_guard lock(mu_);
+        held_back_.clear();
+        for (const auto& [id, d] : wait) {
+            held_back_[id] = d.admitted;
+        }
+    }
     if (!wait.empty()) {
         node_.submit(wait);
     }
@@ -319,7 +326,8 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
                 // stays right.
                 if (adj[i].in_episode) {
                     // the slots it handed back are the episode's lapsed lease, still set aside
-                } else if (auto ep = episodes_by_room_.find(r.room); ep != episodes_by_room_.end()) {
+                } else if (auto ep = episodes_by_room_.find(r.room);
+                           ep != episodes_by_room_.end()) {
                     // In an episode of its own already (a resend built before it began): the
                     // pool holds allowance only, and these slots go back with the lapsed lease.
                     ep->second.lapsed += r.slots_returned;
@@ -392,9 +400,12 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
             ++room_failures_[r.room];
             failing_ec.push_back(res.rooms[i].ec);
             auto settled = settled_ms_.find(r.room);
-            if (now_ms - (settled == settled_ms_.end() ? 0 : settled->second) >
-                opt_.lease_ttl_ms) {
+            if (now_ms - (settled == settled_ms_.end() ? 0 : settled->second) > opt_.lease_ttl_ms) {
                 degrade.push_back(r);
+                if (auto hb = held_back_.find(r.room); hb != held_back_.end()) {
+                    degrade.back().deltas.admitted.merge(hb->second);
+                    degrade.back().live.admitted.merge(hb->second);
+                }
             }
             failing.push_back(r);
             const std::string id = r.room;
@@ -609,8 +620,12 @@ std::uint64_t sync_task::room_failures(const std::string& room_id) const {
     return it == room_failures_.end() ? 0 : it->second;
 }
 
-void sync_task::on_room_failing(
-    std::function<void(const std::string&, bool, std::error_code)> f) {
+bool sync_task::failing_alone(const std::string& room_id) const {
+    std::lock_guard lock(mu_);
+    return failing_.contains(room_id);
+}
+
+void sync_task::on_room_failing(std::function<void(const std::string&, bool, std::error_code)> f) {
     std::lock_guard lock(mu_);
     on_room_failing_ = std::move(f);
 }

@@ -743,9 +743,10 @@ TEST(RedisStore, ARoomWithAClobberedKeyDegradesAloneAndTheOtherRoomStaysExact) {
     EXPECT_EQ(ta.room_failures("shop"), 0u);
     EXPECT_TRUE(ta.degraded_room("bad").active || tb.degraded_room("bad").active);
     EXPECT_FALSE(ta.degraded(now));
-    EXPECT_EQ(srv.cli("HGET 'wr:{bad}:admitted' " +
-                      std::to_string(room::floor_to(t0, eng->rooms()[1].limits_at(t0).rate_window_ms))),
-              std::to_string(bad_before))
+    EXPECT_EQ(
+        srv.cli("HGET 'wr:{bad}:admitted' " +
+                std::to_string(room::floor_to(t0, eng->rooms()[1].limits_at(t0).rate_window_ms))),
+        std::to_string(bad_before))
         << "nothing of the failed syncs was written";
 
     // The key deleted (its active windows are gone with it): bad settles again by itself.

@@ -226,7 +226,8 @@ TEST(SyncTask, ARoomWhoseAnswerIsLostAloneIsResentUnderItsBatchWhileTheOthersSyn
         // Every sync brings shop's new admissions at once; bad's resend counts nothing twice,
         // and its new admissions follow in its next report.
         EXPECT_EQ(shared.counts("shop", shop, now).admitted_last_minute, 5 + 2 * k);
-        EXPECT_EQ(shared.counts("bad", bad, now).admitted_last_minute, 3 + 2 * (k == 0 ? 0 : k + 1));
+        EXPECT_EQ(shared.counts("bad", bad, now).admitted_last_minute,
+                  3 + 2 * (k == 0 ? 0 : k + 1));
         EXPECT_EQ(node.snapshot()->find("shop")->counts().admitted_last_minute, 5 + 2 * k);
     }
     EXPECT_EQ(sync.room_failures("bad"), 1u);
@@ -263,8 +264,8 @@ TEST(SyncTask, ARoomTheStoreKeepsFailingDegradesAloneAndTheOthersStayExact) {
     std::int64_t now = t0;
     auto tick = [&] {
         for (int i = 0; i < 6; ++i) {
-            shop_in += admit_to(*eng, 0, i % 3 == 0 ? wb : wa, i % 3 == 0 ? b : a, now + 10 + i,
-                                rng);
+            shop_in +=
+                admit_to(*eng, 0, i % 3 == 0 ? wb : wa, i % 3 == 0 ? b : a, now + 10 + i, rng);
             bad_in += admit_to(*eng, 1, wa, a, now + 20 + i, rng);
             bad_in += admit_to(*eng, 1, wb, b, now + 30 + i, rng);
         }

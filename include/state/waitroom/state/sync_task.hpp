@@ -86,6 +86,8 @@ class sync_task {
     // room is resent under its batch at every sync until the store applies it; past the lease
     // TTL it admits from its own degraded allowance meanwhile, and the other rooms sync on.
     std::uint64_t room_failures(const std::string& room_id) const;
+    // The store failed this room alone at the last sync that reached it.
+    bool failing_alone(const std::string& room_id) const;
     // Called when a room starts failing alone (true, with the store's error) and when a sync
     // settles it again (false): once each way, for server/'s log line. On the thread that
     // completes the sync, never under a lock of this class.
@@ -177,6 +179,10 @@ class sync_task {
     std::map<std::string, std::int64_t> settled_ms_;
     std::map<std::string, std::uint64_t> room_failures_;  // room → syncs that failed it alone
     std::set<std::string> failing_;  // rooms failed alone by their last answered sync
+    // room → the admissions that wait in the node while the room's report of unknown outcome
+    // goes again (as of the sync in flight): its own, not in the last state the store gave, so a
+    // degraded episode of the room alone reckons with them.
+    std::map<std::string, room::delta_map<std::int64_t>> held_back_;
     std::function<void(const std::string&, bool, std::error_code)> on_room_failing_;
     std::uint64_t syncs_ = 0;
     std::map<std::string, std::int64_t> pending_release_;  // room → slots to give back
