@@ -241,6 +241,7 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
         limits[id] = u.limits;
         report.rooms.push_back(std::move(u.sent));
         adj.push_back(u.adj);
+        adj.back().removed = true;
     }
     {
         std::lock_guard lock(mu_);
@@ -285,8 +286,9 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
 void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_limits> limits,
                           std::vector<room_report> sent, std::vector<adjust> adj, sync_result res,
                           std::function<void(std::error_code)> done) {
-    // A store that answered every room with a failure (Redis out of memory) applied none of
-    // them: the sync failed as a whole, as when it cannot be reached.
+    // A store that failed every room (Redis out of memory refuses every script) is no store
+    // for this node: the sync failed as a whole, and the node runs degraded mode, not each
+    // room alone. Each room is of unknown outcome as below.
     if (!res.ec && res.rooms.size() == sent.size() && !sent.empty() &&
         std::ranges::all_of(res.rooms, [](const room_grant& g) { return bool(g.ec); })) {
         res.ec = res.rooms.front().ec;
@@ -310,7 +312,8 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
             std::lock_guard lock(mu_);
             for (std::size_t i = 0; i < sent.size(); ++i) {
                 room_report& r = sent[i];
-                keep[i] = within_lease && (r.batch != 0 || res.ec != errc::unavailable);
+                keep[i] = within_lease && !adj[i].removed &&
+                          (r.batch != 0 || res.ec != errc::unavailable);
                 if (keep[i]) {
                     // Outcome unknown: its returned slots stay returned and its deltas stay out
                     // of the node until the resend is answered.
@@ -392,6 +395,9 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
                 }
                 ++k;
                 continue;
+            }
+            if (adj[i].removed) {
+                continue;  // a room nobody runs any more: its counts go with it
             }
             room_report& r = sent[i];
             if (r.batch == 0) {

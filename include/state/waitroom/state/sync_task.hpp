@@ -150,6 +150,7 @@ class sync_task {
         std::int64_t cancelled_episode = 0;  // allowance slots_used removed from the report
         std::int64_t cancelled_pending = 0;  // same, from cancel_used_
         bool in_episode = false;
+        bool removed = false;  // a resend of a room a reload removed: not kept if it fails again
     };
     // A room's report of unknown outcome (its sync timed out, or the store failed this room
     // alone): the store may or may not have applied it. Merged into the next batch it would
