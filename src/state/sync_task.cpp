@@ -397,7 +397,8 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
                 continue;
             }
             if (adj[i].removed) {
-                continue;  // a room nobody runs any more: its counts go with it
+                failing_.erase(sent[i].room);  // a room nobody runs any more: its counts go too
+                continue;
             }
             room_report& r = sent[i];
             if (r.batch == 0) {

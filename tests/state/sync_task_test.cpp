@@ -321,6 +321,36 @@ TEST(SyncTask, ARoomTheStoreKeepsFailingDegradesAloneAndTheOthersStayExact) {
     EXPECT_EQ(heard.back(), "b bad ok");
 }
 
+// A room the store fails alone and a reload then removes: its report goes once more (the store
+// may have applied it), and when that fails too it is dropped, not resent for ever.
+TEST(SyncTask, AFailingRoomThatAReloadRemovedIsDroppedAfterOneMoreTry) {
+    auto both = make_two_room_engine(100, 100);
+    auto shop_only = make_engine(100, 100);
+    std::shared_ptr<const room::engine> current = both;
+    local_store shared;
+    test::room_failing_store st(shared);
+    room::node_state node;
+    sync_task sync(node, st, {});
+    sync.follow_engine([&] { return current; });
+    st.refuse.insert("bad");
+    auto run = [&](std::int64_t now) {
+        const int before = st.failed_rooms;
+        std::error_code ec = make_error_code(errc::busy);
+        sync.run_once(now, [&](std::error_code e) { ec = e; });
+        EXPECT_FALSE(ec) << ec.message();
+        return st.failed_rooms - before;
+    };
+    EXPECT_EQ(run(t0), 1);
+    EXPECT_EQ(run(t0 + 1'000), 1);
+    EXPECT_TRUE(sync.failing_alone("bad"));
+    current = shop_only;
+    EXPECT_EQ(run(t0 + 2'000), 1);  // once more
+    EXPECT_EQ(run(t0 + 3'000), 0);  // then gone
+    EXPECT_FALSE(sync.failing_alone("bad"));
+    EXPECT_EQ(run(t0 + 4'000), 0);
+    EXPECT_EQ(st.sync_calls, 5);
+}
+
 TEST(SyncTask, ARunWhileOneIsInFlightIsSkipped) {
     auto eng = make_engine(10, 100);
     room::node_state node;
