@@ -61,7 +61,7 @@ admin::admin_room_status room_admin_backend::status_of(const room::engine& eng,
     out.new_users_per_minute = s.new_users_per_minute;
     out.admitted_this_minute = state.counts().admitted_last_minute;
     out.nodes = state.nodes();
-    out.degraded = degraded;
+    out.degraded = degraded || sync_.failing_alone(r.id());
     out.queue_all = s.queue_all;
     out.suspended = s.suspended;
     return out;
@@ -207,6 +207,7 @@ std::vector<std::pair<std::string, metrics::room_reading>> room_admin_backend::r
         };
         catch_up(sync_.top_ups(r.id()), top_ups_reported_[r.id()], m.top_ups);
         catch_up(sync_.abandoned(r.id()), abandoned_reported_[r.id()], m.abandoned);
+        catch_up(sync_.room_failures(r.id()), room_failures_reported_[r.id()], m.store_failures);
         auto reading = metrics::read_room(m);
         reading.active_users = s.estimated_total_active_users;
         reading.queued_users = s.estimated_queued_users;

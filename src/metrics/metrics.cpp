@@ -462,6 +462,10 @@ metric_set::metric_set(unsigned slots) : reg_(slots) {
     r.declare("waitroom_room_lease_top_ups_total",
               "Top-ups: calls asking the store for more slots between syncs.", kind::counter,
               L{"room"});
+    r.declare("waitroom_room_store_failures_total",
+              "Syncs in which the store failed this room alone (its script raised an error) while "
+              "it answered the others.",
+              kind::counter, L{"room"});
     r.declare("waitroom_room_flagged_total",
               "Queued visitors flagged for refreshing far faster than their Refresh "
               "(abuse_action).",
@@ -559,6 +563,7 @@ const room_metrics& metric_set::room(std::string_view id) {
     m->revoked = reg_.add_counter("waitroom_room_revoked_total", l);
     m->sessions_expired = reg_.add_counter("waitroom_room_sessions_expired_total", l);
     m->top_ups = reg_.add_counter("waitroom_room_lease_top_ups_total", l);
+    m->store_failures = reg_.add_counter("waitroom_room_store_failures_total", l);
     m->flagged = reg_.add_counter("waitroom_room_flagged_total", l);
     m->network_changed = reg_.add_counter("waitroom_room_cookie_network_changed_total", l);
     m->challenges_issued = reg_.add_counter("waitroom_room_challenges_issued_total", l);

@@ -55,6 +55,18 @@ bool server::impl::start_rooms(const config::snapshot& cfg) {
             spdlog::info("state store reachable again: degraded mode over, leases resume");
         }
     });
+    // A room the store fails alone (a clobbered key): once when it starts, once when it ends.
+    sync_->on_room_failing([](const std::string& room, bool failing, std::error_code ec) {
+        if (failing) {
+            spdlog::warn(
+                "room {}: the state store failed its sync ({}) while it answered the other "
+                "rooms; resending it, and past the lease TTL the room admits new visitors only "
+                "from this node's local allowance (check its Redis keys, e.g. TYPE and memory)",
+                room, ec.message());
+        } else {
+            spdlog::info("room {}: the state store applies its syncs again", room);
+        }
+    });
     sync_->follow_engine([runtimes] { return runtimes->load()->engine; });
     // Run-time switches (admin PATCH) live in the store; each sync brings them to this node.
     sync_->set_overrides(overrides_);

@@ -22,6 +22,8 @@ class category_impl final : public std::error_category {
                 return "no rooms configured yet";
             case errc::lost:
                 return "state store connection lost with the call sent (outcome unknown)";
+            case errc::room_failed:
+                return "the state store failed this room's update (its script raised an error)";
         }
         return "unknown state store error";
     }

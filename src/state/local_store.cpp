@@ -10,13 +10,13 @@ void local_store::sync(node_report report, sync_handler done) {
         for (auto& r : report.rooms) {
             room_ledger& ledger = rooms_[r.room];
             room_grant g = ledger.sync(report.node_id, report.datacenter, r, report.now_ms,
-                                       report.node_ttl_ms, report.batch);
+                                       report.node_ttl_ms, batch_of(report, r));
             if (g.stale) {
                 // The same step as the Redis store's: the deltas of another epoch were refused,
                 // the node's live windows go instead.
                 r.full = true;
                 g = ledger.sync(report.node_id, report.datacenter, r, report.now_ms,
-                                report.node_ttl_ms, report.batch);
+                                report.node_ttl_ms, batch_of(report, r));
             }
             res.rooms.push_back(std::move(g));
         }

@@ -9,21 +9,24 @@
 
 namespace waitroom::state {
 
-void sync_task::on_failed(std::int64_t now_ms, const std::vector<room_report>& sent) {
-    // The last state the store gave: only a successful sync publishes a snapshot.
+void sync_task::on_failed(std::int64_t now_ms, const std::vector<room_report>& sent, bool alone) {
+    // The last state the store gave: only a successful sync publishes a snapshot (a room failed
+    // alone keeps its last one in it).
     const auto last_known = node_.snapshot();
     bool entered = false;
     {
         std::lock_guard lock(mu_);
-        ++failed_syncs_;
-        ++consecutive_failures_;
-        if (now_ms - last_success_ms_ <= opt_.lease_ttl_ms) {
-            return;  // the lease is still good: the next sync may well succeed
-        }
-        if (degraded_since_ms_ == 0) {
-            degraded_since_ms_ = now_ms;
-            ++episodes_;
-            entered = true;
+        if (!alone) {
+            ++failed_syncs_;
+            ++consecutive_failures_;
+            if (now_ms - last_success_ms_ <= opt_.lease_ttl_ms) {
+                return;  // the lease is still good: the next sync may well succeed
+            }
+            if (degraded_since_ms_ == 0) {
+                degraded_since_ms_ = now_ms;
+                ++episodes_;
+                entered = true;
+            }
         }
         for (const auto& r : sent) {
             room::slot_pool& pool = node_.pool(r.room);
@@ -109,6 +112,7 @@ void sync_task::notify(bool degraded, std::int64_t now_ms) {
 }
 
 bool sync_task::end_episodes(const std::vector<room_report>& sent, const std::vector<adjust>& adj,
+                             const std::vector<room_report>& failing,
                              std::map<std::string, std::int64_t>& holdback) {
     std::lock_guard lock(mu_);
     // The store has the deltas, including the admissions made while degraded. Allowance
@@ -127,13 +131,18 @@ bool sync_task::end_episodes(const std::vector<room_report>& sent, const std::ve
         holdback[sent[i].room] = std::max<std::int64_t>(0, consumed - adj[i].cancelled_episode);
         episodes_by_room_.erase(it);
     }
-    // Rooms removed by a reload while degraded: their allowance simply goes.
-    for (auto& [id, ep] : episodes_by_room_) {
+    // Rooms removed by a reload while degraded: their allowance simply goes. The others go on.
+    std::erase_if(episodes_by_room_, [&](auto& e) {
+        auto& [id, ep] = e;
+        const auto named = [&](const room_report& r) { return r.room == id; };
+        if (std::ranges::any_of(sent, named) || std::ranges::any_of(failing, named)) {
+            return false;
+        }
         std::int64_t leftover = node_.pool(id).take_up_to(ep.granted);
         degraded_admissions_ +=
             static_cast<std::uint64_t>(std::max<std::int64_t>(0, ep.granted - leftover));
-    }
-    episodes_by_room_.clear();
+        return true;
+    });
     const bool left_degraded = degraded_since_ms_ != 0;
     degraded_since_ms_ = 0;
     consecutive_failures_ = 0;

@@ -44,6 +44,18 @@ room::room_deltas live_windows(const room::room_deltas* before, const room::room
     return out;
 }
 
+// `d` without its windows dead at `now_ms` (the store skips those): the new deltas of a room
+// that waits for a report of unknown outcome go back to the node at every sync, and a room
+// the store fails for hours must not pile up its dead windows there.
+room::room_deltas live_only(room::room_deltas d, const room::room_limits& l, std::int64_t now_ms) {
+    room::room_deltas out = live_windows(&d, room::room_deltas{}, l, now_ms);
+    out.slots_used = d.slots_used;
+    out.demand = d.demand;
+    out.queued = d.queued;
+    out.revoked = std::move(d.revoked);
+    return out;
+}
+
 }  // namespace
 
 sync_options make_sync_options(const config::config& cfg) {
@@ -96,7 +108,7 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
     std::map<std::string, std::int64_t> topped_up;
     std::map<std::string, std::int64_t> lapsed;   // rooms in a degraded episode → lapsed lease
     std::map<std::string, std::int64_t> granted;  // same rooms → allowance put in their pool
-    std::optional<unknown_batch> resend;
+    std::map<std::string, unknown_room> resend;
     {
         std::lock_guard lock(mu_);
         if (in_flight_) {
@@ -117,11 +129,17 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
             overrides_seen_ = overrides_->writes();
         }
         resend.swap(unknown_);
-        in_flight_resend_ = resend.has_value();
-        in_flight_batch_ = resend ? resend->batch : next_batch_++;
-        if (!resend) {
-            releases.swap(pending_release_);
-            topped_up.swap(topped_up_);
+        in_flight_batch_ = next_batch_++;
+        releases.swap(pending_release_);
+        topped_up.swap(topped_up_);
+        for (const auto& [id, u] : resend) {
+            // A room sent again builds no new report: what it would give back waits for one.
+            if (auto it = releases.find(id); it != releases.end()) {
+                pending_release_[id] = it->second;
+            }
+            if (auto it = topped_up.find(id); it != topped_up.end()) {
+                topped_up_[id] = it->second;
+            }
         }
         for (const auto& [id, ep] : episodes_by_room_) {
             lapsed[id] = ep.lapsed;
@@ -129,10 +147,8 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
         }
     }
 
-    // A resend builds nothing: it repeats its batch as it was, and the new deltas wait in the
-    // node for the next batch.
-    room::delta_set deltas = resend ? room::delta_set{} : node_.take_deltas();
-    static const std::vector<room::compiled_room> no_rooms;
+    room::delta_set deltas = node_.take_deltas();
+    room::delta_set wait;  // the new deltas of rooms sent again: they wait in the node
     node_report report;
     report.node_id = opt_.node_id;
     report.datacenter = opt_.datacenter;
@@ -140,7 +156,18 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
     report.node_ttl_ms = opt_.node_ttl_ms;
     std::map<std::string, room::room_limits> limits;
     std::vector<adjust> adj;
-    for (const auto& r : resend ? no_rooms : eng->rooms()) {
+    for (const auto& r : eng->rooms()) {
+        if (auto u = resend.find(r.id()); u != resend.end()) {
+            // Of unknown outcome: it goes again as it was, under its batch, before any new one.
+            if (auto it = deltas.find(r.id()); it != deltas.end()) {
+                wait[r.id()] = live_only(std::move(it->second), u->second.limits, now_ms);
+            }
+            limits[r.id()] = u->second.limits;
+            report.rooms.push_back(std::move(u->second.sent));
+            adj.push_back(u->second.adj);
+            resend.erase(u);
+            continue;
+        }
         room_report rr;
         rr.room = r.id();
         rr.limits = r.limits_at(now_ms);
@@ -208,11 +235,23 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
         report.rooms.push_back(std::move(rr));
         adj.push_back(a);
     }
-    // Deltas of rooms removed by a reload are dropped with the room.
-    if (resend) {
-        report.rooms = std::move(resend->sent);
-        limits = std::move(resend->limits);
-        adj = std::move(resend->adj);
+    // Deltas of rooms removed by a reload are dropped with the room; a report of unknown outcome
+    // goes again all the same (the store may have applied it: its answer settles it).
+    for (auto& [id, u] : resend) {
+        limits[id] = u.limits;
+        report.rooms.push_back(std::move(u.sent));
+        adj.push_back(u.adj);
+        adj.back().removed = true;
+    }
+    {
+        std::lock_guard lock(mu_);
+        held_back_.clear();
+        for (const auto& [id, d] : wait) {
+            held_back_[id] = d.admitted;
+        }
+    }
+    if (!wait.empty()) {
+        node_.submit(wait);
     }
     {
         std::lock_guard lock(mu_);
@@ -247,44 +286,55 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
 void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_limits> limits,
                           std::vector<room_report> sent, std::vector<adjust> adj, sync_result res,
                           std::function<void(std::error_code)> done) {
+    // A store that failed every room (Redis out of memory refuses every script) is no store
+    // for this node: the sync failed as a whole, and the node runs degraded mode, not each
+    // room alone. Each room is of unknown outcome as below.
+    if (!res.ec && res.rooms.size() == sent.size() && !sent.empty() &&
+        std::ranges::all_of(res.rooms, [](const room_grant& g) { return bool(g.ec); })) {
+        res.ec = res.rooms.front().ec;
+    }
     if (res.ec || res.rooms.size() != sent.size()) {
-        bool keep_whole = false;
+        // Per room: keep the report for a resend under its batch, or put its deltas back. Only
+        // while the lease holds: past it the failure path below starts degraded mode, which
+        // reckons with every delta back in the node (merged, as before batch ids).
+        // Only a store that was never reached surely applied nothing, and only for a report
+        // sent for the first time. An answer that did not parse may follow rooms that ran:
+        // putting their handed-back slots in the pool again would hold slots the store leases
+        // to others, and admit past the limit across nodes.
+        bool within_lease = false;
         {
             std::lock_guard lock(mu_);
-            // Only while the lease holds: past it the failure path below starts degraded mode,
-            // which reckons with every delta back in the node (merged, as before batch ids).
-            // Only a store that was never reached surely applied nothing. An answer that did not
-            // parse may follow rooms that ran (one room's script failed in a pipeline of
-            // several): putting their handed-back slots in the pool again would hold slots the
-            // store leases to others, and admit past the limit across nodes.
-            keep_whole = (in_flight_resend_ || res.ec != errc::unavailable) &&
-                         now_ms - last_success_ms_ <= opt_.lease_ttl_ms;
+            within_lease = now_ms - last_success_ms_ <= opt_.lease_ttl_ms;
         }
-        if (keep_whole) {
-            // Outcome unknown: its returned slots stay returned and its deltas stay out of the
-            // node until the resend is answered.
-            on_failed(now_ms, sent);
-            {
-                std::lock_guard lock(mu_);
-                unknown_ = unknown_batch{in_flight_batch_, std::move(sent), std::move(adj),
-                                         std::move(limits)};
-                in_flight_ = false;
-            }
-            if (done) {
-                done(res.ec ? res.ec : make_error_code(errc::protocol));
-            }
-            return;
-        }
-        // The store was not reached (or the lease ran out, and degraded mode below reckons with
-        // everything): keep the deltas for the next sync and the slots we meant to return. The
-        // lease lapses by itself (slot_pool::expired) and is handed back
-        // whole at the next successful sync, so the store's count of held slots stays right.
-        room::delta_set back;
+        std::vector<bool> keep(sent.size(), false);
+        std::vector<room_report> alone;  // rooms in an episode of their own: refilled below
         {
             std::lock_guard lock(mu_);
             for (std::size_t i = 0; i < sent.size(); ++i) {
-                auto& r = sent[i];
-                if (!adj[i].in_episode) {
+                room_report& r = sent[i];
+                keep[i] = within_lease && !adj[i].removed &&
+                          (r.batch != 0 || res.ec != errc::unavailable);
+                if (keep[i]) {
+                    // Outcome unknown: its returned slots stay returned and its deltas stay out
+                    // of the node until the resend is answered.
+                    if (episodes_by_room_.contains(r.room)) {
+                        alone.push_back(r);
+                    }
+                    continue;
+                }
+                // The store was not reached (or the lease ran out, and degraded mode below
+                // reckons with everything): keep the deltas for the next sync and the slots we
+                // meant to return. The lease lapses by itself (slot_pool::expired) and is handed
+                // back whole at the next successful sync, so the store's count of held slots
+                // stays right.
+                if (adj[i].in_episode) {
+                    // the slots it handed back are the episode's lapsed lease, still set aside
+                } else if (auto ep = episodes_by_room_.find(r.room);
+                           ep != episodes_by_room_.end()) {
+                    // In an episode of its own already (a resend built before it began): the
+                    // pool holds allowance only, and these slots go back with the lapsed lease.
+                    ep->second.lapsed += r.slots_returned;
+                } else {
                     node_.pool(r.room).add(r.slots_returned);
                 }
                 r.deltas.slots_used += adj[i].cancelled_episode + adj[i].cancelled_pending;
@@ -294,10 +344,28 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
             }
         }
         on_failed(now_ms, sent);
-        for (auto& r : sent) {
-            back[r.room] = std::move(r.deltas);
+        if (within_lease && !alone.empty()) {
+            on_failed(now_ms, alone, true);  // the node's lease holds, these rooms' did not
         }
-        node_.submit(back);
+        room::delta_set back;
+        {
+            std::lock_guard lock(mu_);
+            for (std::size_t i = 0; i < sent.size(); ++i) {
+                room_report& r = sent[i];
+                if (!keep[i]) {
+                    back[r.room] = std::move(r.deltas);
+                    continue;
+                }
+                if (r.batch == 0) {
+                    r.batch = in_flight_batch_;
+                }
+                const std::string id = r.room;
+                unknown_[id] = unknown_room{std::move(r), adj[i], limits[id]};
+            }
+        }
+        if (!back.empty()) {
+            node_.submit(back);
+        }
         {
             std::lock_guard lock(mu_);
             in_flight_ = false;
@@ -308,19 +376,83 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
         return;
     }
 
+    // The store failed some rooms alone (room_grant::ec): each is of unknown outcome on its own
+    // and goes again under its batch at every sync until the store applies it, past its lease
+    // TTL on its own degraded allowance. The rooms the store applied are settled below.
+    std::vector<room_report> failing;
+    std::vector<std::error_code> failing_ec;
+    std::vector<room_report> degrade;  // failing, past the lease TTL since last settled
+    std::vector<std::pair<std::string, std::error_code>> newly_failing;
+    {
+        std::size_t k = 0;
+        std::lock_guard lock(mu_);
+        for (std::size_t i = 0; i < sent.size(); ++i) {
+            if (!res.rooms[i].ec) {
+                if (k != i) {
+                    sent[k] = std::move(sent[i]);
+                    adj[k] = adj[i];
+                    res.rooms[k] = std::move(res.rooms[i]);
+                }
+                ++k;
+                continue;
+            }
+            if (adj[i].removed) {
+                failing_.erase(sent[i].room);  // a room nobody runs any more: its counts go too
+                continue;
+            }
+            room_report& r = sent[i];
+            if (r.batch == 0) {
+                r.batch = in_flight_batch_;
+            }
+            ++room_failures_[r.room];
+            failing_ec.push_back(res.rooms[i].ec);
+            auto settled = settled_ms_.find(r.room);
+            if (now_ms - (settled == settled_ms_.end() ? 0 : settled->second) > opt_.lease_ttl_ms) {
+                degrade.push_back(r);
+                if (auto hb = held_back_.find(r.room); hb != held_back_.end()) {
+                    degrade.back().deltas.admitted.merge(hb->second);
+                    degrade.back().live.admitted.merge(hb->second);
+                }
+            }
+            failing.push_back(r);
+            const std::string id = r.room;
+            unknown_[id] = unknown_room{std::move(r), adj[i], limits[id]};
+        }
+        sent.resize(k);
+        adj.resize(k);
+        res.rooms.resize(k);
+    }
+    if (!degrade.empty()) {
+        on_failed(now_ms, degrade, true);
+    }
+
     auto snap = std::make_shared<room::state_snapshot>();
     snap->as_of_ms = now_ms;
     const std::shared_ptr<const room::state_snapshot> previous = node_.snapshot();
     std::map<std::string, std::int64_t> releases;
     std::map<std::string, std::int64_t> demand;
     std::map<std::string, std::int64_t> holdback;  // room → slots kept out of the new lease
-    const bool left_degraded = end_episodes(sent, adj, holdback);
+    const bool left_degraded = end_episodes(sent, adj, failing, holdback);
+    std::vector<std::string> recovered;  // rooms the store had failed alone, settled again
+    std::vector<bool> in_episode(sent.size(), false);  // still: a resend settled, see end_episodes
     {
         std::lock_guard lock(mu_);
         for (std::size_t i = 0; i < sent.size(); ++i) {
             if (res.rooms[i].abandoned > 0) {
                 abandoned_by_room_[sent[i].room] +=
                     static_cast<std::uint64_t>(res.rooms[i].abandoned);
+            }
+        }
+        for (std::size_t i = 0; i < sent.size(); ++i) {
+            in_episode[i] = episodes_by_room_.contains(sent[i].room);
+            settled_ms_[sent[i].room] = now_ms;
+            if (failing_.erase(sent[i].room) != 0) {
+                recovered.push_back(sent[i].room);
+            }
+        }
+        for (std::size_t i = 0; i < failing.size(); ++i) {
+            if (failing_.insert(failing[i].room).second) {
+                newly_failing.emplace_back(failing[i].room, failing_ec[i]);
             }
         }
         for (const auto& r : sent) {
@@ -369,25 +501,41 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
                 list.push_back(e.first);  // ascending, as room_state::revoked wants
             }
         }
+        for (const auto& r : failing) {  // what they knew stands until they are settled
+            if (auto it = revoked_.find(r.room); it != revoked_.end()) {
+                revoked[r.room] = std::move(it->second);
+            }
+        }
         revoked_ = std::move(revoked);
+    }
+    for (const auto& r : failing) {
+        // The last state the store gave of it stays (degraded mode sizes its allowance by it).
+        if (const room::room_state* before = previous->find(r.room)) {
+            snap->rooms.emplace(r.room, *before);
+        }
     }
     for (std::size_t i = 0; i < res.rooms.size(); ++i) {
         auto& g = res.rooms[i];
         room::slot_pool& pool = node_.pool(g.room);
-        pool.add(g.granted);
-        if (auto it = holdback.find(g.room); it != holdback.end()) {
-            std::int64_t covered = pool.take_up_to(it->second);
-            if (covered < it->second) {
-                // A lease too small to cover them: their slots_used must not lower the count
-                // of slots the store believes held when they arrive.
-                std::lock_guard lock(mu_);
-                cancel_used_[g.room] += it->second - covered;
+        // A resend built before the room's own episode began, settled: the episode goes on
+        // until the room's next report, which tells the store exactly what the node holds (none
+        // of this grant: the pool holds the allowance only).
+        if (!in_episode[i]) {
+            pool.add(g.granted);
+            if (auto it = holdback.find(g.room); it != holdback.end()) {
+                std::int64_t covered = pool.take_up_to(it->second);
+                if (covered < it->second) {
+                    // A lease too small to cover them: their slots_used must not lower the
+                    // count of slots the store believes held when they arrive.
+                    std::lock_guard lock(mu_);
+                    cancel_used_[g.room] += it->second - covered;
+                }
             }
-        }
-        pool.extend_until(now_ms + opt_.lease_ttl_ms);
-        pool.suspend_top_ups_until(0);  // fresh state: a dry pool may ask again
-        if (g.release > 0) {
-            releases[g.room] = g.release;
+            pool.extend_until(now_ms + opt_.lease_ttl_ms);
+            pool.suspend_top_ups_until(0);  // fresh state: a dry pool may ask again
+            if (g.release > 0) {
+                releases[g.room] = g.release;
+            }
         }
         demand[g.room] = sent[i].deltas.demand;
         room::room_state st(std::move(g.counts), limits[g.room]);
@@ -405,7 +553,8 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
     }
     if (overrides) {
         // The store's switches win over this node's (a PATCH on another node, a restart): a
-        // local PATCH went to the store first, so the store has it too.
+        // local PATCH went to the store first, so the store has it too. (A room the store
+        // failed alone keeps its switches as they were.)
         for (const auto& g : res.rooms) {
             overrides->apply_synced(g.room, g.overrides.queue_all, g.overrides.suspended,
                                     overrides_seen);
@@ -421,8 +570,13 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
         last_demand_ = std::move(demand);
         // The store now holds each room's live windows as the report had them (its deltas
         // applied, or the whole of them re-reported), under the epoch it answered.
-        epochs_.clear();
-        reported_.clear();
+        // Those of the rooms failed alone stand until they are settled.
+        const auto gone = [&](const auto& e) {
+            return std::ranges::none_of(failing,
+                                        [&](const room_report& r) { return r.room == e.first; });
+        };
+        std::erase_if(epochs_, gone);
+        std::erase_if(reported_, gone);
         for (std::size_t i = 0; i < sent.size(); ++i) {
             epochs_[sent[i].room] = std::move(res.rooms[i].epoch);
             reported_[sent[i].room] = std::move(sent[i].live);
@@ -432,6 +586,19 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
     }
     if (left_degraded) {
         notify(false, now_ms);
+    }
+    std::function<void(const std::string&, bool, std::error_code)> f;
+    {
+        std::lock_guard lock(mu_);
+        f = on_room_failing_;
+    }
+    if (f) {
+        for (const auto& [id, ec] : newly_failing) {
+            f(id, true, ec);
+        }
+        for (const auto& id : recovered) {
+            f(id, false, {});
+        }
     }
     if (done) {
         done({});
@@ -452,6 +619,22 @@ std::uint64_t sync_task::abandoned(const std::string& room_id) const {
     std::lock_guard lock(mu_);
     auto it = abandoned_by_room_.find(room_id);
     return it == abandoned_by_room_.end() ? 0 : it->second;
+}
+
+std::uint64_t sync_task::room_failures(const std::string& room_id) const {
+    std::lock_guard lock(mu_);
+    auto it = room_failures_.find(room_id);
+    return it == room_failures_.end() ? 0 : it->second;
+}
+
+bool sync_task::failing_alone(const std::string& room_id) const {
+    std::lock_guard lock(mu_);
+    return failing_.contains(room_id);
+}
+
+void sync_task::on_room_failing(std::function<void(const std::string&, bool, std::error_code)> f) {
+    std::lock_guard lock(mu_);
+    on_room_failing_ = std::move(f);
 }
 
 void sync_task::on_sync_complete(std::function<void(std::chrono::nanoseconds, std::error_code)> f) {

@@ -14,7 +14,8 @@ void sync_task::top_up(const std::string& room_id, std::int64_t now_ms,
     bool in_degraded_mode = false;
     {
         std::lock_guard lock(mu_);
-        in_degraded_mode = degraded_since_ms_ != 0;
+        // (or failing this room alone: its top-ups would fail as its syncs do)
+        in_degraded_mode = degraded_since_ms_ != 0 || episodes_by_room_.contains(room_id);
     }
     if (in_degraded_mode) {
         // The store is down: the sync timer finds out when it is back. Asking it per request

@@ -47,6 +47,19 @@ constexpr int window_steps = 12;
 // 32 bytes (0x00..0x1f), base64: the one cookie key every node holds.
 constexpr std::string_view shared_key = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 
+// The value of one series in a Prometheus text body (`series` is "name{labels}"); 0 when absent.
+double metric(const std::string& text, const std::string& series) {
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.size() > series.size() && line.compare(0, series.size(), series) == 0 &&
+            line[series.size()] == ' ') {
+            return std::stod(line.substr(series.size() + 1));
+        }
+    }
+    return 0;
+}
+
 // One visitor with its own cookie jar (the room cookie only), a fresh connection per request;
 // the caller says which node gets each request.
 // A visitor whose requests may go to any node.
@@ -72,10 +85,12 @@ class MultiNode : public ::testing::Test {
         std::uint16_t admin_port = 0;
     };
 
-    // Starts the three nodes with one room `shop` (`room` adds to its flow mapping). Each
-    // node has its own id, public and admin listener; the cookie key and the store are shared:
-    // redis_, or with `sentinels` set, the master that sentinels_ name.
-    void start_nodes(const std::string& room, bool sentinels = false) {
+    // Starts the three nodes with one room `shop` (`room` adds to its flow mapping), and the
+    // rooms of `more_rooms` (YAML list items). Each node has its own id, public and admin
+    // listener; the cookie key and the store are shared: redis_, or with `sentinels` set, the
+    // master that sentinels_ name.
+    void start_nodes(const std::string& room, bool sentinels = false,
+                     const std::string& more_rooms = "") {
         std::ostringstream state;
         if (sentinels) {
             sentinels_ = std::make_unique<sentinel_set>();
@@ -103,7 +118,8 @@ class MultiNode : public ::testing::Test {
               << "cookie: {keys: [{id: k1, secret_file: \"" << key_file << "\"}]}\n"
               << state.str()
               << "testing: {time_scale: " << time_scale << "}\n"
-              << "rooms:\n  - {id: shop, name: Shop, host: shop.test, " << room << "}\n";
+              << "rooms:\n  - {id: shop, name: Shop, host: shop.test, " << room << "}\n"
+              << more_rooms;
             nodes_[i].config_path = dir_.write("node-" + std::to_string(i + 1) + ".yaml", c.str());
         }
         // Spawned back to back, waited for afterwards (see time_scale).
@@ -430,6 +446,81 @@ TEST_F(MultiNode, RidesOutARedisOutageAndRecoversWhenItReturns) {
         for (int round = 0; round < 5; ++round) {
             EXPECT_FALSE(one_more_in()) << "admitted past the limit after the store returned";
         }
+    }
+    EXPECT_TRUE(all_running());
+}
+
+// An operator overwrites one of room `news`'s keys with a string: Redis fails that room's
+// script (WRONGTYPE) at every sync while it runs `shop`'s. Each node says so once in its log,
+// counts it in waitroom_room_store_failures_total{room="news"} and shows news degraded, stays
+// ready, and shop's counts keep moving on every node. Once the room's keys are deleted, news
+// syncs again by itself.
+TEST_F(MultiNode, RidesOutAClobberedRoomKeyInThatRoomAloneAndRecoversWhenItIsFixed) {
+    ASSERT_NO_FATAL_FAILURE(start_nodes(
+        "total_active_users: 50, new_users_per_minute: 1000, session_duration: 5m", false,
+        "  - {id: news, name: News, host: news.test, total_active_users: 50, "
+        "new_users_per_minute: 1000, session_duration: 5m}\n"));
+    const std::vector<std::string> news_keys = {"admitted", "active",    "waiting", "nodes",
+                                                "meta",     "overrides", "revoked"};
+    ASSERT_EQ(redis_.cli("SET 'wr:{news}:active' clobbered"), "OK");
+    auto status = [&](std::size_t i, const std::string& room) {
+        auto j = json::parse(admin(i, http::verb::get, "/rooms/" + room + "/status").body, nullptr,
+                             false);
+        return j.is_discarded() ? json::object() : j;
+    };
+    auto failures = [&](std::size_t i) {
+        return metric(admin(i, http::verb::get, "/metrics").body,
+                      R"(waitroom_room_store_failures_total{room="news"})");
+    };
+    ASSERT_TRUE(poll_until(10s, 50ms, [&] {
+        for (std::size_t i = 0; i < node_count; ++i) {
+            if (failures(i) < 3 || !status(i, "news").value("degraded", false)) {
+                return false;
+            }
+        }
+        return true;
+    })) << nodes_[0].proc->output();
+    EXPECT_TRUE(all_ready(true)) << "one room failing is no store outage";
+    EXPECT_FALSE(status(0, "shop").value("degraded", true));
+
+    // Shop goes on: visitors on every node are counted in the store, and every node sees them.
+    std::vector<visitor> shoppers(6);
+    for (auto& v : shoppers) {
+        auto r = send(v);
+        ASSERT_TRUE(from_origin(r)) << describe(r);
+    }
+    EXPECT_TRUE(poll_until(10s, 50ms, [&] {
+        for (std::size_t i = 0; i < node_count; ++i) {
+            if (status(i, "shop").value("estimated_total_active_users", 0) != 6) {
+                return false;
+            }
+        }
+        return true;
+    })) << status(0, "shop").dump();
+
+    for (const auto& k : news_keys) {
+        redis_.cli("DEL 'wr:{news}:" + k + "'");
+    }
+    EXPECT_TRUE(poll_until(10s, 50ms, [&] {
+        for (std::size_t i = 0; i < node_count; ++i) {
+            if (status(i, "news").value("degraded", true)) {
+                return false;
+            }
+        }
+        return true;
+    })) << nodes_[0].proc->output();
+    for (auto& n : nodes_) {
+        const std::string log = n.proc->output();
+        const auto count = [&](const std::string& what) {
+            std::size_t c = 0;
+            for (auto at = log.find(what); at != std::string::npos; at = log.find(what, at + 1)) {
+                ++c;
+            }
+            return c;
+        };
+        EXPECT_EQ(count("room news: the state store failed its sync"), 1u) << log;
+        EXPECT_EQ(count("room news: the state store applies its syncs again"), 1u) << log;
+        EXPECT_EQ(count("state store unreachable"), 0u) << log;
     }
     EXPECT_TRUE(all_running());
 }

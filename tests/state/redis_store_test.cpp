@@ -633,6 +633,134 @@ TEST(RedisStore, DrivesTheSyncTaskOfTwoNodes) {
     EXPECT_EQ(na.pool("shop").available(), 0);
 }
 
+// A key of another type (an operator's SET over a room's hash) fails that room's script before
+// any write: the other rooms of the pipeline are applied and answered, and the failed room's
+// counters are untouched, so its resend cannot count anything twice. Before, the script failed
+// after its first HINCRBYs (admitted counted, active refused, the batch not saved) and the whole
+// sync was answered as a protocol error.
+TEST(RedisStore, ARoomWithAClobberedKeyFailsAloneBeforeAnyWrite) {
+    redis_server srv;
+    boost::asio::io_context ioc;
+    redis_store st(ioc.get_executor(), options(srv));
+    auto l = limits(10, 100);
+    ASSERT_EQ(srv.cli("SET 'wr:{bad}:active' clobbered"), "OK");
+    auto with_admissions = [&](const std::string& room) {
+        room_report r = report(l, room);
+        r.deltas.admitted.add(room::floor_to(t0, l.rate_window_ms), 3);
+        r.deltas.active.add(room::floor_to(t0, l.window_ms), 3);
+        return r;
+    };
+    node_report n = node("a", "dc", t0, {with_admissions("shop"), with_admissions("bad")});
+    n.batch = 41;
+    auto res = call_sync(ioc, st, n);
+    ASSERT_FALSE(res.ec) << res.ec.message();
+    ASSERT_EQ(res.rooms.size(), 2u);
+    EXPECT_FALSE(res.rooms[0].ec);
+    EXPECT_EQ(res.rooms[0].counts.admitted_last_minute, 3);
+    EXPECT_EQ(res.rooms[1].ec, make_error_code(errc::room_failed));
+    EXPECT_EQ(res.rooms[1].room, "bad");
+    EXPECT_EQ(srv.cli("EXISTS 'wr:{bad}:admitted' 'wr:{bad}:nodes' 'wr:{bad}:meta'"), "0");
+
+    // Fixed: the resend (same batch) is applied once.
+    ASSERT_EQ(srv.cli("DEL 'wr:{bad}:active'"), "1");
+    n.now_ms = t0 + 500;
+    res = call_sync(ioc, st, n);
+    ASSERT_FALSE(res.ec) << res.ec.message();
+    EXPECT_FALSE(res.rooms[1].ec) << res.rooms[1].ec.message();
+    EXPECT_EQ(res.rooms[1].counts.admitted_last_minute, 3);
+    EXPECT_EQ(res.rooms[1].counts.active, 3);
+    EXPECT_EQ(res.rooms[0].counts.admitted_last_minute, 3);  // shop's repeat counted nothing
+}
+
+// Nodes a and b over one Redis, rooms "shop" (1000 places) and "bad" (20): bad's `active` key
+// is clobbered for six lease TTLs. Shop's counts stay exact at every sync; bad admits from its
+// own degraded allowance, never past its 20 places across the nodes; once the key is deleted
+// bad settles again and counts every admission once. Before, every sync failed whole: past the
+// lease TTL both rooms' deltas were merged back and sent in new batches, so shop's applied
+// admissions counted again and again (and bad's, the HINCRBYs its script made before failing).
+TEST(RedisStore, ARoomWithAClobberedKeyDegradesAloneAndTheOtherRoomStaysExact) {
+    redis_server srv;
+    boost::asio::io_context ioc;
+    redis_store st(ioc.get_executor(), options(srv));
+    auto eng = test::make_two_room_engine(1000, 20);
+    room::node_state na, nb;
+    sync_task ta(na, st, two_nodes::options("a", "local"));
+    sync_task tb(nb, st, two_nodes::options("b", "local"));
+    ta.set_engine(eng);
+    tb.set_engine(eng);
+    auto run = [&](sync_task& t, std::int64_t now) {
+        std::optional<std::error_code> ec;
+        t.run_once(now, [&](std::error_code e) { ec = e; });
+        EXPECT_TRUE(run_until(ioc, [&] { return ec.has_value(); }));
+        return ec.value_or(make_error_code(errc::timeout));
+    };
+    room::worker_state wa(na), wb(nb);
+    room::rng rng(3);
+    auto admit = [&](std::size_t k, room::worker_state& w, sync_task& t, std::int64_t now) {
+        const room::compiled_room& r = eng->rooms()[k];
+        auto d = eng->decide(r, w, nullptr, now, rng);
+        if (d.what == room::action::wait_for_slots) {
+            bool answered = false;
+            t.top_up(r.id(), now, [&](bool) { answered = true; });
+            EXPECT_TRUE(run_until(ioc, [&] { return answered; }));
+            d = eng->decide(r, w, nullptr, now, rng, room::attempt::after_top_up);
+        }
+        return d.what == room::action::admit ? 1 : 0;
+    };
+    int shop_in = 0;
+    int bad_in = 0;
+    std::int64_t now = t0;
+    auto tick = [&] {
+        for (int i = 0; i < 6; ++i) {
+            shop_in += admit(0, i % 2 == 0 ? wa : wb, i % 2 == 0 ? ta : tb, now + 10 + i);
+            bad_in += admit(1, wa, ta, now + 20 + i);
+            bad_in += admit(1, wb, tb, now + 30 + i);
+        }
+        wa.flush();
+        wb.flush();
+        now += 1'000;
+        EXPECT_FALSE(run(ta, now));
+        EXPECT_FALSE(run(tb, now));
+    };
+    ASSERT_FALSE(run(ta, now));
+    ASSERT_FALSE(run(tb, now));
+    tick();
+    ASSERT_GT(shop_in, 0);
+    const int bad_before = bad_in;
+    ASSERT_LT(bad_before, 20);
+    ASSERT_EQ(nb.snapshot()->find("bad")->counts().admitted_last_minute, bad_before);
+
+    ASSERT_EQ(srv.cli("DEL 'wr:{bad}:active'"), "1");
+    ASSERT_EQ(srv.cli("SET 'wr:{bad}:active' clobbered"), "OK");
+    for (int k = 0; k < 12; ++k) {
+        tick();
+        // b syncs last: its snapshot has every admission
+        EXPECT_EQ(nb.snapshot()->find("shop")->counts().admitted_last_minute, shop_in) << k;
+        EXPECT_EQ(nb.snapshot()->find("shop")->counts().active, shop_in) << k;
+        EXPECT_LE(bad_in, 20) << k;
+    }
+    EXPECT_GT(ta.room_failures("bad"), 0u);
+    EXPECT_EQ(ta.room_failures("shop"), 0u);
+    EXPECT_TRUE(ta.degraded_room("bad").active || tb.degraded_room("bad").active);
+    EXPECT_FALSE(ta.degraded(now));
+    EXPECT_EQ(
+        srv.cli("HGET 'wr:{bad}:admitted' " +
+                std::to_string(room::floor_to(t0, eng->rooms()[1].limits_at(t0).rate_window_ms))),
+        std::to_string(bad_before))
+        << "nothing of the failed syncs was written";
+
+    // The key deleted (its active windows are gone with it): bad settles again by itself.
+    ASSERT_EQ(srv.cli("DEL 'wr:{bad}:active'"), "1");
+    for (int k = 0; k < 4; ++k) {
+        tick();
+        EXPECT_LE(bad_in, 20);
+    }
+    EXPECT_FALSE(ta.degraded_room("bad").active);
+    EXPECT_FALSE(tb.degraded_room("bad").active);
+    EXPECT_EQ(nb.snapshot()->find("bad")->counts().admitted_last_minute, bad_in);
+    EXPECT_EQ(nb.snapshot()->find("shop")->counts().admitted_last_minute, shop_in);
+}
+
 override_result call_write(boost::asio::io_context& ioc, store& s, switch_write queue_all,
                            switch_write suspended, const std::string& room = "shop") {
     override_write w;

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -22,6 +24,20 @@ using namespace waitroom::state;  // the store interface these doubles implement
 
 // A minute boundary, so window arithmetic in the tests starts clean.
 inline constexpr std::int64_t t0 = 1'800'000'000'000 - 1'800'000'000'000 % 60'000;
+
+// Two rooms: "shop" (total_active_users `shop`, as many new users a minute) on /, and "bad"
+// (`bad` and `bad`) on /bad, for the tests of a room the store fails alone.
+inline std::shared_ptr<room::engine> make_two_room_engine(std::uint32_t shop, std::uint32_t bad) {
+    auto cfg = test::shop_config(shop, shop);
+    config::room r = cfg->rooms[0];
+    r.id = "bad";
+    r.name = "Bad";
+    r.path = "/bad";
+    r.total_active_users = bad;
+    r.new_users_per_minute = bad;
+    cfg->rooms.push_back(r);
+    return std::make_shared<room::engine>(cfg);
+}
 
 inline std::shared_ptr<room::engine> make_engine(std::uint32_t active, std::uint32_t per_minute,
                                                  config::duration session = std::chrono::minutes{
@@ -45,7 +61,8 @@ class scripted_store final : public store {
 
     void sync(node_report report, sync_handler done) override {
         ++sync_calls;
-        batches.push_back(report.batch);
+        batches.push_back(report.rooms.empty() ? report.batch
+                                               : batch_of(report, report.rooms.front()));
         if (hold_calls) {
             pending.push_back([this, report = std::move(report), done = std::move(done)]() mutable {
                 apply_sync(std::move(report), std::move(done));
@@ -98,7 +115,7 @@ class scripted_store final : public store {
     bool lose_next_top_up = false;
     int sync_calls = 0;
     int top_up_calls = 0;
-    std::vector<std::uint64_t> batches;  // each sync's batch id, in call order
+    std::vector<std::uint64_t> batches;  // each sync's batch id (its first room's), in call order
     std::vector<std::function<void()>> pending;
 
   private:
@@ -138,6 +155,60 @@ class scripted_store final : public store {
             done(r);
         });
     }
+};
+
+// The embedded store failing some rooms alone, as Redis does when one room's key is clobbered
+// or its answer does not parse, while the other rooms' scripts run:
+// - refuse: the room's script fails before any write (nothing applied), errc::room_failed;
+// - lose: the room is applied, its answer is an error all the same (outcome unknown).
+// Top-ups of a refused room fail too.
+class room_failing_store final : public store {
+  public:
+    explicit room_failing_store(local_store& shared) : inner(shared) {}
+
+    void sync(node_report report, sync_handler done) override {
+        ++sync_calls;
+        node_report pass = report;
+        pass.rooms.clear();
+        for (const auto& r : report.rooms) {
+            if (!refuse.contains(r.room)) {
+                pass.rooms.push_back(r);
+            }
+        }
+        sync_result applied;
+        inner.sync(std::move(pass), [&](sync_result r) { applied = std::move(r); });
+        sync_result out;
+        std::size_t k = 0;
+        for (const auto& r : report.rooms) {
+            room_grant g;
+            if (!refuse.contains(r.room)) {
+                g = std::move(applied.rooms[k++]);
+            }
+            if (refuse.contains(r.room) || lose.contains(r.room)) {
+                g = room_grant{};
+                g.room = r.room;
+                g.ec = make_error_code(errc::room_failed);
+                ++failed_rooms;
+            }
+            out.rooms.push_back(std::move(g));
+        }
+        lose.clear();
+        done(std::move(out));
+    }
+
+    void top_up(top_up_request req, top_up_handler done) override {
+        if (refuse.contains(req.room)) {
+            done(top_up_result{make_error_code(errc::room_failed), 0});
+            return;
+        }
+        inner.top_up(std::move(req), std::move(done));
+    }
+
+    local_store& inner;
+    std::set<std::string> refuse;
+    std::set<std::string> lose;  // cleared after each sync
+    int sync_calls = 0;
+    int failed_rooms = 0;  // room answers that were failures
 };
 
 }  // namespace waitroom::test

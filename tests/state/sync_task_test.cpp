@@ -15,6 +15,7 @@ namespace waitroom::state {
 namespace {
 
 using test::make_engine;
+using test::make_two_room_engine;
 using test::scripted_store;
 using test::t0;
 
@@ -170,6 +171,184 @@ TEST(SyncTask, AnAnswerThatDidNotParseIsOfUnknownOutcomeAndHoldsNoSlotTheStoreTo
         b.run_once(now);
     }
     EXPECT_EQ(nb.snapshot()->find("shop")->counts().active, admitted);
+}
+
+// A new visitor to room `k` of `e`, with a top-up when the pool is dry: true if admitted.
+bool admit_to(room::engine& e, std::size_t k, room::worker_state& ws, sync_task& sync,
+              std::int64_t now, room::rng& rng) {
+    const room::compiled_room& r = e.rooms()[k];
+    auto d = e.decide(r, ws, nullptr, now, rng);
+    if (d.what == room::action::wait_for_slots) {
+        sync.top_up(r.id(), now, [](bool) {});
+        d = e.decide(r, ws, nullptr, now, rng, room::attempt::after_top_up);
+    }
+    return d.what == room::action::admit;
+}
+
+// One room's answer lost alone (its script ran, its reply was an error): that room goes again
+// under its batch and counts once, while the other room's new deltas go in the same sync. Before,
+// the whole sync was resent and the healthy room's new deltas waited one interval; past the
+// lease TTL everything was merged back and the healthy room's applied deltas counted twice.
+TEST(SyncTask, ARoomWhoseAnswerIsLostAloneIsResentUnderItsBatchWhileTheOthersSyncOn) {
+    auto eng = make_two_room_engine(100, 100);
+    local_store shared;
+    test::room_failing_store st(shared);
+    room::node_state node;
+    sync_task sync(node, st, {});
+    sync.set_engine(eng);
+    room::worker_state w(node);
+    room::rng rng(1);
+    sync.run_once(t0);
+    auto admit_n = [&](std::size_t k, int n, std::int64_t now) {
+        for (int i = 0; i < n; ++i) {
+            ASSERT_TRUE(admit_to(*eng, k, w, sync, now + i, rng));
+        }
+        w.flush();
+    };
+    const auto& shop = eng->rooms()[0].limits_at(t0);
+    const auto& bad = eng->rooms()[1].limits_at(t0);
+    admit_n(0, 3, t0 + 100);
+    admit_n(1, 3, t0 + 100);
+    st.lose.insert("bad");
+    std::error_code ec = make_error_code(errc::busy);
+    sync.run_once(t0 + 1'000, [&](std::error_code e) { ec = e; });
+    EXPECT_FALSE(ec) << "the sync settled shop: " << ec.message();
+    EXPECT_EQ(shared.counts("bad", bad, t0 + 1'000).admitted_last_minute, 3);
+    EXPECT_EQ(sync.room_failures("bad"), 1u);
+    EXPECT_EQ(sync.room_failures("shop"), 0u);
+
+    for (int k = 0; k < 4; ++k) {
+        const std::int64_t now = t0 + 2'000 + 1'000 * k;
+        admit_n(0, 2, now - 500);
+        admit_n(1, 2, now - 500);
+        sync.run_once(now, [&](std::error_code e) { ec = e; });
+        EXPECT_FALSE(ec) << ec.message();
+        // Every sync brings shop's new admissions at once; bad's resend counts nothing twice,
+        // and its new admissions follow in its next report.
+        EXPECT_EQ(shared.counts("shop", shop, now).admitted_last_minute, 5 + 2 * k);
+        EXPECT_EQ(shared.counts("bad", bad, now).admitted_last_minute,
+                  3 + 2 * (k == 0 ? 0 : k + 1));
+        EXPECT_EQ(node.snapshot()->find("shop")->counts().admitted_last_minute, 5 + 2 * k);
+    }
+    EXPECT_EQ(sync.room_failures("bad"), 1u);
+    EXPECT_FALSE(sync.degraded(t0 + 5'000));
+}
+
+// Redis refuses one room's writes (a clobbered key) at every sync, on both nodes, for many lease
+// TTLs: the other room's counts stay exact on both nodes; the failing room admits from its own
+// degraded allowance, within its limits across the nodes; once the key is fixed the room settles
+// and every admission is counted once. The operator hears of it once each way.
+TEST(SyncTask, ARoomTheStoreKeepsFailingDegradesAloneAndTheOthersStayExact) {
+    auto eng = make_two_room_engine(1000, 20);
+    local_store shared;
+    test::room_failing_store sa(shared), sb(shared);
+    room::node_state na, nb;
+    sync_options oa, ob;
+    oa.node_id = "a";
+    ob.node_id = "b";
+    sync_task a(na, sa, oa), b(nb, sb, ob);
+    a.set_engine(eng);
+    b.set_engine(eng);
+    std::vector<std::string> heard;
+    auto listen = [&](const std::string& node) {
+        return [&heard, node](const std::string& room, bool failing, std::error_code ec) {
+            heard.push_back(node + " " + room + (failing ? " failing " + ec.message() : " ok"));
+        };
+    };
+    a.on_room_failing(listen("a"));
+    b.on_room_failing(listen("b"));
+    room::worker_state wa(na), wb(nb);
+    room::rng rng(7);
+    int shop_in = 0;
+    int bad_in = 0;
+    std::int64_t now = t0;
+    auto tick = [&] {
+        for (int i = 0; i < 6; ++i) {
+            shop_in +=
+                admit_to(*eng, 0, i % 3 == 0 ? wb : wa, i % 3 == 0 ? b : a, now + 10 + i, rng);
+            bad_in += admit_to(*eng, 1, wa, a, now + 20 + i, rng);
+            bad_in += admit_to(*eng, 1, wb, b, now + 30 + i, rng);
+        }
+        wa.flush();
+        wb.flush();
+        now += 1'000;
+        a.run_once(now);
+        b.run_once(now);
+    };
+    const auto shop = eng->rooms()[0].limits_at(t0);
+    const auto bad = eng->rooms()[1].limits_at(t0);
+    a.run_once(now);
+    b.run_once(now);
+    tick();  // bad admits 12 of its 20 places
+    ASSERT_EQ(bad_in, 12);
+    sa.refuse.insert("bad");
+    sb.refuse.insert("bad");
+    for (int k = 0; k < 12; ++k) {  // six lease TTLs
+        tick();
+        EXPECT_EQ(shared.counts("shop", shop, now).admitted_last_minute, shop_in) << "tick " << k;
+        // (node b syncs last: its snapshot has everything)
+        EXPECT_EQ(nb.snapshot()->find("shop")->counts().admitted_last_minute, shop_in);
+        EXPECT_EQ(nb.snapshot()->find("shop")->counts().active, shop_in);
+        EXPECT_LE(bad_in, 20) << "tick " << k;
+    }
+    EXPECT_GT(bad_in, 12) << "the failing room admits from its degraded allowance";
+    EXPECT_TRUE(a.degraded_room("bad").active);
+    EXPECT_FALSE(a.degraded_room("shop").active);
+    EXPECT_FALSE(a.degraded(now));
+    EXPECT_EQ(a.degraded_since_ms(), 0);
+    EXPECT_EQ(a.failed_syncs(), 0u);
+    // (one more than the ticks: a visitor finding the lapsed lease runs a sync of its own)
+    const std::uint64_t failures = a.room_failures("bad");
+    EXPECT_GE(failures, 12u);
+    EXPECT_LE(failures, 13u);
+    EXPECT_EQ(shared.counts("bad", bad, now).admitted_last_minute, 12);
+    ASSERT_EQ(heard.size(), 2u);
+    EXPECT_EQ(heard[0], "a bad failing " + make_error_code(errc::room_failed).message());
+
+    sa.refuse.clear();
+    sb.refuse.clear();
+    for (int k = 0; k < 4; ++k) {
+        tick();
+        EXPECT_LE(bad_in, 20);
+    }
+    EXPECT_FALSE(a.degraded_room("bad").active);
+    EXPECT_FALSE(b.degraded_room("bad").active);
+    EXPECT_EQ(a.room_failures("bad"), failures);
+    EXPECT_EQ(shared.counts("bad", bad, now).admitted_last_minute, bad_in);
+    EXPECT_EQ(shared.counts("bad", bad, now).active, bad_in);
+    EXPECT_EQ(shared.counts("shop", shop, now).admitted_last_minute, shop_in);
+    EXPECT_EQ(heard.size(), 4u);
+    EXPECT_EQ(heard.back(), "b bad ok");
+}
+
+// A room the store fails alone and a reload then removes: its report goes once more (the store
+// may have applied it), and when that fails too it is dropped, not resent for ever.
+TEST(SyncTask, AFailingRoomThatAReloadRemovedIsDroppedAfterOneMoreTry) {
+    auto both = make_two_room_engine(100, 100);
+    auto shop_only = make_engine(100, 100);
+    std::shared_ptr<const room::engine> current = both;
+    local_store shared;
+    test::room_failing_store st(shared);
+    room::node_state node;
+    sync_task sync(node, st, {});
+    sync.follow_engine([&] { return current; });
+    st.refuse.insert("bad");
+    auto run = [&](std::int64_t now) {
+        const int before = st.failed_rooms;
+        std::error_code ec = make_error_code(errc::busy);
+        sync.run_once(now, [&](std::error_code e) { ec = e; });
+        EXPECT_FALSE(ec) << ec.message();
+        return st.failed_rooms - before;
+    };
+    EXPECT_EQ(run(t0), 1);
+    EXPECT_EQ(run(t0 + 1'000), 1);
+    EXPECT_TRUE(sync.failing_alone("bad"));
+    current = shop_only;
+    EXPECT_EQ(run(t0 + 2'000), 1);  // once more
+    EXPECT_EQ(run(t0 + 3'000), 0);  // then gone
+    EXPECT_FALSE(sync.failing_alone("bad"));
+    EXPECT_EQ(run(t0 + 4'000), 0);
+    EXPECT_EQ(st.sync_calls, 5);
 }
 
 TEST(SyncTask, ARunWhileOneIsInFlightIsSkipped) {

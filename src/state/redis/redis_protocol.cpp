@@ -124,7 +124,7 @@ command sync_command(std::string_view prefix, const node_report& node, const roo
     c.push_back(std::to_string(r.deltas.slots_used));
     c.push_back(std::to_string(r.slots_returned));
     c.push_back(std::to_string(r.deltas.demand));
-    c.push_back(std::to_string(node.batch));
+    c.push_back(std::to_string(batch_of(node, r)));
     c.push_back(r.epoch);
     // A re-report (full) carries the node's live totals and its held slots in the deltas' place.
     c.push_back(r.full ? std::to_string(std::max<std::int64_t>(0, r.held)) : std::string("-1"));

@@ -134,10 +134,27 @@ struct redis_store::impl : std::enable_shared_from_this<impl> {
                 continue;
             }
             room_report& r = call->report.rooms[i];
-            ec = redis::parse_grant(v, r.room, call->report.now_ms, call->res.rooms[i]);
-            if (!ec && call->res.rooms[i].stale) {
+            room_grant& g = call->res.rooms[i];
+            if (v.is_error()) {
+                // This room's script failed (a key of the wrong type, Redis out of memory): the
+                // other rooms' scripts ran, and their grants stand. The script writes nothing
+                // before its checks, so this room is resent as it was, under its batch.
+                g = room_grant{};
+                g.room = r.room;
+                g.ec = make_error_code(errc::room_failed);
+                continue;
+            }
+            if (auto bad = redis::parse_grant(v, r.room, call->report.now_ms, g)) {
+                g = room_grant{};  // an answer not understood: the script ran, outcome unknown
+                g.room = r.room;
+                g.ec = bad;
+                continue;
+            }
+            if (g.stale) {
                 if (r.full) {
-                    ec = make_error_code(errc::protocol);  // a re-report is never stale
+                    g = room_grant{};  // a re-report is never stale
+                    g.room = r.room;
+                    g.ec = make_error_code(errc::protocol);
                 } else {
                     r.full = true;
                     again.push_back(i);
@@ -147,14 +164,23 @@ struct redis_store::impl : std::enable_shared_from_this<impl> {
         if (!ec && !again.empty() && ++call->resends > 2) {
             ec = make_error_code(errc::protocol);
         }
-        // A later round follows rooms whose scripts ran in the first: whatever fails now (even
-        // a connection gone before this round was sent) leaves the sync applied in part, of
-        // unknown outcome as a whole, never "nothing applied".
-        if (ec == errc::unavailable && call->resends > 0) {
-            ec = make_error_code(errc::lost);
+        if (ec && call->resends == 0) {
+            call->done(sync_result{ec, {}});
+            return;
         }
         if (ec) {
-            call->done(sync_result{ec, {}});
+            // A later round follows rooms whose scripts ran in the first: their grants stand,
+            // and whatever fails now (even a connection gone before this round was sent) leaves
+            // this round's rooms of unknown outcome, never "nothing applied".
+            if (ec == errc::unavailable) {
+                ec = make_error_code(errc::lost);
+            }
+            for (std::size_t i : again.empty() ? idx : again) {
+                call->res.rooms[i] = room_grant{};
+                call->res.rooms[i].room = call->report.rooms[i].room;
+                call->res.rooms[i].ec = ec;
+            }
+            call->done(std::move(call->res));
             return;
         }
         if (!again.empty()) {

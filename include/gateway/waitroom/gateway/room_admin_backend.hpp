@@ -79,6 +79,7 @@ class room_admin_backend final : public admin::admin_backend {
     std::uint64_t failures_reported_ = 0;  // sync failures already added to the counter
     std::map<std::string, std::uint64_t> top_ups_reported_;  // room → top-ups already counted
     std::map<std::string, std::uint64_t> abandoned_reported_;  // room → abandonments counted
+    std::map<std::string, std::uint64_t> room_failures_reported_;  // room → its failures counted
     // The rooms' minute rows, by room id: the rooms of the running config only, each bounded
     // (a day of minutes), so memory follows the config, never the visitors or the requests.
     std::map<std::string, metrics::room_history, std::less<>> history_;

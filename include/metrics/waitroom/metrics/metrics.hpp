@@ -197,6 +197,7 @@ struct room_metrics {
     counter revoked;               // waitroom_room_revoked_total
     counter sessions_expired;      // waitroom_room_sessions_expired_total
     counter top_ups;               // waitroom_room_lease_top_ups_total
+    counter store_failures;        // waitroom_room_store_failures_total
     counter flagged;               // waitroom_room_flagged_total
     counter network_changed;       // waitroom_room_cookie_network_changed_total
     counter challenges_issued;     // waitroom_room_challenges_issued_total

@@ -13,6 +13,8 @@ enum class errc {
     protocol,     // the store answered something unexpected
     no_engine,    // the sync task has no rooms yet
     lost,         // the connection went with the call sent: it may have been applied
+    room_failed,  // the store's script failed for one room alone (a key of the wrong type,
+                  // Redis out of memory): that room's report may or may not have been applied
 };
 
 const std::error_category& category();

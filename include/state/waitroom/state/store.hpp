@@ -42,6 +42,11 @@ struct room_report {
     // leaving degraded mode, which holds nothing of the store's lease then (it hands the lapsed
     // lease back): grants whose answers were lost in the outage stop counting as held.
     bool held_exact = false;
+    // The batch this room's report repeats (0: it belongs to the node_report's batch). A room
+    // whose outcome is unknown (its script failed, its answer was lost) is sent again as it was
+    // under its own batch, beside the other rooms' new reports: the store keeps the last batch
+    // it applied per room and node, so a repeat of an applied report counts nothing twice.
+    std::uint64_t batch = 0;
 };
 
 // One sync of one node: also its heartbeat.
@@ -81,11 +86,20 @@ struct room_grant {
     // of the room (visitors who stopped refreshing: abandonments). The store finds each lapsed
     // window once, in whichever node's sync comes first, so the nodes' sums add up exactly.
     std::int64_t abandoned = 0;
+    // This room alone failed (errc::room_failed: its script raised an error; or its answer was
+    // lost while the other rooms' came): its report may or may not have been applied, and the
+    // rest of this grant is empty. The other rooms' grants stand.
+    std::error_code ec;
 };
 
+// The batch a room's report goes under (room_report::batch).
+inline std::uint64_t batch_of(const node_report& n, const room_report& r) {
+    return r.batch != 0 ? r.batch : n.batch;
+}
+
 struct sync_result {
-    std::error_code ec;
-    std::vector<room_grant> rooms;  // same order as the report's rooms
+    std::error_code ec;             // the whole sync failed (the rooms' outcomes are not known)
+    std::vector<room_grant> rooms;  // same order as the report's rooms (see room_grant::ec)
 };
 
 struct top_up_request {
@@ -136,8 +150,9 @@ class store {
     using override_handler = std::function<void(override_result)>;
 
     virtual ~store() = default;
-    // Applies the deltas and returns state and leases, atomically per room. The handler runs
-    // exactly once, on any thread, possibly inline.
+    // Applies the deltas and returns state and leases, atomically per room: one room's failure
+    // (room_grant::ec) leaves the others' grants standing. The handler runs exactly once, on
+    // any thread, possibly inline.
     virtual void sync(node_report report, sync_handler done) = 0;
     // Grants up to `want` more slots if capacity is free, never more than is free.
     virtual void top_up(top_up_request req, top_up_handler done) = 0;

@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -80,6 +81,18 @@ class sync_task {
     // them (they stopped refreshing), as the store reported them to this node's syncs over the
     // node's life: each lapsed window reaches one node, so the nodes' figures add up.
     std::uint64_t abandoned(const std::string& room_id) const;
+    // Syncs in which the store failed this room alone (room_grant::ec: its script raised an
+    // error, as on a clobbered key) while it answered the others, over the node's life. Such a
+    // room is resent under its batch at every sync until the store applies it; past the lease
+    // TTL it admits from its own degraded allowance meanwhile, and the other rooms sync on.
+    std::uint64_t room_failures(const std::string& room_id) const;
+    // The store failed this room alone at the last sync that reached it.
+    bool failing_alone(const std::string& room_id) const;
+    // Called when a room starts failing alone (true, with the store's error) and when a sync
+    // settles it again (false): once each way, for server/'s log line. On the thread that
+    // completes the sync, never under a lock of this class.
+    void on_room_failing(
+        std::function<void(const std::string& room, bool failing, std::error_code ec)> f);
     // Called after every sync that reached the store, answered or failed (not one refused as
     // busy), with its round trip on the steady clock, on the thread that completes it and never
     // under a lock of this class. state/ sees no metrics: server/ feeds the histogram here.
@@ -137,15 +150,17 @@ class sync_task {
         std::int64_t cancelled_episode = 0;  // allowance slots_used removed from the report
         std::int64_t cancelled_pending = 0;  // same, from cancel_used_
         bool in_episode = false;
+        bool removed = false;  // a resend of a room a reload removed: not kept if it fails again
     };
-    // A batch whose sync timed out: the store may or may not have applied it. Merged into the
-    // next batch it would count twice if it had; kept whole and sent again under its own id, the
-    // store answers the repeat without counting it (node_report::batch).
-    struct unknown_batch {
-        std::uint64_t batch = 0;
-        std::vector<room_report> sent;
-        std::vector<adjust> adj;
-        std::map<std::string, room::room_limits> limits;
+    // A room's report of unknown outcome (its sync timed out, or the store failed this room
+    // alone): the store may or may not have applied it. Merged into the next batch it would
+    // count twice if it had; kept as it was and sent again under its own batch (`sent.batch`),
+    // the store answers the repeat without counting it (node_report::batch). The room's new
+    // deltas wait in the node meanwhile; the other rooms' reports go on as usual.
+    struct unknown_room {
+        room_report sent;
+        adjust adj;
+        room::room_limits limits;
     };
 
     void on_synced(std::int64_t now_ms, std::map<std::string, room::room_limits> limits,
@@ -156,11 +171,20 @@ class sync_task {
     std::shared_ptr<room::room_overrides> overrides_;
     std::uint64_t overrides_seen_ = 0;  // overrides_->writes() when the sync in flight left
     bool in_flight_ = false;
-    std::uint64_t next_batch_;              // the next report's id (random start, see store.hpp)
-    std::uint64_t in_flight_batch_ = 0;     // the id of the report in flight
-    bool in_flight_resend_ = false;         // it repeats an unknown batch
-    std::optional<unknown_batch> unknown_;  // sent again before any new batch
+    std::uint64_t next_batch_;           // the next report's id (random start, see store.hpp)
+    std::uint64_t in_flight_batch_ = 0;  // the id of the report in flight
+    std::map<std::string, unknown_room> unknown_;  // room → sent again before any new report
     std::int64_t last_success_ms_ = 0;
+    // room → the last sync that settled it (its report applied and answered); a room the store
+    // fails alone falls behind the node's last_success_ms_.
+    std::map<std::string, std::int64_t> settled_ms_;
+    std::map<std::string, std::uint64_t> room_failures_;  // room → syncs that failed it alone
+    std::set<std::string> failing_;  // rooms failed alone by their last answered sync
+    // room → the admissions that wait in the node while the room's report of unknown outcome
+    // goes again (as of the sync in flight): its own, not in the last state the store gave, so a
+    // degraded episode of the room alone reckons with them.
+    std::map<std::string, room::delta_map<std::int64_t>> held_back_;
+    std::function<void(const std::string&, bool, std::error_code)> on_room_failing_;
     std::uint64_t syncs_ = 0;
     std::map<std::string, std::int64_t> pending_release_;  // room → slots to give back
     // room → slots top-ups added since the last report: the rest of the pool sat unused through
@@ -214,13 +238,19 @@ class sync_task {
     };
 
     // Counts a failed sync; past the lease TTL, starts or continues the episode and refills.
-    void on_failed(std::int64_t now_ms, const std::vector<room_report>& sent);
+    // `alone`: these rooms failed alone, each past the lease TTL since it was last settled, in a
+    // sync that settled others: their episodes only, nothing counted for the node.
+    void on_failed(std::int64_t now_ms, const std::vector<room_report>& sent, bool alone = false);
     void refill(const std::string& room_id, episode& ep, const room::room_limits& limits,
                 std::int64_t now_ms);
     // Ends the episode at a successful sync: drops the allowance left in the pools and fills
     // `holdback` (room → allowance admissions the report did not cover, kept out of the new
-    // lease). Takes the lock; true if the node was degraded.
+    // lease). `sent` holds the rooms the sync settled; the episodes of rooms in `failing` (the
+    // store failed them alone) go on, as does that of a settled room whose report was built
+    // before its episode began (a resend): its next report ends it. Takes the lock; true if the
+    // node was degraded.
     bool end_episodes(const std::vector<room_report>& sent, const std::vector<adjust>& adj,
+                      const std::vector<room_report>& failing,
                       std::map<std::string, std::int64_t>& holdback);
     void notify(bool degraded, std::int64_t now_ms);
 

@@ -49,6 +49,7 @@
 --                  before refill_until)
 --          overrides: {queue_all, suspended}
 -- (a switch is -1 when unset, else 0 or 1)
+--          sync, top_up: an error, before any write, when a key is not a hash (or absent)
 
 local op = ARGV[1]
 
@@ -78,6 +79,19 @@ if op == 'overrides' then
     end
     return read_overrides()
 end
+
+-- A key of another type (clobbered by hand) would fail a sync half-way, after some of its
+-- writes: Redis keeps them, the batch mark is not saved, and the node's resend would count them
+-- again. So the keys are checked first, before any write: such a sync (or top-up) fails whole,
+-- and the node resends it under its batch until the key is fixed. Redis out of memory also
+-- refuses the first write, which comes after these checks.
+for i = 1, 7 do
+    local t = redis.call('TYPE', KEYS[i])['ok']
+    if t ~= 'hash' and t ~= 'none' then
+        return redis.error_reply('WRONGTYPE ' .. KEYS[i] .. ' holds a ' .. t .. ', not a hash')
+    end
+end
+
 local node_id = ARGV[2]
 local datacenter = ARGV[3]
 local now = tonumber(ARGV[4])
