@@ -127,9 +127,9 @@ inline bool flagged(const payload& c) {
 // shorter than a minute asks the minimum.
 inline unsigned challenge_difficulty(const config::challenge_settings& c, const settings& s,
                                      const room_state& st) {
-    const auto minutes =
-        static_cast<std::uint64_t>(std::max<std::int64_t>(0, st.waiting_total()) /
-                                   std::max<std::int64_t>(1, s.new_users_per_minute));
+    const auto minutes = static_cast<std::uint64_t>(
+        std::max<std::int64_t>(0, st.waiting_total()) /
+        std::max<std::int64_t>(1, s.new_users_per_minute));
     const unsigned bits = c.min_difficulty + static_cast<unsigned>(std::bit_width(minutes));
     return std::min({bits, c.max_difficulty, visitor_flags::difficulty_mask});
 }

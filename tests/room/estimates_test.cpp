@@ -99,8 +99,9 @@ TEST(Estimates, OnceTheRoomHasAdmittedForAMinuteTheWaitUsesTheTurnoverTheRoomSaw
                     h.visit(v);  // the admitted leave at once
                 }
             }
-        } else if (s % 20 == 0 && !me.admitted()) {
-            h.visit(me);
+        }
+        if (s > 20 && s % 20 == 0) {
+            ASSERT_EQ(h.visit(me).what, action::queue);  // keeps its place
         }
         if (s % 5 == 0) {
             for (std::size_t i = 1; i < in.size(); ++i) {  // in[0] left at 0 s
