@@ -24,10 +24,14 @@ inline std::int64_t ceil_div_ms(std::int64_t ms, std::int64_t unit) {
 // The turnover of a full room whose visitors each hold their place for `sessions` times
 // session_duration, per minute, never above new_users_per_minute. A place is held
 // session_duration after the visitor's last request, so 1 is the fastest turnover there is.
+inline double turnover_if(std::int64_t total_active_users, std::int64_t new_users_per_minute,
+                          std::int64_t session_ms, double sessions) {
+    const double session_min = std::max(1.0, static_cast<double>(session_ms) / 60'000.0);
+    return std::min(static_cast<double>(new_users_per_minute),
+                    static_cast<double>(total_active_users) / (sessions * session_min));
+}
 inline double turnover_if(const settings& s, double sessions) {
-    const double session_min = std::max(1.0, static_cast<double>(s.session_ms) / 60'000.0);
-    return std::min(static_cast<double>(s.new_users_per_minute),
-                    static_cast<double>(s.total_active_users) / (sessions * session_min));
+    return turnover_if(s.total_active_users, s.new_users_per_minute, s.session_ms, sessions);
 }
 
 // Before the room has queued for a minute it has not seen its turnover; it assumes visitors
@@ -38,7 +42,8 @@ inline constexpr double fast_sessions = 1.0;
 inline constexpr double slow_sessions = 3.0;
 
 // Admissions per minute the queue can expect: the turnover the room learned while queueing
-// (room_state::turnover_per_minute), else the prior above; never above new_users_per_minute.
+// (room_state::turnover_per_minute, which starts from this prior), else the prior above; never
+// above new_users_per_minute.
 // (Taking the configured total / session as the rate, or the sliding minute's admissions
 // while it still held the room's filling, told visitors half their real wait: issue 16.)
 inline double expected_rate(const settings& s, const room_state& st) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iterator>
 
+#include "admission_rules.hpp"
 
 namespace waitroom::room {
 
@@ -28,13 +29,21 @@ room_state::room_state(room_counts counts, const room_limits& limits)
     }
     seen_.push_back(std::move(now));
     queueing_since_ms_ = waiting_total_ > 0 ? counts_.as_of_ms : 0;
-    // If the queue starts here in a room that filled within the last minute (everyone in it
-    // admitted lately), no place frees before a session has passed: each visitor holds its
-    // place session_duration after its last request. A sliding minute that ends sooner holds
-    // next to no admissions, and taken as the turnover it told the whole queue 5-10 times its
-    // wait for a while (real daemons, issue 16: 80 s -> 720 s one minute into every spike).
-    const bool filled_lately = counts_.admitted_last_minute >= counts_.active;
-    learn_from_ms_ = queueing_since_ms_ + 60'000 + (filled_lately ? limits.session_ms : 0);
+    // A room that filled within the last minute (everyone in it admitted lately, and the active
+    // limit the one that binds) frees no place before a session has passed: the admissions of
+    // that session measure no turnover (the same test as the estimate's wait for it).
+    const bool filled_lately = counts_.admitted_last_minute >= counts_.active &&
+                               limits.total_active_users - counts_.active <=
+                                   limits.new_users_per_minute - counts_.admitted_last_minute;
+    // A room that admits nobody (prequeue, queue_all, suspended) has no turnover to learn: its
+    // measure starts when it admits again.
+    turnover_from_ms_ = queueing_since_ms_ > 0 && limits.needs_slots
+                            ? queueing_since_ms_ + (filled_lately ? limits.session_ms : 0)
+                            : 0;
+    session_ms_ = limits.session_ms;
+    rate_limit_ = limits.new_users_per_minute;
+    prior_turnover_ = rules::turnover_if(limits.total_active_users, limits.new_users_per_minute,
+                                         limits.session_ms, rules::prior_sessions);
 }
 
 bool room_state::free_unclaimed_for(std::int64_t bucket, std::int64_t span_ms) const {
@@ -76,21 +85,40 @@ std::int64_t room_state::waiting_in(std::int64_t bucket) const {
 
 void room_state::follow(const room_state& previous, std::int64_t window_ms) {
     abandon_per_minute_ = previous.abandon_per_minute_;
-    // Turnover: while the room queues, every admission fills a place a session end freed, so a
-    // minute of queueing makes the sliding minute's admissions the room's real turnover (which
-    // visitors who browse for a while make slower than total_active_users / session); in a room
-    // that had just filled, the first minute in which places could free (learn_from_ms_).
-    if (waiting_total_ > 0 && previous.queueing_since_ms_ > 0) {
-        queueing_since_ms_ = previous.queueing_since_ms_;
-        learn_from_ms_ = previous.learn_from_ms_;
-    }
-    if (waiting_total_ > 0 && counts_.as_of_ms >= learn_from_ms_) {
-        turnover_per_minute_ = static_cast<double>(counts_.admitted_last_minute);
-    }
     const std::int64_t dt = counts_.as_of_ms - previous.counts_.as_of_ms;
     // Across a gap (store outage) the store forgot the windows nobody could refresh: that is
     // no departure, and capacity seen free before it says nothing of now.
-    if (!previous.known_ || dt <= 0 || dt > window_ms) {
+    const bool gap = !previous.known_ || dt <= 0 || dt > window_ms;
+    // Turnover: while the room queues, every admission fills a place a session end freed, so a
+    // minute of such admissions is the room's real turnover (which visitors who browse for a
+    // while make slower than total_active_users / session). Places filled together free
+    // together, a visit later: a room that filled in a spike turns over in generations, and
+    // its sliding minute swings between all of a generation and nearly none (told real
+    // visitors 2-4 times their wait, then half of it). Averaged over a session (at least a
+    // minute), from the prior, it follows the turnover and not the generations. A minute at
+    // the rate limit measures the limit, which holds whatever the places do: taken as it is.
+    if (waiting_total_ > 0 && previous.queueing_since_ms_ > 0) {
+        queueing_since_ms_ = previous.queueing_since_ms_;
+    }
+    if (turnover_from_ms_ > 0 && previous.turnover_from_ms_ > 0) {
+        turnover_from_ms_ = previous.turnover_from_ms_;
+        turnover_per_minute_ = previous.turnover_per_minute_;
+    }
+    if (turnover_from_ms_ > 0 && counts_.as_of_ms - turnover_from_ms_ >= 60'000) {
+        if (turnover_per_minute_ <= 0) {
+            turnover_per_minute_ = prior_turnover_;
+        }
+        if (!gap && counts_.admitted_last_minute >= rate_limit_) {
+            turnover_per_minute_ = static_cast<double>(rate_limit_);
+        } else if (!gap) {
+            const double span_ms = static_cast<double>(std::max<std::int64_t>(60'000, session_ms_));
+            const double sample =
+                static_cast<double>(std::max<std::int64_t>(0, counts_.admitted_last_minute));
+            turnover_per_minute_ +=
+                std::min(1.0, static_cast<double>(dt) / span_ms) * (sample - turnover_per_minute_);
+        }
+    }
+    if (gap) {
         return;
     }
     // How long capacity stayed free, and whether the queue ahead moved meanwhile: the snapshots

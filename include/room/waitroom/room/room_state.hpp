@@ -69,13 +69,16 @@ class room_state {
     // holds a freed place for the buckets ahead this long before a later bucket may take it.
     bool free_unclaimed_for(std::int64_t bucket, std::int64_t span_ms) const;
     // Admissions per minute the room's turnover gives, learned from the sliding minute's
-    // admissions once the room has queued for a whole minute (before that the minute still
-    // holds the admissions that filled the room, which no session end made room for), or, in a
-    // room that had just filled when it began to queue, for session_duration and a minute
-    // (before that no session could end); 0 while not learned.
+    // admissions once a whole minute of them came after places could first free (see
+    // turnover_from_ms), and averaged from the prior over about a session (a minute at the rate
+    // limit is taken as it is); 0 while not learned.
     double turnover_per_minute() const { return turnover_per_minute_; }
     // Store time since which the room has had visitors waiting; 0 = nobody waits.
     std::int64_t queueing_since_ms() const { return queueing_since_ms_; }
+    // Store time from which the room's admissions measure its turnover: when it started
+    // queueing, or a session after that if it had just filled (nobody admitted lately can free
+    // a place sooner, so a minute that ends before then measures no turnover); 0 = nobody waits.
+    std::int64_t turnover_from_ms() const { return turnover_from_ms_; }
     // Carries the estimates over from the room's previous snapshot and moves them towards what
     // the room saw in between: the queue's departures, the turnover, how long capacity stayed
     // free (sync task, before publishing).
@@ -93,7 +96,10 @@ class room_state {
     double abandon_per_minute_ = 0;
     double turnover_per_minute_ = 0;
     std::int64_t queueing_since_ms_ = 0;
-    std::int64_t learn_from_ms_ = 0;  // store time from which the sliding minute is the turnover
+    std::int64_t turnover_from_ms_ = 0;
+    std::int64_t session_ms_ = 0;
+    std::int64_t rate_limit_ = 0;  // new_users_per_minute
+    double prior_turnover_ = 0;    // per minute, what the room assumes before it has seen any
     std::int64_t taken_behind_mark_ = 0;
     // The snapshots followed lately, oldest first: when, the capacity free then, and the
     // queue then as (bucket, queued in it and every older bucket), ascending, so that the

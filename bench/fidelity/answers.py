@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Every queue answer's wait estimate against the wait then left, from fidelity runs.
+
+fidelity.py scores the estimate on a visitor's first queue answer only. A queued visitor sees a
+new estimate on every refresh; this reads the runs' visitors.json and scores all of them:
+waitTimeSeconds of each queue answer against (admitted - that answer), for visitors who were
+admitted, grouped by the time since the run's first queue answer. Answers with less than 5 s
+left are skipped (a 10 s estimate of a 2 s wait is not an error worth a median).
+
+    bench/fidelity/answers.py OUT [OUT...]     # OUT: run.sh's OUT folder(s)
+
+Prints, per scenario, the runs found, then for each phase the answers counted and the median
+|error| / actual and signed error / actual in %, pooled over the runs ('first' = the first
+answers, which fidelity.py scores).
+"""
+import glob
+import json
+import os
+import statistics
+import sys
+
+PHASES = [(0, 60), (60, 120), (120, 180), (180, 10**9)]
+
+
+def answers(run):
+    with open(os.path.join(run, "visitors.json")) as f:
+        visitors = json.load(f)
+    out = []
+    for v in visitors:
+        queue = [e for e in v["log"] if e["kind"] == "queue"]
+        if not queue:
+            continue
+        admit = next((e["t"] for e in v["log"] if e["kind"] == "origin" and e["t"] > queue[0]["t"]),
+                     None)
+        if admit is None:
+            continue
+        for i, e in enumerate(queue):
+            if e.get("wait_s") is not None:
+                out.append((e["t"], float(e["wait_s"]), admit - e["t"], i == 0))
+    return out
+
+
+def main():
+    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if len(sys.argv) > 1 else 2
+    by_scenario = {}
+    for out in sys.argv[1:]:
+        for run in sorted(glob.glob(os.path.join(out, "runs", "*"))):
+            res = os.path.join(run, "result.json")
+            if not os.path.isdir(run) or not os.path.exists(res):
+                continue
+            with open(res) as f:
+                scale = json.load(f).get("scale", 1.0)
+                f.seek(0)
+                scenario = json.load(f)["scenario"]
+            a = answers(run)
+            if not a:
+                continue
+            t0 = min(t for t, _, _, _ in a)
+            groups = by_scenario.setdefault(scenario, {"runs": 0})
+            groups["runs"] += 1
+            for t, est, left, first in a:
+                left *= scale  # product seconds, as the estimate
+                if left < 5:
+                    continue
+                since = (t - t0) * scale
+                err = (est - left) / left
+                if first:
+                    groups.setdefault("first", []).append(err)
+                for lo, hi in PHASES:
+                    if lo <= since < hi:
+                        groups.setdefault((lo, hi), []).append(err)
+    for scenario, groups in sorted(by_scenario.items()):
+        cells = []
+        for key in ["first"] + PHASES:
+            errs = groups.get(key, [])
+            name = key if key == "first" else (f"{key[0]}-{key[1]} s" if key[1] < 10**9
+                                                else f">= {key[0]} s")
+            if errs:
+                cells.append(f"{name}: n {len(errs)} {100 * statistics.median(map(abs, errs)):.0f}"
+                             f" / {100 * statistics.median(errs):+.0f}")
+        print(f"{scenario} ({groups['runs']} runs): " + " | ".join(cells))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
