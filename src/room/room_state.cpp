@@ -214,7 +214,9 @@ node_state::node_state() : snapshot_(std::make_shared<const state_snapshot>()) {
 
 void node_state::publish(std::shared_ptr<state_snapshot> s) {
     for (auto& [id, room] : s->rooms) {
-        room.taken_behind_mark_ = pool(id).taken_behind();
+        if (room.taken_behind_mark_ < 0) {
+            room.taken_behind_mark_ = pool(id).taken_behind();
+        }
     }
     std::uint64_t v = version_.load(std::memory_order_relaxed) + 1;
     s->version = v;
