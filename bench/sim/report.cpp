@@ -115,9 +115,12 @@ std::optional<double> fifo_inversions(const scenario& s, const sim_result& r, st
         if (v.admitted < 0) {
             continue;
         }
-        std::int64_t w = v.arrival / W;
+        // Windows are counted in halves so that a shuffled event's prequeued visitors (shuffled
+        // on purpose) tie among themselves yet stay ahead of every later arrival, as the room
+        // queues them: also of those in the start's own window, who tied with them before.
+        std::int64_t w = 2 * (v.arrival / W) + 1;
         if (v.prequeued && s.event && s.event->shuffle_at_event_start) {
-            w = s.event->start_ms / W;  // shuffled on purpose: prequeued visitors tie
+            w = 2 * (s.event->start_ms / W);
         }
         adm.emplace_back(v.admitted, w);
     }
