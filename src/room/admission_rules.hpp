@@ -69,28 +69,6 @@ inline std::int64_t front_slack(const settings& s, const room_state& st, const w
                                      60'000.0);
 }
 
-// How long a freed place is held for the buckets ahead before a later bucket may take it: as
-// long as the visitors it is for may take to come back as told. The front was told min_refresh
-// (front_hold_ms covers a background tab's late refresh and a sync). The visitor `free` places
-// back had, at its last refresh, also ahead of it those admitted since (at most the sliding
-// minute's admissions, for a Refresh of up to a minute), and was told to come back when a
-// refresh's admissions would reach it: about (free + admitted) / rate, at most
-// refresh_interval. Places freed in a burst while the queue moves (an event's start admissions
-// leaving the sliding minute together) are for visitors told that longer Refresh; held only
-// front_hold_ms, they went to later buckets while the buckets ahead still came back as told
-// (the simulator's event-shuffle: up to 0.83 % inversions).
-inline std::int64_t front_hold_ms(const settings& s, const room_state& st, const windowing& w,
-                                  std::int64_t free) {
-    const double longest = static_cast<double>(s.refresh_ms + w.refresh_slack_ms);
-    const double rate = expected_rate(s, st);  // per minute
-    const double ahead_then =
-        static_cast<double>(std::max<std::int64_t>(0, free) +
-                            std::max<std::int64_t>(0, st.counts().admitted_last_minute));
-    const double reach =
-        rate > 0 ? ahead_then * 60'000.0 / rate + static_cast<double>(w.refresh_slack_ms) : longest;
-    return std::max(w.front_hold_ms, static_cast<std::int64_t>(std::min(reach, longest)));
-}
-
 inline room_limits make_limits(const settings& s, const event_phase& ph, const windowing& w) {
     room_limits l;
     l.total_active_users = s.total_active_users;

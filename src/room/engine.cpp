@@ -309,13 +309,10 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
             // slowly (a background tab) found none left, again and again (real daemons: one
             // visitor passed by 13-22 later ones in a run, issue 16). Places the visitors ahead
             // took shrink the free capacity and the count ahead alike.
-            // The hold is front_hold_ms, or longer when the free places are for visitors who were
-            // told a longer Refresh than the front's (rules::front_hold_ms).
             older = st.waiting_before(bucket);
             const std::int64_t free_now = free - (v.pool->taken_behind() - st.taken_behind_mark());
             eligible = older == 0 || older < free_now ||
-                       (queued_cookie &&
-                        st.free_unclaimed_for(bucket, rules::front_hold_ms(s, st, win_, free_now)));
+                       (queued_cookie && st.free_unclaimed_for(bucket, win_.front_hold_ms));
         }
         if (eligible) {
             if (v.pool->try_take(now_ms)) {

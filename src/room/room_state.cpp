@@ -39,10 +39,6 @@ room_state::room_state(room_counts counts, const room_limits& limits)
                             ? queueing_since_ms_ + (filled_lately ? limits.session_ms : 0)
                             : 0;
     session_ms_ = limits.session_ms;
-    // The longest hold is refresh_interval and its slack; a hold longer than two minutes is
-    // not followed (it never opens, and the place waits for the front's count to lapse), so
-    // that a room with a long Refresh does not copy hundreds of snapshots at every sync.
-    followed_ms_ = std::clamp<std::int64_t>(limits.abandon_after_ms, 15'000, 120'000);
     rate_limit_ = limits.new_users_per_minute;
     prior_turnover_ = rules::turnover_if(limits.total_active_users, limits.new_users_per_minute,
                                          limits.session_ms, rules::prior_sessions);
@@ -124,8 +120,8 @@ void room_state::follow(const room_state& previous, std::int64_t window_ms) {
         return;
     }
     // How long capacity stayed free, and whether the queue ahead moved meanwhile: the snapshots
-    // of the front's longest hold (refresh_interval and its slack) and then some.
-    const std::int64_t kept_ms = followed_ms_;
+    // of the last 15 s (the front's hold and then some).
+    constexpr std::int64_t kept_ms = 15'000;
     std::vector<seen> kept;
     kept.reserve(previous.seen_.size() + 1);
     for (std::size_t i = 0; i < previous.seen_.size(); ++i) {

@@ -152,66 +152,6 @@ TEST(Events, ShuffleAtStartOrdersThePrequeuedByTicketNotArrival) {
     EXPECT_GT(late.cookie->bucket, *std::max_element(buckets.begin(), buckets.end()));
 }
 
-// Visitors who come back exactly when their Refresh says, from their arrival on.
-struct punctual {
-    visitor v;
-    std::int64_t due = 0;  // next request (the first: its arrival)
-    bool prequeued = false;
-};
-
-// At the start every prequeued visitor comes back together; the first minute's places go at
-// once, the front's next visitors are told to come back soon, and the rest (a whole arrival
-// bucket behind, as a shuffled prequeue of many visitors has) the full Refresh. A minute later
-// the start's admissions leave the sliding minute together: more places free at once than the
-// front takes, for visitors told to come back up to a Refresh later. The places wait for them:
-// a visitor who arrived after the start is not admitted while a prequeued one, back as told,
-// still waits (a hold of 8 s gave them to later arrivals: up to 0.83 % inversions in the
-// simulator's event-shuffle).
-TEST(Events, PlacesFreedTogetherAfterAShuffledStartWaitForThePrequeuedWhoComeBackAsTold) {
-    auto r = event_room(minute_start(), true);
-    const std::int64_t start = minute_start() + 20 * 60'000;
-    r.events[0].prequeue_start_time = config::time_point{std::chrono::milliseconds{start - 30'000}};
-    r.events[0].total_active_users = 1000;
-    r.events[0].new_users_per_minute = 60;
-    harness h({r});
-    constexpr std::size_t prequeued = 240;
-    std::vector<punctual> crowd(prequeued + 100);
-    for (std::size_t i = 0; i < crowd.size(); ++i) {
-        // 240 in the prequeue's 30 s (three arrival buckets), eight a second; 100 after the
-        // start, one every 3 s.
-        const auto n = static_cast<std::int64_t>(i);
-        crowd[i].prequeued = i < prequeued;
-        crowd[i].due = i < prequeued ? start - 30'000 + n / 8 * 1'000
-                                     : start + 1'000 + (n - std::int64_t{prequeued}) * 3'000;
-    }
-    h.set_time_ms(start - 31'000);
-    h.sync();
-    int passed = 0;  // later arrivals admitted while a prequeued visitor waited
-    while (h.now() < start + 360'000) {
-        h.advance(1s);
-        h.sync();
-        const bool prequeued_waiting = std::any_of(crowd.begin(), crowd.end(), [](const auto& p) {
-            return p.prequeued && !p.v.admitted();
-        });
-        for (auto& p : crowd) {
-            if (p.v.admitted() || p.due > h.now()) {
-                continue;
-            }
-            const decision d = h.visit(p.v);
-            if (d.what == action::admit) {
-                passed += !p.prequeued && prequeued_waiting ? 1 : 0;
-            } else {
-                ASSERT_EQ(d.what, action::queue);
-                ASSERT_EQ(p.v.cookie->bucket < start, p.prequeued);
-                p.due = h.now() + d.refresh_seconds * 1'000;
-            }
-        }
-    }
-    EXPECT_EQ(passed, 0);
-    EXPECT_TRUE(std::all_of(crowd.begin(), crowd.begin() + prequeued,
-                            [](const auto& p) { return p.v.admitted(); }));
-}
-
 TEST(Events, EventLimitsOverrideTheRoomUntilTheEnd) {
     harness h({event_room(minute_start(), false)});
     h.set_time_ms(minute_start() + 20 * 60'000);

@@ -19,11 +19,10 @@ struct windowing {
     std::int64_t abandon_margin_ms = 5'000;  // slack over refresh_interval before a queued
                                              // visitor who stopped refreshing is dropped
     std::int64_t min_refresh_ms = 3'000;     // adaptive refresh: visitors near the front
-    std::int64_t front_hold_ms = 8'000;      // a freed place is held at least this long for
-                                             // the oldest waiting bucket before a later one may
-                                             // take it: a front visitor back at 2.5 times its
-                                             // 3 s Refresh (a background tab) and a sync; longer
-                                             // for places freed together (rules::front_hold_ms)
+    std::int64_t front_hold_ms = 8'000;      // a freed place is held this long for the oldest
+                                             // waiting bucket before a later one may take it:
+                                             // a front visitor back at 2.5 times its 3 s
+                                             // Refresh (a background tab) and a sync (issue 16)
     std::int64_t queue_rejoin_ms = 600'000;  // a queued cookie silent longer than this starts
                                              // over at the back
     std::int64_t refresh_slack_ms = 1'000;   // a refresh this much before its due time still

@@ -100,7 +100,6 @@ class room_state {
     std::int64_t queueing_since_ms_ = 0;
     std::int64_t turnover_from_ms_ = 0;
     std::int64_t session_ms_ = 0;
-    std::int64_t followed_ms_ = 15'000;  // seen_ spans this: refresh_interval + margin, 15-120 s
     std::int64_t rate_limit_ = 0;  // new_users_per_minute
     double prior_turnover_ = 0;    // per minute, what the room assumes before it has seen any
     std::int64_t taken_behind_mark_ = -1;  // -1: not published yet
