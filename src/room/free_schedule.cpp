@@ -81,11 +81,12 @@ void free_schedule::follow(std::int64_t at_ms, std::int64_t admitted_last_minute
         var_ms2_ = spread_ms_ * spread_ms_ / 3.0;
     }
     if (marks_.empty() || at_ms <= marks_.back().at_ms || at_ms - marks_.back().at_ms > max_gap_ms) {
-        // Starts over: the places held now were admitted at some time before (the sliding
-        // minute's over the minute, the others before it).
+        // Starts over: the places held now were admitted at some time before, taken as now
+        // (the sliding minute's could be older: then they slide out of it before the history
+        // expects, which counts fewer admissions, hence fewer frees, never more).
         const double now = std::max(in_minute, held);
         marks_.clear();
-        marks_.push_back({at_ms - span, now - in_minute});
+        marks_.push_back({at_ms - 1, now - in_minute});
         marks_.push_back({at_ms, now});
         freed_ = now - held;
         tabulate(at_ms, active);

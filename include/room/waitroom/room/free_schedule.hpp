@@ -45,6 +45,7 @@ class free_schedule {
     double spread_ms() const { return spread_ms_; }  // half-width of the holds (uniform)
     double admitted() const;                         // cumulative admissions followed
     double freed() const { return freed_; }          // cumulative frees followed
+    std::size_t history_points() const { return marks_.size(); }  // at most max_marks
 
   private:
     struct mark {
