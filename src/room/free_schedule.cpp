@@ -125,7 +125,10 @@ void free_schedule::follow(std::int64_t at_ms, std::int64_t admitted_last_minute
             spread_ms_ = std::min(std::sqrt(3.0 * var_ms2_),
                                   hold_ms_ - static_cast<double>(session_ms_) / 2.0);
             spread_ms_ = std::max(0.0, spread_ms_);
-            samples_ += static_cast<std::int64_t>(std::ceil(k));
+            // Only whether any was seen, and the prior's weight, depend on the count: capped
+            // (the counts are the store's, and a store's can be anything).
+            samples_ = static_cast<std::int64_t>(
+                std::min(static_cast<double>(samples_) + std::ceil(k), 1e15));
         }
     }
     freed_ = freed;
