@@ -8,6 +8,10 @@ admitted, grouped by the time since the run's first queue answer. Answers with l
 left are skipped (a 10 s estimate of a 2 s wait is not an error worth a median).
 
     bench/fidelity/answers.py OUT [OUT...]     # OUT: run.sh's OUT folder(s)
+    bench/fidelity/answers.py --sim DIR [DIR...]   # DIR: waitroom_sim --out DIR --visitors
+
+With --sim it scores the simulator's visitor dumps (DIR/visitors/NAME-SEED.json) the same way,
+one run per file, to check the simulator's every-answer estimates against the daemons'.
 
 Prints, per scenario, the runs found, then for each phase the answers counted and the median
 |error| / actual and signed error / actual in %, pooled over the runs ('first' = the first
@@ -40,12 +44,31 @@ def answers(run):
     return out
 
 
-def main():
-    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
-        print(__doc__)
-        return 0 if len(sys.argv) > 1 else 2
-    by_scenario = {}
-    for out in sys.argv[1:]:
+def sim_answers(path):
+    """The same tuples from one waitroom_sim --visitors file (times already product seconds)."""
+    with open(path) as f:
+        visitors = json.load(f)
+    out = []
+    for v in visitors:
+        answers = v.get("queue_answers") or []
+        waits = v.get("queue_waits")
+        if v.get("admit") is None or not answers or waits is None:
+            continue
+        for i, ((t, _), w) in enumerate(zip(answers, waits)):
+            if w is not None:
+                out.append((t, float(w), v["admit"] - t, i == 0))
+    return out
+
+
+def sim_runs(dirs):
+    for d in dirs:
+        for path in sorted(glob.glob(os.path.join(d, "visitors", "*.json"))):
+            scenario = os.path.basename(path)[:-len(".json")].rsplit("-", 1)[0]
+            yield scenario, 1.0, sim_answers(path)
+
+
+def harness_runs(dirs):
+    for out in dirs:
         for run in sorted(glob.glob(os.path.join(out, "runs", "*"))):
             res = os.path.join(run, "result.json")
             if not os.path.isdir(run) or not os.path.exists(res):
@@ -54,23 +77,32 @@ def main():
                 scale = json.load(f).get("scale", 1.0)
                 f.seek(0)
                 scenario = json.load(f)["scenario"]
-            a = answers(run)
-            if not a:
+            yield scenario, scale, answers(run)
+
+
+def main():
+    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if len(sys.argv) > 1 else 2
+    runs = sim_runs(sys.argv[2:]) if sys.argv[1] == "--sim" else harness_runs(sys.argv[1:])
+    by_scenario = {}
+    for scenario, scale, a in runs:
+        if not a:
+            continue
+        t0 = min(t for t, _, _, _ in a)
+        groups = by_scenario.setdefault(scenario, {"runs": 0})
+        groups["runs"] += 1
+        for t, est, left, first in a:
+            left *= scale  # product seconds, as the estimate
+            if left < 5:
                 continue
-            t0 = min(t for t, _, _, _ in a)
-            groups = by_scenario.setdefault(scenario, {"runs": 0})
-            groups["runs"] += 1
-            for t, est, left, first in a:
-                left *= scale  # product seconds, as the estimate
-                if left < 5:
-                    continue
-                since = (t - t0) * scale
-                err = (est - left) / left
-                if first:
-                    groups.setdefault("first", []).append(err)
-                for lo, hi in PHASES:
-                    if lo <= since < hi:
-                        groups.setdefault((lo, hi), []).append(err)
+            since = (t - t0) * scale
+            err = (est - left) / left
+            if first:
+                groups.setdefault("first", []).append(err)
+            for lo, hi in PHASES:
+                if lo <= since < hi:
+                    groups.setdefault((lo, hi), []).append(err)
     for scenario, groups in sorted(by_scenario.items()):
         cells = []
         for key in ["first"] + PHASES:

@@ -362,6 +362,10 @@ nlohmann::json visitors_json(const scenario& s, const sim_result& r) {
         for (const auto& [t, refresh] : v.queue_answers) {
             answers.push_back({static_cast<double>(t) / 1000.0, refresh});
         }
+        nlohmann::json waits = nlohmann::json::array();
+        for (std::int64_t w : v.queue_waits) {
+            waits.push_back(w < 0 ? nlohmann::json(nullptr) : nlohmann::json(w));
+        }
         out.push_back(
             {{"vid", i},
              {"arrival", static_cast<double>(v.arrival) / 1000.0},
@@ -377,7 +381,8 @@ nlohmann::json visitors_json(const scenario& s, const sim_result& r) {
              {"pages", v.pages},
              {"gave_up", v.rejected ? nlohmann::json(nullptr) : sec(v.left)},
              {"lost", v.lost_session},
-             {"queue_answers", std::move(answers)}});
+             {"queue_answers", std::move(answers)},
+             {"queue_waits", std::move(waits)}});
     }
     return out;
 }

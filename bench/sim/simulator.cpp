@@ -524,6 +524,7 @@ class simulation {
             }
         }
         rec.queue_answers.emplace_back(rel, d.refresh_seconds);
+        rec.queue_waits.push_back(d.page.wait_time_known ? d.page.wait_time_seconds : -1);
         const std::int64_t next =
             now + refresh_delay(v, s_.adaptive_refresh ? d.refresh_seconds * 1000 : s_.refresh_ms);
         if (v.give_up_at >= 0 && next > v.give_up_at) {

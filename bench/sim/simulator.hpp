@@ -32,6 +32,8 @@ struct visitor_record {
     std::int64_t pages = 0;            // origin pages served, the admission included
     // Every queue answer: (ms since start, Refresh served in seconds).
     std::vector<std::pair<std::int64_t, std::int64_t>> queue_answers;
+    // waitTimeSeconds of each of those answers (-1: no estimate), to score every answer.
+    std::vector<std::int64_t> queue_waits;
 };
 
 // The room's own view, sampled once a second from the store (for the plot).

@@ -116,8 +116,34 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
                     ? std::max<std::int64_t>(0, queue_start + s.session_ms - now_ms)
                     : 0;
             const double dead = static_cast<double>(dead_ms) / 60'000.0;
+            // Minutes of turnover r that the queue ahead needs: those ahead who will give up
+            // need no place.
+            auto draining_minutes = [&](double r) {
+                return h > 1e-6 ? std::log1p(h * a / r) / h : a / r;
+            };
+            // Once the room has seen places free, it knows when the places held now were
+            // filled and about how long they are held: the wait is when the places the queue
+            // ahead needs will have freed (st.frees(); the linear model spread a generation's
+            // frees evenly, telling a third too much between generations, then too little).
+            // Capacity free now is the front's. Only while places bind: the schedule does not
+            // model the rate limit (the turnover measures it), and the wait is never shorter
+            // than the rate limit allows.
+            const room_counts& c = st.counts();
+            const bool places_bind = s.total_active_users - c.active <=
+                                     s.new_users_per_minute - c.admitted_last_minute;
+            const bool scheduled = !ph.prequeueing && places_bind && st.frees().measured();
             auto turnover_minutes = [&](double r) {
-                return dead + (h > 1e-6 ? std::log1p(h * a / r) / h : a / r);
+                if (!scheduled) {
+                    return dead + draining_minutes(r);
+                }
+                const double places = r * draining_minutes(r) + 1.0 -
+                                      static_cast<double>(st.free_capacity());
+                const double since = static_cast<double>(
+                    std::max<std::int64_t>(0, now_ms - c.as_of_ms));
+                const double wait = std::max(0.0, st.frees().wait_ms(places) - since) / 60'000.0;
+                const double by_rate =
+                    places / static_cast<double>(std::max<std::int64_t>(1, s.new_users_per_minute));
+                return std::max(wait, by_rate);
             };
             auto minutes_at = [&](double r) {
                 return std::max<std::int64_t>(
@@ -130,7 +156,7 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
                 turnover_minutes(rate) +
                 (ph.prequeueing ? static_cast<double>(ph.start_ms - now_ms) / 60'000.0 : 0.0));
             p.wait_time_50_percentile = p.wait_time;
-            if (st.turnover_per_minute() > 0) {
+            if (scheduled || st.turnover_per_minute() > 0) {
                 p.wait_time_25_percentile = p.wait_time;
                 p.wait_time_75_percentile = p.wait_time;
             } else {

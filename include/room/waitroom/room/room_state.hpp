@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "waitroom/room/counters.hpp"
+#include "waitroom/room/free_schedule.hpp"
 #include "waitroom/room/limits.hpp"
 
 namespace waitroom::room {
@@ -79,6 +80,9 @@ class room_state {
     // queueing, or a session after that if it had just filled (nobody admitted lately can free
     // a place sooner, so a minute that ends before then measures no turnover); 0 = nobody waits.
     std::int64_t turnover_from_ms() const { return turnover_from_ms_; }
+    // When the room's places will free, from its admissions and the session ends seen since
+    // (the wait estimate, once a place has been seen to free).
+    const free_schedule& frees() const { return frees_; }
     // Carries the estimates over from the room's previous snapshot and moves them towards what
     // the room saw in between: the queue's departures, the turnover, how long capacity stayed
     // free (sync task, before publishing).
@@ -102,6 +106,8 @@ class room_state {
     std::int64_t session_ms_ = 0;
     std::int64_t rate_limit_ = 0;  // new_users_per_minute
     double prior_turnover_ = 0;    // per minute, what the room assumes before it has seen any
+    free_schedule::limits schedule_limits_;
+    free_schedule frees_;
     std::int64_t taken_behind_mark_ = -1;  // -1: not published yet
     // The snapshots followed lately, oldest first: when, the capacity free then, and the
     // queue then as (bucket, queued in it and every older bucket), ascending, so that the

@@ -1,0 +1,222 @@
+#include "waitroom/room/free_schedule.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace waitroom::room {
+
+namespace {
+
+// Before any place is seen to free, visitors are assumed to hold their place 1 to 3 sessions
+// (leaving at once to staying twice as long as session_duration), 2 on average: the prior of
+// the linear model (rules::prior_sessions), with sessions of at least a minute as there.
+constexpr double prior_sessions = 2.0;
+constexpr double prior_spread_sessions = 1.0;
+// A guess: the room's own frees soon outweigh it.
+constexpr double prior_weight = 2.0;
+
+// Adds `n` places freeing uniformly over [lo, hi] (ms from the table's start) to the cumulative
+// table (`step` ms a point).
+void add_uniform(std::vector<double>& table, double step, double n, double lo, double hi) {
+    if (!(n > 0)) {
+        return;
+    }
+    hi = std::max(hi, lo + 1.0);
+    for (std::size_t k = 0; k < table.size(); ++k) {
+        const double t = static_cast<double>(k) * step;
+        table[k] += n * std::clamp((t - lo) / (hi - lo), 0.0, 1.0);
+    }
+}
+
+}  // namespace
+
+double free_schedule::admitted() const {
+    return marks_.empty() ? 0.0 : marks_.back().admitted;
+}
+
+double free_schedule::admitted_at(std::int64_t at_ms) const {
+    if (marks_.empty()) {
+        return 0;
+    }
+    if (at_ms <= marks_.front().at_ms) {
+        return marks_.front().admitted;
+    }
+    auto it = std::lower_bound(marks_.begin(), marks_.end(), at_ms,
+                               [](const mark& m, std::int64_t t) { return m.at_ms < t; });
+    if (it == marks_.end()) {
+        return marks_.back().admitted;
+    }
+    const mark& b = *it;
+    const mark& a = *std::prev(it);
+    const double f = static_cast<double>(at_ms - a.at_ms) / static_cast<double>(b.at_ms - a.at_ms);
+    return a.admitted + f * (b.admitted - a.admitted);
+}
+
+double free_schedule::filled_at(double index) const {
+    if (marks_.size() < 2 || index <= marks_.front().admitted || index > marks_.back().admitted) {
+        return -1;  // before the history (its time is not known) or not admitted yet
+    }
+    auto it = std::lower_bound(marks_.begin(), marks_.end(), index,
+                               [](const mark& m, double x) { return m.admitted < x; });
+    const mark& b = *it;
+    const mark& a = *std::prev(it);
+    const double f = (index - a.admitted) / (b.admitted - a.admitted);
+    return static_cast<double>(a.at_ms) + f * static_cast<double>(b.at_ms - a.at_ms);
+}
+
+void free_schedule::follow(std::int64_t at_ms, std::int64_t admitted_last_minute,
+                           std::int64_t active, const limits& l, std::int64_t max_gap_ms) {
+    const double in_minute = static_cast<double>(std::max<std::int64_t>(0, admitted_last_minute));
+    const double held = static_cast<double>(std::max<std::int64_t>(0, active));
+    const double places = static_cast<double>(std::max<std::int64_t>(1, l.places));
+    const std::int64_t span = std::max<std::int64_t>(1'000, l.rate_span_ms);
+    session_ms_ = std::max<std::int64_t>(60'000, l.session_ms);
+    // Long enough for holds of several sessions (longer ones are not measured: the linear
+    // model answers), and for a point about every sync over the sliding minute the cumulative
+    // count looks back on.
+    keep_ms_ = std::max(8 * session_ms_, 4 * span);
+    if (samples_ == 0) {
+        hold_ms_ = prior_sessions * static_cast<double>(session_ms_);
+        spread_ms_ = prior_spread_sessions * static_cast<double>(session_ms_);
+        var_ms2_ = spread_ms_ * spread_ms_ / 3.0;
+    }
+    if (marks_.empty() || at_ms <= marks_.back().at_ms || at_ms - marks_.back().at_ms > max_gap_ms) {
+        // Starts over: the places held now were admitted at some time before, taken as now
+        // (the sliding minute's could be older: then they slide out of it before the history
+        // expects, which counts fewer admissions, hence fewer frees, never more).
+        const double now = std::max(in_minute, held);
+        marks_.clear();
+        marks_.push_back({at_ms - 1, now - in_minute});
+        marks_.push_back({at_ms, now});
+        freed_ = now - held;
+        tabulate(at_ms, active);
+        return;
+    }
+    // What slid out of the sliding minute since is what was admitted a minute before.
+    const double now = std::max(marks_.back().admitted, in_minute + admitted_at(at_ms - span));
+    const std::int64_t spacing = keep_ms_ / static_cast<std::int64_t>(max_marks - 2);
+    if (marks_.size() >= 3 && at_ms - marks_[marks_.size() - 2].at_ms < spacing) {
+        marks_.back() = {at_ms, now};  // keeps the newest point current, the history coarse
+    } else {
+        marks_.push_back({at_ms, now});
+    }
+    while (marks_.size() > max_marks ||
+           (marks_.size() > 3 && marks_[1].at_ms <= at_ms - keep_ms_)) {
+        marks_.erase(marks_.begin());
+    }
+    const double freed = std::max(freed_, now - held);
+    const double k = freed - freed_;
+    if (k > 0) {
+        // First filled, first freed: the places that freed were admitted about when the
+        // (freed_ + k/2)-th admission came. Clamped to what a hold can be: at least a session,
+        // at most the history.
+        const double filled = filled_at(freed_ + k / 2.0);
+        if (filled >= 0) {
+            const double h = std::clamp(static_cast<double>(at_ms) - filled,
+                                        static_cast<double>(session_ms_),
+                                        static_cast<double>(keep_ms_));
+            // The mean over the frees seen, the prior counting as prior_weight of them, then
+            // (past a room of frees: a generation) an average over the last room of frees.
+            const double seen = std::min(static_cast<double>(samples_) + prior_weight, places);
+            const double w = k / (seen + k);
+            const double d = h - hold_ms_;
+            hold_ms_ += w * d;
+            var_ms2_ = (1.0 - w) * (var_ms2_ + w * d * d);
+            spread_ms_ = std::min(std::sqrt(3.0 * var_ms2_),
+                                  hold_ms_ - static_cast<double>(session_ms_) / 2.0);
+            spread_ms_ = std::max(0.0, spread_ms_);
+            // Only whether any was seen, and the prior's weight, depend on the count: capped
+            // (the counts are the store's, and a store's can be anything).
+            samples_ = static_cast<std::int64_t>(
+                std::min(static_cast<double>(samples_) + std::ceil(k), 1e15));
+        }
+    }
+    freed_ = freed;
+    tabulate(at_ms, active);
+}
+
+void free_schedule::tabulate(std::int64_t at_ms, std::int64_t active) {
+    table_.clear();
+    if (!measured() || marks_.size() < 2) {
+        return;
+    }
+    as_of_ms_ = at_ms;
+    const double hold = hold_ms_;
+    const double spread = spread_ms_;
+    const double places =
+        std::max(1.0, std::max(static_cast<double>(active), marks_.back().admitted - freed_));
+    step_ms_ = 2.0 * (hold + spread) / static_cast<double>(table_points - 1);
+    tail_ms_per_place_ = hold / places;
+    std::vector<double> first(table_points, 0.0);
+    // The places held now, by when they were filled (first filled, first freed: the last
+    // admissions), each freeing a hold after, and not before now (they have not freed yet).
+    auto place = [&](double n, double from_ms, double to_ms) {
+        const double filled = (from_ms + to_ms) / 2.0 - static_cast<double>(at_ms);
+        const double half = spread + (to_ms - from_ms) / 2.0;
+        const double lo = filled + hold - half;
+        const double hi = filled + hold + half;
+        if (hi <= 0) {
+            add_uniform(first, step_ms_, n, 0.0, step_ms_);  // overdue: any time now
+        } else {
+            add_uniform(first, step_ms_, n, std::max(0.0, lo), hi);
+        }
+    };
+    const double before = marks_.front().admitted - freed_;
+    if (before > 0) {
+        const auto t = static_cast<double>(marks_.front().at_ms);
+        place(before, t, t);
+    }
+    for (std::size_t j = 1; j < marks_.size(); ++j) {
+        const mark& a = marks_[j - 1];
+        const mark& b = marks_[j];
+        const double from = std::max(a.admitted, freed_);
+        const double n = b.admitted - from;
+        if (n <= 0 || b.admitted <= a.admitted) {
+            continue;
+        }
+        const double start = static_cast<double>(a.at_ms) +
+                             (from - a.admitted) / (b.admitted - a.admitted) *
+                                 static_cast<double>(b.at_ms - a.at_ms);
+        place(n, start, static_cast<double>(b.at_ms));
+    }
+    // Each of those frees is refilled from the queue, and that place frees a hold later: the
+    // next generations, as far as the table reaches (two holds and their spread).
+    table_ = first;
+    std::vector<double> gen = std::move(first);
+    for (int g = 0; g < 3; ++g) {
+        std::vector<double> next(table_points, 0.0);
+        for (std::size_t k = 1; k < table_points; ++k) {
+            const double n = gen[k] - gen[k - 1];
+            const double u = (static_cast<double>(k) - 0.5) * step_ms_;
+            add_uniform(next, step_ms_, n, u + hold - spread, u + hold + spread);
+        }
+        for (std::size_t k = 0; k < table_points; ++k) {
+            table_[k] += next[k];
+        }
+        gen = std::move(next);
+    }
+}
+
+double free_schedule::wait_ms(double frees) const {
+    if (table_.empty()) {
+        return -1;
+    }
+    if (!(frees > 0)) {
+        return 0;
+    }
+    if (frees > table_.back()) {
+        const double beyond = std::min(frees - table_.back(), 1e12);
+        return static_cast<double>(table_points - 1) * step_ms_ + beyond * tail_ms_per_place_;
+    }
+    auto it = std::lower_bound(table_.begin(), table_.end(), frees);
+    const auto k = static_cast<std::size_t>(it - table_.begin());
+    if (k == 0) {
+        return 0;
+    }
+    const double a = table_[k - 1];
+    const double b = table_[k];
+    const double f = b > a ? (frees - a) / (b - a) : 1.0;
+    return (static_cast<double>(k - 1) + f) * step_ms_;
+}
+
+}  // namespace waitroom::room
