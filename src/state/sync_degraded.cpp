@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "waitroom/room/limits.hpp"
+
 namespace waitroom::state {
 
 void sync_task::on_failed(std::int64_t now_ms, const std::vector<room_report>& sent) {
@@ -34,7 +36,7 @@ void sync_task::on_failed(std::int64_t now_ms, const std::vector<room_report>& s
                 // the last state the store gave. Without one the node knows nothing of the
                 // room (started while the store was down) and admits nobody new.
                 ep.lapsed = pool.take_up_to(pool.available());
-                ep.last_ms = now_ms - opt_.interval_ms;  // one interval's allowance at once
+                ep.pool_after = pool.available();
                 ep.share = 0;
                 const room::room_state* known = last_known->find(r.room);
                 if (opt_.degraded_allowance && known != nullptr) {
@@ -50,11 +52,31 @@ void sync_task::on_failed(std::int64_t now_ms, const std::vector<room_report>& s
                     ep.budget = std::max<std::int64_t>(
                         0, static_cast<std::int64_t>(ep.share * static_cast<double>(free_active)) -
                                own_admitted);
-                    // The admissions of the sliding minute still count against the rate: the
-                    // allowance starts that far behind and catches up at the node's share.
-                    ep.credit =
-                        -ep.share * static_cast<double>(known->counts().admitted_last_minute) -
-                        static_cast<double>(own_admitted);
+                    // The node's own admissions of the sliding minute, by sub-window: those the
+                    // store had at the last success (its part of `known`'s minute) and those
+                    // it made since (this report's deltas). Each leaves the minute at its time,
+                    // so the allowance grows back as the minute ages instead of starting a
+                    // whole minute behind (issue 16: a 30 s outage at the limit admitted
+                    // nobody). The other nodes' admissions are known only as a sum, so they
+                    // count all episode; the slots leased then too, since any node may have
+                    // used them after `known` was taken.
+                    std::int64_t own_known = 0;
+                    if (auto it = reported_.find(r.room); it != reported_.end()) {
+                        for (const auto& [w, n] : it->second.admitted.entries()) {
+                            if (n > 0 && room::rate_window_live(w, r.limits,
+                                                                known->counts().as_of_ms)) {
+                                own_known += n;
+                            }
+                        }
+                    }
+                    for (const auto& [w, n] : r.live.admitted.entries()) {
+                        if (n > 0) {
+                            ep.own[w] += n;
+                        }
+                    }
+                    ep.others = ep.share * static_cast<double>(known->counts().admitted_last_minute +
+                                                               known->counts().held) -
+                                static_cast<double>(own_known);
                 }
             }
             refill(r.room, ep, r.limits, now_ms);
@@ -73,28 +95,47 @@ void sync_task::refill(const std::string& room_id, episode& ep, const room::room
     // The store is down: a dry pool queues the visitor instead of asking it for a top-up.
     pool.suspend_top_ups_until(now_ms + opt_.interval_ms);
     if (ep.share <= 0 || !limits.needs_slots) {
-        ep.last_ms = now_ms;
+        ep.pool_after = pool.available();
         return;
     }
     const double span = static_cast<double>(std::max<std::int64_t>(1, limits.rate_span_ms));
     const double rate = ep.share * static_cast<double>(limits.new_users_per_minute) / span;
-    const double depth = std::max(1.0, rate * static_cast<double>(opt_.interval_ms));
+    // At most one interval's worth per refill: a node does not hand its minute out at once.
+    const auto depth = static_cast<std::int64_t>(
+        std::floor(std::max(1.0, rate * static_cast<double>(opt_.interval_ms))));
     const std::int64_t in_pool = pool.available();
-    const double elapsed = static_cast<double>(std::max<std::int64_t>(0, now_ms - ep.last_ms));
-    ep.last_ms = now_ms;
-    // A token bucket one interval deep: an idle node does not save up a burst.
-    ep.credit =
-        std::min(ep.credit + rate * elapsed, std::max(0.0, depth - static_cast<double>(in_pool)));
-    std::int64_t add = std::min<std::int64_t>(
-        {static_cast<std::int64_t>(std::floor(std::max(0.0, ep.credit))),
-         std::max<std::int64_t>(0, static_cast<std::int64_t>(std::floor(depth)) - in_pool),
-         ep.budget});
+    // Slots that left the pool since the last refill were admissions at some time since then:
+    // counting them from now keeps them in the minute at least as long as they really are.
+    if (const std::int64_t consumed = ep.pool_after - in_pool; consumed > 0) {
+        ep.own[room::floor_to(now_ms, std::max<std::int64_t>(1, limits.rate_window_ms))] +=
+            consumed;
+    }
+    std::int64_t own = 0;
+    for (auto it = ep.own.begin(); it != ep.own.end();) {
+        if (room::rate_window_live(it->first, limits, now_ms)) {
+            own += it->second;
+            ++it;
+        } else {
+            it = ep.own.erase(it);
+        }
+    }
+    // The slots in the pool count as admitted now: they may be taken at any moment. Summed over
+    // the nodes of the last known state (shares summing to 1), the admissions in the minute are
+    // their own admissions in it plus the pools, and the `others` terms sum to the slots leased
+    // then (each node's known minute is the sum of the nodes' own parts): so the room's minute
+    // stays within new_users_per_minute, whenever each admission fell in it.
+    const double room_left = ep.share * static_cast<double>(limits.new_users_per_minute) -
+                             ep.others - static_cast<double>(own + in_pool);
+    const std::int64_t add = std::min<std::int64_t>(
+        {static_cast<std::int64_t>(std::floor(std::max(0.0, room_left))),
+         std::max<std::int64_t>(0, depth - in_pool), ep.budget});
     if (add > 0) {
         pool.add(add);
-        ep.credit -= static_cast<double>(add);
         ep.budget -= add;
         ep.granted += add;
     }
+    // Not read back: a slot taken by a worker meanwhile must show as consumed next time.
+    ep.pool_after = in_pool + std::max<std::int64_t>(0, add);
 }
 
 void sync_task::notify(bool degraded, std::int64_t now_ms) {

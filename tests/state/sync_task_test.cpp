@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "waitroom/config/config.hpp"
 #include "waitroom/room/engine.hpp"
 #include "waitroom/state/error.hpp"
@@ -565,6 +568,110 @@ TEST(Degraded, TwoNodesInTheLastKnownStateEachGetHalf) {
     // Half of the 40 free each, so the two together stay within the room's limit.
     EXPECT_EQ(total_a, 20);
     EXPECT_EQ(total_b, 20);
+}
+
+// The most admissions any 60-second span (t − 60 s, t] holds, over a log of admission times.
+std::size_t busiest_minute(std::vector<std::int64_t> at) {
+    std::sort(at.begin(), at.end());
+    std::size_t most = 0;
+    for (std::size_t first = 0, last = 0; last < at.size(); ++last) {
+        while (at[first] <= at[last] - 60'000) {
+            ++first;
+        }
+        most = std::max(most, last - first + 1);
+    }
+    return most;
+}
+
+void log_admissions(std::vector<std::int64_t>& log, std::size_t n, std::int64_t at) {
+    log.insert(log.end(), n, at);
+}
+
+TEST(Degraded, AfterAMinuteAtTheRateLimitTheAllowanceComesBackAsThatMinuteAgesOut) {
+    auto eng = make_engine(100'000, 600);  // only the rate binds: 10 new visitors a second
+    room::node_state node;
+    local_store inner;
+    scripted_store st(inner);
+    sync_task sync(node, st, {});
+    sync.set_engine(eng);
+    room::worker_state w(node);
+    room::rng rng(13);
+    std::vector<std::int64_t> log;  // every admission's time: the sliding minute's ground truth
+    tick(w, sync, t0);
+    // A minute at the limit, the admissions spread over it.
+    for (int s = 0; s < 60; ++s) {
+        const std::int64_t now = t0 + s * 1000;
+        if (s > 0) {
+            tick(w, sync, now);
+        }
+        log_admissions(log, offer(*eng, w, sync, now + 100, 10, rng).size(), now + 100);
+    }
+    tick(w, sync, t0 + 60'000);
+    ASSERT_EQ(node.snapshot()->find("shop")->counts().admitted_last_minute, 600);
+
+    // The store goes away; three times as many visitors come as the rate allows.
+    st.down = true;
+    std::int64_t by_half_minute = 0;
+    for (int s = 61; s < 240; ++s) {
+        const std::int64_t now = t0 + s * 1000;
+        tick(w, sync, now);
+        const auto got = offer(*eng, w, sync, now + 100, 30, rng).size();
+        log_admissions(log, got, now + 100);
+        if (s <= 90) {
+            by_half_minute += static_cast<std::int64_t>(got);
+        }
+    }
+    ASSERT_TRUE(sync.degraded(t0 + 239'000));
+    // Half a minute into the outage about half of the minute before it has aged out: the node
+    // admits again (it used to start a whole minute behind and admit nobody for that minute).
+    EXPECT_GE(by_half_minute, 200);
+    // And no 60-second span ever admits more than the limit, through the outage and after.
+    EXPECT_LE(busiest_minute(log), 600u);
+    // Three minutes of outage at full demand: the sliding minute is used, not saved.
+    EXPECT_GE(static_cast<std::int64_t>(log.size()), 600 + 170 * 10 * 9 / 10);
+}
+
+TEST(Degraded, AdmissionsAtTheStartOfTheMinuteHoldTheAllowanceBackUntilTheyAgeOut) {
+    auto eng = make_engine(100'000, 600);
+    room::node_state node;
+    local_store inner;
+    scripted_store st(inner);
+    sync_task sync(node, st, {});
+    sync.set_engine(eng);
+    room::worker_state w(node);
+    room::rng rng(17);
+    std::vector<std::int64_t> log;
+    tick(w, sync, t0);
+    // The whole minute's admissions at its start (a spike), then nobody new (and nobody queued:
+    // a queue from before the outage would rightly hold the new visitors back).
+    for (int s = 0; s < 2; ++s) {
+        const std::int64_t now = t0 + s * 1000;
+        if (s > 0) {
+            tick(w, sync, now);
+        }
+        log_admissions(log, offer(*eng, w, sync, now + 100, 300, rng).size(), now + 100);
+    }
+    for (int s = 2; s <= 30; ++s) {
+        tick(w, sync, t0 + s * 1000);
+    }
+    ASSERT_EQ(node.snapshot()->find("shop")->counts().admitted_last_minute, 600);
+
+    st.down = true;
+    std::int64_t before_they_age = 0, soon_after = 0;
+
+    for (int s = 31; s < 100; ++s) {
+        const std::int64_t now = t0 + s * 1000;
+        tick(w, sync, now);
+        const auto got = offer(*eng, w, sync, now + 100, 30, rng).size();
+        log_admissions(log, got, now + 100);
+        (s < 60 ? before_they_age : soon_after) += static_cast<std::int64_t>(got);
+    }
+    // Half a minute into the outage the minute is still full: assuming its admissions spread
+    // over it would have admitted here, and overshot.
+    EXPECT_EQ(before_they_age, 0);
+    EXPECT_LE(busiest_minute(log), 600u);
+    // Once they age out the node admits again at its rate, not a minute after the outage began.
+    EXPECT_GE(soon_after, 300);
 }
 
 TEST(Degraded, NodeStartedWhileTheStoreIsDownAdmitsNobodyNewAndDoesNotCrash) {

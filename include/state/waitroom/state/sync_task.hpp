@@ -104,9 +104,11 @@ class sync_task {
     bool degraded(std::int64_t now_ms) const;
     // Degraded mode (DESIGN.md §4). An episode starts at the first failed sync past the lease
     // TTL and ends with the next successful sync. Meanwhile each failed sync refills a room's
-    // pool from an allowance: share = 1 / live nodes in the last known state; about
-    // share × new_users_per_minute per minute (pool at most one interval's worth, starting behind
-    // by the share of the last known sliding minute); at most share × (total_active_users −
+    // pool from an allowance: share = 1 / live nodes in the last known state; at most one
+    // interval's worth of share × new_users_per_minute per refill, and within a sliding minute
+    // of its own (the node's own admissions of the last known minute count until they age out,
+    // its share of the other nodes' and of the leased slots all episode); at most
+    // share × (total_active_users −
     // last known active) − own admissions since that state, for the whole episode. A room never
     // synced gets nothing. Admitted visitors never need a slot, so they keep passing.
     // degraded_since_ms: 0 = not degraded.
@@ -206,11 +208,20 @@ class sync_task {
     // lease is taken out at the start and handed back to the store when it returns.
     struct episode {
         double share = 1;
-        double credit = 0;         // allowance earned and not yet put in the pool
+        // The rate limit is a sliding minute, so the allowance is one too: this node's own
+        // admissions still in the minute (before the episode, by the sub-window they fell in;
+        // during it, the slots that left the pool, by the refill that saw them go) plus what
+        // the pool holds, plus `others`, stay within share × new_users_per_minute. Own
+        // admissions leave as they age out; `others` is share × (the last known sliding minute
+        // + slots leased then) − this node's own part of that minute, kept all episode: summed
+        // over the nodes it is the leased slots, never below 0, so the nodes together stay
+        // within the limit (see refill).
+        double others = 0;
+        std::map<std::int64_t, std::int64_t> own;  // rate sub-window start → own admissions
+        std::int64_t pool_after = 0;               // pool size after the last refill
         std::int64_t budget = 0;   // allowance still allowed this episode (active limit)
         std::int64_t granted = 0;  // allowance put into the pool
         std::int64_t lapsed = 0;   // lease slots taken out of the pool at the start
-        std::int64_t last_ms = 0;  // last refill
     };
 
     // Counts a failed sync; past the lease TTL, starts or continues the episode and refills.
