@@ -69,14 +69,23 @@ void sync_task::on_failed(std::int64_t now_ms, const std::vector<room_report>& s
                             }
                         }
                     }
-                    for (const auto& [w, n] : r.live.admitted.entries()) {
-                        if (n > 0) {
-                            ep.own[w] += n;
-                        }
-                    }
                     ep.others = ep.share * static_cast<double>(known->counts().admitted_last_minute +
                                                                known->counts().held) -
                                 static_cast<double>(own_known);
+                }
+            }
+            if (fresh) {
+                ep.entry_window =
+                    room::floor_to(now_ms, std::max<std::int64_t>(1, r.limits.rate_window_ms));
+            }
+            // The node's own admissions from before the episode, read again from every report:
+            // a worker may hand over some made from the lease only after the episode began.
+            // They fell before the lease lapsed, so by the sub-window the episode began in
+            // (that one counted whole: it may hold allowance admissions too, counted twice).
+            ep.pre.clear();
+            for (const auto& [w, n] : r.live.admitted.entries()) {
+                if (n > 0 && w <= ep.entry_window) {
+                    ep.pre[w] += n;
                 }
             }
             refill(r.room, ep, r.limits, now_ms);
@@ -104,19 +113,24 @@ void sync_task::refill(const std::string& room_id, episode& ep, const room::room
     const auto depth = static_cast<std::int64_t>(
         std::floor(std::max(1.0, rate * static_cast<double>(opt_.interval_ms))));
     const std::int64_t in_pool = pool.available();
-    // Slots that left the pool since the last refill were admissions at some time since then:
-    // counting them from now keeps them in the minute at least as long as they really are.
-    if (const std::int64_t consumed = ep.pool_after - in_pool; consumed > 0) {
-        ep.own[room::floor_to(now_ms, std::max<std::int64_t>(1, limits.rate_window_ms))] +=
-            consumed;
+    // Slots that left the pool since the last refill were admissions made before it, and this
+    // sync began after that refill's answer (no sync runs while one is in flight): dated now
+    // they stay in the minute at least as long as they really do. Those that left since are
+    // counted whole until the next refill dates them.
+    const std::int64_t rate_window = std::max<std::int64_t>(1, limits.rate_window_ms);
+    if (ep.pending > 0) {
+        ep.own[room::floor_to(now_ms, rate_window)] += ep.pending;
     }
-    std::int64_t own = 0;
-    for (auto it = ep.own.begin(); it != ep.own.end();) {
-        if (room::rate_window_live(it->first, limits, now_ms)) {
-            own += it->second;
-            ++it;
-        } else {
-            it = ep.own.erase(it);
+    ep.pending = std::max<std::int64_t>(0, ep.pool_after - in_pool);
+    std::int64_t own = ep.pending;
+    for (auto* m : {&ep.pre, &ep.own}) {
+        for (auto it = m->begin(); it != m->end();) {
+            if (room::rate_window_live(it->first, limits, now_ms)) {
+                own += it->second;
+                ++it;
+            } else {
+                it = m->erase(it);
+            }
         }
     }
     // The slots in the pool count as admitted now: they may be taken at any moment. Summed over

@@ -122,6 +122,29 @@ TEST(Ledger, TopUpGivesNothingToANodeOfAnotherEpoch) {
     EXPECT_EQ(ledger.top_up("b", "dc", l, 1, t0 + 10), 1) << "a node that knows none yet";
 }
 
+TEST(Ledger, GrantsNothingForOneNodeTtlAfterANodeLeavesDegradedMode) {
+    room_ledger ledger;
+    auto l = limits(1000, 600);
+    // The store was away longer than the node TTL: it forgot both nodes, and both admitted from
+    // allowances it never counted. Node a is back first, and says it holds nothing (it leaves
+    // degraded mode); b's admissions reach the store only with b's next sync.
+    auto a = busy_report(l);
+    a.deltas.admitted.add(t0, 50);
+    a.held_exact = true;
+    const std::int64_t back = t0 + 30'000;
+    EXPECT_EQ(ledger.sync("a", "dc", a, back, 3000).granted, 0);
+    EXPECT_EQ(ledger.top_up("b", "dc", l, 10, back + 100, "", 0), 0);
+    auto b = busy_report(l);
+    b.deltas.admitted.add(t0, 50);
+    b.held_exact = true;
+    EXPECT_EQ(ledger.sync("b", "dc", b, back + 900, 3000).granted, 0);
+    // One node TTL after the last node left degraded mode, every live node has reported.
+    EXPECT_EQ(ledger.sync("a", "dc", busy_report(l), back + 3000, 3000).granted, 0);
+    auto g = ledger.sync("a", "dc", busy_report(l), back + 3900, 3000);
+    EXPECT_GT(g.granted, 0);
+    EXPECT_EQ(g.counts.admitted_last_minute, 100);
+}
+
 TEST(Ledger, MovesBetweenWindowsKeepTheTotal) {
     room_ledger ledger;
     auto l = limits(100, 100);

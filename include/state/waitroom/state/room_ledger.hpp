@@ -85,7 +85,8 @@ class room_ledger {
     room_switch_values overrides_;
     std::string epoch_;  // "<now_ms>/<node id>" of the first sync, as the Redis script makes it
     std::int64_t epoch_at_ = 0;
-    std::int64_t refill_until_ = 0;  // no grant before (set by the first stale report)
+    std::int64_t refill_until_ = 0;  // no grant before (set by the first stale report, and
+                                     // by a node leaving degraded mode)
 };
 
 }  // namespace waitroom::state

@@ -217,8 +217,11 @@ class sync_task {
         // over the nodes it is the leased slots, never below 0, so the nodes together stay
         // within the limit (see refill).
         double others = 0;
-        std::map<std::int64_t, std::int64_t> own;  // rate sub-window start → own admissions
-        std::int64_t pool_after = 0;               // pool size after the last refill
+        std::map<std::int64_t, std::int64_t> pre;  // rate sub-window → own admissions before
+        std::map<std::int64_t, std::int64_t> own;  // rate sub-window → allowance admissions
+        std::int64_t pending = 0;       // allowance admissions not dated yet (see refill)
+        std::int64_t entry_window = 0;  // the rate sub-window the episode began in
+        std::int64_t pool_after = 0;    // pool size after the last refill
         std::int64_t budget = 0;   // allowance still allowed this episode (active limit)
         std::int64_t granted = 0;  // allowance put into the pool
         std::int64_t lapsed = 0;   // lease slots taken out of the pool at the start
