@@ -224,9 +224,11 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
         // The node leaves degraded mode: it and the other nodes admitted from allowances the
         // store never counted, and a node whose report of them has not come yet is not in the
         // counts (the store may have forgotten it in the outage). Granting what they show free
-        // overshot the sliding minute by a place (issue 16); one node TTL later every live
-        // node has reported.
-        refill_until_ = std::max(refill_until_, now_ms + node_ttl_ms);
+        // overshot the sliding minute by a place (issue 16); one node TTL after the first of
+        // them is back, every live node has reported (the others leaving too start no new wait).
+        if (now_ms >= refill_until_) {
+            refill_until_ = now_ms + node_ttl_ms;
+        }
     }
     if (!applied_before) {
         me.held = report.full || report.held_exact

@@ -1084,6 +1084,30 @@ TEST(RedisStore, TopUpGrantsNothingToANodeOfAnotherEpoch) {
     }
 }
 
+// A node leaving degraded mode (it reports its exact held slots, none) stops all grants for one
+// node TTL, in the Redis script as in the local store: another node's allowance admissions may
+// not have reached the store yet.
+TEST(RedisStore, GrantsNothingForOneNodeTtlAfterANodeLeavesDegradedModeAsTheLocalStoreDoes) {
+    redis_server srv;
+    boost::asio::io_context ioc;
+    redis_store rs(ioc.get_executor(), options(srv));
+    local_store ls;
+    auto l = limits(1000, 600);
+    for (store* s : std::initializer_list<store*>{&rs, &ls}) {
+        auto back = report(l);
+        back.deltas.admitted.add(t0, 50);
+        back.held_exact = true;
+        auto g = call_sync(ioc, *s, node("a", "dc", t0 + 30'000, {back}));
+        ASSERT_FALSE(g.ec);
+        EXPECT_EQ(g.rooms[0].granted, 0);
+        EXPECT_EQ(call_top_up(ioc, *s, top_up("b", "dc", l, 10, t0 + 30'100)).granted, 0);
+        EXPECT_EQ(call_sync(ioc, *s, node("a", "dc", t0 + 32'900, {report(l)})).rooms[0].granted,
+                  0);
+        EXPECT_GT(call_sync(ioc, *s, node("a", "dc", t0 + 33'000, {report(l)})).rooms[0].granted,
+                  0);
+    }
+}
+
 // Answers lost after the server applied the call (the server froze past the deadline, then ran
 // what it had read): the Redis store settles them as the local store does. A resent batch gets
 // the grant again, and a top-up that the next sync names lost is taken back, so both stores hold

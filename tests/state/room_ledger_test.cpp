@@ -138,9 +138,9 @@ TEST(Ledger, GrantsNothingForOneNodeTtlAfterANodeLeavesDegradedMode) {
     b.deltas.admitted.add(t0, 50);
     b.held_exact = true;
     EXPECT_EQ(ledger.sync("b", "dc", b, back + 900, 3000).granted, 0);
-    // One node TTL after the last node left degraded mode, every live node has reported.
-    EXPECT_EQ(ledger.sync("a", "dc", busy_report(l), back + 3000, 3000).granted, 0);
-    auto g = ledger.sync("a", "dc", busy_report(l), back + 3900, 3000);
+    // One node TTL after the first node left degraded mode, every live node has reported.
+    EXPECT_EQ(ledger.sync("a", "dc", busy_report(l), back + 2900, 3000).granted, 0);
+    auto g = ledger.sync("a", "dc", busy_report(l), back + 3000, 3000);
     EXPECT_GT(g.granted, 0);
     EXPECT_EQ(g.counts.admitted_last_minute, 100);
 }

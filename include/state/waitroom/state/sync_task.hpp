@@ -210,7 +210,8 @@ class sync_task {
         double share = 1;
         // The rate limit is a sliding minute, so the allowance is one too: this node's own
         // admissions still in the minute (before the episode, by the sub-window they fell in;
-        // during it, the slots that left the pool, by the refill that saw them go) plus what
+        // during it, the slots that left the pool, dated by the sync after the refill that saw
+        // them go) plus what
         // the pool holds, plus `others`, stay within share × new_users_per_minute. Own
         // admissions leave as they age out; `others` is share × (the last known sliding minute
         // + slots leased then) − this node's own part of that minute, kept all episode: summed

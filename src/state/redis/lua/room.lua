@@ -16,7 +16,8 @@
 --                     epoch_at (its now), refill_until (set by the first stale report: until
 --                     then, one node TTL after epoch_at, every live node re-reports and
 --                     nothing is granted, since the counts still miss some nodes' visitors;
---                     likewise one node TTL after a node reports leaving degraded mode)
+--                     likewise for one node TTL from a node reporting that it leaves degraded
+--                     mode, unless such a wait is under way)
 --   6 overrides hash  queue_all, suspended -> "0" | "1" (run-time switches; absent = unset)
 --   7 revoked   hash  ticket (decimal) -> "since:freed": the window of the store's first word of
 --                     the revoked session (ms), and 1 once its place was freed, else 0
@@ -403,8 +404,10 @@ if not applied_before then
             me.held = exact
             -- The node leaves degraded mode (room_ledger.cpp): other nodes that admitted
             -- without the store may not have reported yet; nothing is granted until they have.
-            refill_until = math.max(refill_until, now + node_ttl)
-            redis.call('HSET', KEYS[5], 'refill_until', string.format('%d', refill_until))
+            if now >= refill_until then
+                refill_until = now + node_ttl
+                redis.call('HSET', KEYS[5], 'refill_until', string.format('%d', refill_until))
+            end
         else
             me.held = math.max(0, me.held - tonumber(ARGV[15]) - tonumber(ARGV[16]))
         end
