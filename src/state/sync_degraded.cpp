@@ -37,7 +37,6 @@ void sync_task::on_failed(std::int64_t now_ms, const std::vector<room_report>& s
                 // room (started while the store was down) and admits nobody new.
                 ep.lapsed = pool.take_up_to(pool.available());
                 ep.pool_after = pool.available();
-                ep.last_ms = now_ms - opt_.interval_ms;  // one interval's allowance at once
                 ep.share = 0;
                 const room::room_state* known = last_known->find(r.room);
                 if (opt_.degraded_allowance && known != nullptr) {
@@ -116,18 +115,14 @@ void sync_task::refill(const std::string& room_id, episode& ep, const room::room
     ep.pending = std::max<std::int64_t>(0, ep.pool_after - in_pool);
     if (ep.share <= 0 || !limits.needs_slots) {
         ep.pool_after = in_pool;
-        ep.last_ms = now_ms;
         return;
     }
     const double span = static_cast<double>(std::max<std::int64_t>(1, limits.rate_span_ms));
     const double rate = ep.share * static_cast<double>(limits.new_users_per_minute) / span;
-    const double depth = std::max(1.0, rate * static_cast<double>(opt_.interval_ms));
-    const double elapsed = static_cast<double>(std::max<std::int64_t>(0, now_ms - ep.last_ms));
-    ep.last_ms = now_ms;
-    // Paced at the node's share of the rate, a token bucket one interval deep: a node does not
-    // hand its minute out at once, and an idle node does not save up a burst.
-    ep.credit =
-        std::min(ep.credit + rate * elapsed, std::max(0.0, depth - static_cast<double>(in_pool)));
+    // At most one interval's worth per refill (at least one slot): a node does not hand its
+    // minute out at once. The minute itself is bounded below, so rounding up cannot overshoot.
+    const auto depth = static_cast<std::int64_t>(
+        std::floor(std::max(1.0, rate * static_cast<double>(opt_.interval_ms))));
     std::int64_t own = ep.pending;
     for (auto* m : {&ep.pre, &ep.own}) {
         for (auto it = m->begin(); it != m->end();) {
@@ -148,12 +143,10 @@ void sync_task::refill(const std::string& room_id, episode& ep, const room::room
                              ep.others - static_cast<double>(own + in_pool);
     const std::int64_t add = std::min<std::int64_t>(
         {static_cast<std::int64_t>(std::floor(std::max(0.0, room_left))),
-         static_cast<std::int64_t>(std::floor(std::max(0.0, ep.credit))),
-         std::max<std::int64_t>(0, static_cast<std::int64_t>(std::floor(depth)) - in_pool),
+         std::max<std::int64_t>(0, depth - in_pool),
          ep.budget});
     if (add > 0) {
         pool.add(add);
-        ep.credit -= static_cast<double>(add);
         ep.budget -= add;
         ep.granted += add;
     }

@@ -630,7 +630,9 @@ TEST(RedisStore, DrivesTheSyncTaskOfTwoNodes) {
     EXPECT_TRUE(run(ta, t0 + 2000));
     EXPECT_TRUE(run(ta, t0 + 4000));
     EXPECT_TRUE(ta.degraded(t0 + 4000));
-    EXPECT_EQ(na.pool("shop").available(), 0);
+    // The lapsed lease is out of the pool: it holds one interval's allowance at most (its share
+    // of 100/min is under one slot a second, rounded up to one).
+    EXPECT_LE(na.pool("shop").available(), 1);
 }
 
 override_result call_write(boost::asio::io_context& ioc, store& s, switch_write queue_all,
