@@ -63,15 +63,16 @@ void sync_task::on_failed(std::int64_t now_ms, const std::vector<room_report>& s
                     std::int64_t own_known = 0;
                     if (auto it = reported_.find(r.room); it != reported_.end()) {
                         for (const auto& [w, n] : it->second.admitted.entries()) {
-                            if (n > 0 && room::rate_window_live(w, r.limits,
-                                                                known->counts().as_of_ms)) {
+                            if (n > 0 &&
+                                room::rate_window_live(w, r.limits, known->counts().as_of_ms)) {
                                 own_known += n;
                             }
                         }
                     }
-                    ep.others = ep.share * static_cast<double>(known->counts().admitted_last_minute +
-                                                               known->counts().held) -
-                                static_cast<double>(own_known);
+                    ep.others =
+                        ep.share * static_cast<double>(known->counts().admitted_last_minute +
+                                                       known->counts().held) -
+                        static_cast<double>(own_known);
                 }
             }
             if (fresh) {
@@ -141,10 +142,9 @@ void sync_task::refill(const std::string& room_id, episode& ep, const room::room
     // stays within new_users_per_minute, whenever each admission fell in it.
     const double room_left = ep.share * static_cast<double>(limits.new_users_per_minute) -
                              ep.others - static_cast<double>(own + in_pool);
-    const std::int64_t add = std::min<std::int64_t>(
-        {static_cast<std::int64_t>(std::floor(std::max(0.0, room_left))),
-         std::max<std::int64_t>(0, depth - in_pool),
-         ep.budget});
+    const std::int64_t add =
+        std::min<std::int64_t>({static_cast<std::int64_t>(std::floor(std::max(0.0, room_left))),
+                                std::max<std::int64_t>(0, depth - in_pool), ep.budget});
     if (add > 0) {
         pool.add(add);
         ep.budget -= add;

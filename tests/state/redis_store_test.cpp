@@ -25,8 +25,8 @@
 #include "waitroom/state/sync_task.hpp"
 
 #include "state/redis_calls.hpp"
-#include "support/poll.hpp"
 #include "state/store_doubles.hpp"
+#include "support/poll.hpp"
 #include "support/room_config.hpp"
 
 namespace waitroom::state {
@@ -446,8 +446,8 @@ TEST(RedisStore, KilledServerFailsCallsAndARestartedOneServesThemAgain) {
     ASSERT_FALSE(call_sync(ioc, st, node("a", "dc", t0, {report(l)})).ec);
     srv.kill();
     auto res = call_sync(ioc, st, node("a", "dc", t0 + 1000, {report(l)}));
-    EXPECT_TRUE(res.ec == make_error_code(errc::unavailable) || res.ec == make_error_code(errc::lost) ||
-                res.ec == make_error_code(errc::timeout))
+    EXPECT_TRUE(res.ec == make_error_code(errc::unavailable) ||
+                res.ec == make_error_code(errc::lost) || res.ec == make_error_code(errc::timeout))
         << res.ec.message();
     for (int i = 0; i < 5; ++i) {  // calls during the outage keep failing, never hang
         auto again = call_sync(ioc, st, node("a", "dc", t0 + 1100 + i, {report(l)}));

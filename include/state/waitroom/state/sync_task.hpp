@@ -223,9 +223,9 @@ class sync_task {
         std::int64_t pending = 0;       // allowance admissions not dated yet (see refill)
         std::int64_t entry_window = 0;  // the rate sub-window the episode began in
         std::int64_t pool_after = 0;    // pool size after the last refill
-        std::int64_t budget = 0;   // allowance still allowed this episode (active limit)
-        std::int64_t granted = 0;  // allowance put into the pool
-        std::int64_t lapsed = 0;   // lease slots taken out of the pool at the start
+        std::int64_t budget = 0;        // allowance still allowed this episode (active limit)
+        std::int64_t granted = 0;       // allowance put into the pool
+        std::int64_t lapsed = 0;        // lease slots taken out of the pool at the start
     };
 
     // Counts a failed sync; past the lease TTL, starts or continues the episode and refills.
