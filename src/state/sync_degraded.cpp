@@ -124,17 +124,20 @@ void sync_task::refill(const std::string& room_id, episode& ep, const room::room
     // minute out at once. The minute itself is bounded below, so rounding up cannot overshoot.
     const auto depth = static_cast<std::int64_t>(
         std::floor(std::max(1.0, rate * static_cast<double>(opt_.interval_ms))));
-    std::int64_t own = ep.pending;
+    std::int64_t own = 0;
+    std::int64_t allowance = ep.pending;  // allowance admissions still in the minute
     for (auto* m : {&ep.pre, &ep.own}) {
         for (auto it = m->begin(); it != m->end();) {
             if (room::rate_window_live(it->first, limits, now_ms)) {
                 own += it->second;
+                allowance += m == &ep.own ? it->second : 0;
                 ++it;
             } else {
                 it = m->erase(it);
             }
         }
     }
+    own += ep.pending;
     // The slots in the pool count as admitted now: they may be taken at any moment. Summed over
     // the nodes of the last known state (shares summing to 1), the admissions in the minute are
     // their own admissions in it plus the pools, and the `others` terms sum to the slots leased
@@ -142,9 +145,15 @@ void sync_task::refill(const std::string& room_id, episode& ep, const room::room
     // stays within new_users_per_minute, whenever each admission fell in it.
     const double room_left = ep.share * static_cast<double>(limits.new_users_per_minute) -
                              ep.others - static_cast<double>(own + in_pool);
-    const std::int64_t add =
-        std::min<std::int64_t>({static_cast<std::int64_t>(std::floor(std::max(0.0, room_left))),
-                                std::max<std::int64_t>(0, depth - in_pool), ep.budget});
+    // And on its own, whatever the others did: its allowance admissions in the minute plus its
+    // pool stay within share × new_users_per_minute, as the budget keeps the episode's within
+    // share × the free active places. The store reserves exactly these bounds for a node that
+    // has not reported since an outage (room_ledger::ghost_reserve) while another is back.
+    const auto own_cap = static_cast<std::int64_t>(
+        std::floor(ep.share * static_cast<double>(limits.new_users_per_minute)));
+    const std::int64_t add = std::min<std::int64_t>(
+        {static_cast<std::int64_t>(std::floor(std::max(0.0, room_left))),
+         std::max<std::int64_t>(0, depth - in_pool), own_cap - allowance - in_pool, ep.budget});
     if (add > 0) {
         pool.add(add);
         ep.budget -= add;
@@ -165,8 +174,8 @@ void sync_task::notify(bool degraded, std::int64_t now_ms) {
     }
 }
 
-bool sync_task::end_episodes(const std::vector<room_report>& sent, const std::vector<adjust>& adj,
-                             std::map<std::string, std::int64_t>& holdback) {
+bool sync_task::end_episodes(const std::vector<room_report>& sent,
+                             const std::vector<adjust>& adj) {
     std::lock_guard lock(mu_);
     // The store has the deltas, including the admissions made while degraded. Allowance
     // left in a pool is dropped: the store never leased it.
@@ -175,13 +184,12 @@ bool sync_task::end_episodes(const std::vector<room_report>& sent, const std::ve
         if (!adj[i].in_episode || it == episodes_by_room_.end()) {
             continue;
         }
-        std::int64_t leftover = node_.pool(sent[i].room).take_up_to(it->second.granted);
-        std::int64_t consumed = std::max<std::int64_t>(0, it->second.granted - leftover);
-        degraded_admissions_ += static_cast<std::uint64_t>(consumed);
-        // Allowance admissions the report did not cover are still in some worker: the
-        // store does not know them yet. Like a leased slot used but not yet reported, they
-        // must count as held until their deltas arrive, so they come out of the new lease.
-        holdback[sent[i].room] = std::max<std::int64_t>(0, consumed - adj[i].cancelled_episode);
+        // The report took what was left out of the pool; nothing was added since.
+        const std::int64_t leftover =
+            adj[i].allowance_left + node_.pool(sent[i].room).take_up_to(std::max<std::int64_t>(
+                                        0, it->second.granted - adj[i].allowance_left));
+        degraded_admissions_ += static_cast<std::uint64_t>(
+            std::max<std::int64_t>(0, it->second.granted - leftover));
         episodes_by_room_.erase(it);
     }
     // Rooms removed by a reload while degraded: their allowance simply goes.

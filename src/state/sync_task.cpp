@@ -151,13 +151,12 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
         adjust a;
         if (auto it = lapsed.find(r.id()); it != lapsed.end()) {
             // Degraded: the pool holds only allowance, which the store never leased, so none
-            // of it goes back; the lease that lapsed does. The slots_used of allowance
-            // admissions must not lower the store's count of this node's held slots.
+            // of it goes back; the lease that lapsed does. The allowance ends with this report:
+            // what is left of it comes out of the pool now (back in if the sync fails), so
+            // every allowance admission is in this report's deltas or in `held` below.
             a.in_episode = true;
             rr.slots_returned = it->second;
-            std::int64_t consumed = std::max<std::int64_t>(0, granted[r.id()] - pool.available());
-            a.cancelled_episode = std::min(consumed, rr.deltas.slots_used);
-            rr.deltas.slots_used -= a.cancelled_episode;
+            a.allowance_left = pool.take_up_to(granted[r.id()]);
         } else {
             // An expired lease is given back whole: the store may have forgotten it already,
             // and if not, this keeps its count of held slots right. Otherwise the node gives
@@ -174,14 +173,21 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
                 rr.slots_returned = pool.take_up_to(give_back);
             }
         }
-        // A store that lost its memory lost this node's lease too: a re-report claims what the
-        // pool holds of it (none while degraded: the pool holds only allowance).
-        rr.held = a.in_episode ? 0 : pool.available();
-        // Leaving degraded mode, the node holds none of the store's lease: whatever the store
-        // granted it in answers lost in the outage is in no pool, and stops counting as held.
-        rr.held_exact = a.in_episode;
+        a.slots_used = rr.deltas.slots_used;
         {
             std::lock_guard lock(mu_);
+            // A store that lost its memory lost this node's lease too: a re-report claims what
+            // the pool holds of it (none while degraded: the pool holds only allowance), plus
+            // the slots used and not reported yet (still in a worker, or taken since the deltas
+            // were): the store counts them as held until their slots_used arrive. Leaving
+            // degraded mode, the node holds none of the store's lease: whatever the store
+            // granted it in answers lost in the outage is in no pool, and stops counting as held
+            // (held_exact); its allowance admissions not in this report count as held instead,
+            // so no grant meanwhile leaves them out.
+            const std::int64_t unreported = std::max<std::int64_t>(
+                0, pool.taken() - uses_reported_[r.id()] - rr.deltas.slots_used);
+            rr.held = (a.in_episode ? 0 : pool.available()) + unreported;
+            rr.held_exact = a.in_episode;
             if (auto it = epochs_.find(r.id()); it != epochs_.end()) {
                 rr.epoch = it->second;
             }
@@ -197,11 +203,6 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
                         rr.live.revoked.push_back({ticket, k.window});
                     }
                 }
-            }
-            if (auto it = cancel_used_.find(r.id()); it != cancel_used_.end()) {
-                a.cancelled_pending = std::min(it->second, rr.deltas.slots_used);
-                rr.deltas.slots_used -= a.cancelled_pending;
-                it->second -= a.cancelled_pending;
             }
         }
         limits[r.id()] = rr.limits;
@@ -284,13 +285,8 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
             std::lock_guard lock(mu_);
             for (std::size_t i = 0; i < sent.size(); ++i) {
                 auto& r = sent[i];
-                if (!adj[i].in_episode) {
-                    node_.pool(r.room).add(r.slots_returned);
-                }
-                r.deltas.slots_used += adj[i].cancelled_episode + adj[i].cancelled_pending;
-                if (adj[i].cancelled_pending > 0) {
-                    cancel_used_[r.room] += adj[i].cancelled_pending;
-                }
+                node_.pool(r.room).add(adj[i].in_episode ? adj[i].allowance_left
+                                                         : r.slots_returned);
             }
         }
         on_failed(now_ms, sent);
@@ -313,8 +309,7 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
     const std::shared_ptr<const room::state_snapshot> previous = node_.snapshot();
     std::map<std::string, std::int64_t> releases;
     std::map<std::string, std::int64_t> demand;
-    std::map<std::string, std::int64_t> holdback;  // room → slots kept out of the new lease
-    const bool left_degraded = end_episodes(sent, adj, holdback);
+    const bool left_degraded = end_episodes(sent, adj);
     {
         std::lock_guard lock(mu_);
         for (std::size_t i = 0; i < sent.size(); ++i) {
@@ -375,15 +370,6 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
         auto& g = res.rooms[i];
         room::slot_pool& pool = node_.pool(g.room);
         pool.add(g.granted);
-        if (auto it = holdback.find(g.room); it != holdback.end()) {
-            std::int64_t covered = pool.take_up_to(it->second);
-            if (covered < it->second) {
-                // A lease too small to cover them: their slots_used must not lower the count
-                // of slots the store believes held when they arrive.
-                std::lock_guard lock(mu_);
-                cancel_used_[g.room] += it->second - covered;
-            }
-        }
         pool.extend_until(now_ms + opt_.lease_ttl_ms);
         pool.suspend_top_ups_until(0);  // fresh state: a dry pool may ask again
         if (g.release > 0) {
@@ -427,6 +413,7 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
             epochs_[sent[i].room] = std::move(res.rooms[i].epoch);
             reported_[sent[i].room] = std::move(sent[i].live);
             reported_[sent[i].room].revoked.clear();  // windows only: revocations are revoked_
+            uses_reported_[sent[i].room] += adj[i].slots_used;
         }
         top_up_asked_.clear();  // the lease now follows the demand: top-ups start small again
     }

@@ -136,8 +136,8 @@ class sync_task {
 
     // What a report changed that a failure must undo.
     struct adjust {
-        std::int64_t cancelled_episode = 0;  // allowance slots_used removed from the report
-        std::int64_t cancelled_pending = 0;  // same, from cancel_used_
+        std::int64_t allowance_left = 0;  // degraded: allowance taken out of the pool by it
+        std::int64_t slots_used = 0;      // its slots_used, added to uses_reported_ once applied
         bool in_episode = false;
     };
     // A batch whose sync timed out: the store may or may not have applied it. Merged into the
@@ -174,6 +174,10 @@ class sync_task {
     // A store that lost its memory answers with another epoch, and these go to it again.
     std::map<std::string, std::string> epochs_;
     std::map<std::string, room::room_deltas> reported_;
+    // room → the slot uses (slots_used) of every report the store applied: the pool's taken()
+    // less this is what the node used and has not reported, which a report that sets the
+    // store's count of its held slots (held_exact, full) counts as held.
+    std::map<std::string, std::int64_t> uses_reported_;
     // The revoked sessions of each room this node knows: the store's last list and the node's
     // own revocations (with the window each named), each kept from when the node first knew of
     // it for as long as the store keeps it (room::revocation_live), at most
@@ -232,11 +236,10 @@ class sync_task {
     void on_failed(std::int64_t now_ms, const std::vector<room_report>& sent);
     void refill(const std::string& room_id, episode& ep, const room::room_limits& limits,
                 std::int64_t now_ms);
-    // Ends the episode at a successful sync: drops the allowance left in the pools and fills
-    // `holdback` (room → allowance admissions the report did not cover, kept out of the new
-    // lease). Takes the lock; true if the node was degraded.
-    bool end_episodes(const std::vector<room_report>& sent, const std::vector<adjust>& adj,
-                      std::map<std::string, std::int64_t>& holdback);
+    // Ends the episode at a successful sync: drops the allowance left in the pools (the
+    // report counted the admissions it did not carry as held). Takes the lock; true if the
+    // node was degraded.
+    bool end_episodes(const std::vector<room_report>& sent, const std::vector<adjust>& adj);
     void notify(bool degraded, std::int64_t now_ms);
 
     std::int64_t degraded_since_ms_ = 0;
@@ -245,9 +248,6 @@ class sync_task {
     std::uint64_t episodes_ = 0;
     std::uint64_t degraded_admissions_ = 0;
     std::map<std::string, episode> episodes_by_room_;
-    // Allowance slots used whose slots_used must not lower the store's count of held slots
-    // (the store never leased them, and the new lease was too small to stand in for them).
-    std::map<std::string, std::int64_t> cancel_used_;
     std::function<void(bool, std::int64_t)> on_degraded_change_;
 };
 
