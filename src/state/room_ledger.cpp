@@ -128,6 +128,11 @@ room::room_counts room_ledger::counts(const room_limits& l, std::int64_t now_ms)
     room::room_counts c;
     c.as_of_ms = now_ms;
     c.admitted_last_minute = floored_sum(admitted_, room::rate_window_live, l, now_ms);
+    for (const auto& [w, n] : admitted_) {
+        if (n > 0 && room::rate_window_live(w, l, now_ms)) {
+            c.admitted_windows.emplace_back(w, n);
+        }
+    }
     c.active = floored_sum(active_, room::active_window_live, l, now_ms);
     for (const auto& [bw, n] : waiting_) {
         if (!room::waiting_window_live(bw.second, l, now_ms)) {

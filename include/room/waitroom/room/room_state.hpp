@@ -32,6 +32,9 @@ struct room_counts {
     std::int64_t active = 0;                // admitted visitors holding a session
     std::int64_t admitted_last_minute = 0;  // new admissions in the sliding minute
     std::int64_t held = 0;                  // slots leased to nodes and not yet reported used
+    // The sliding minute's admissions by rate sub-window (start, admissions), ascending: when
+    // each leaves the minute (degraded mode admits as they do). Empty from an older store.
+    std::vector<std::pair<std::int64_t, std::int64_t>> admitted_windows;
     std::vector<std::pair<std::int64_t, std::int64_t>> waiting;  // (bucket, queued) ascending
     std::vector<datacenter_nodes> datacenters;                   // live nodes
     std::vector<std::uint64_t> revoked;  // tickets of revoked sessions still refused, ascending

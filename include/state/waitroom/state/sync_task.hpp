@@ -215,13 +215,14 @@ class sync_task {
         // The rate limit is a sliding minute, so the allowance is one too: this node's own
         // admissions still in the minute (before the episode, by the sub-window they fell in;
         // during it, the slots that left the pool, dated by the sync after the refill that saw
-        // them go) plus what
-        // the pool holds, plus `others`, stay within share × new_users_per_minute. Own
-        // admissions leave as they age out; `others` is share × (the last known sliding minute
-        // + slots leased then) − this node's own part of that minute, kept all episode: summed
-        // over the nodes it is the leased slots, never below 0, so the nodes together stay
-        // within the limit (see refill).
-        double others = 0;
+        // them go) plus what the pool holds, plus the others' part, stay within
+        // share × new_users_per_minute. The others' part is share × (the last known minute's
+        // admissions still in it + the slots leased then) − this node's own part of them:
+        // summed over the nodes never below 0, so the nodes together stay within the limit
+        // (see refill). Everything leaves as it ages out, but the leased slots.
+        std::map<std::int64_t, std::int64_t> known;      // rate sub-window → the room's
+        std::map<std::int64_t, std::int64_t> own_known;  // rate sub-window → this node's part
+        std::int64_t leased = 0;                         // slots leased then
         std::map<std::int64_t, std::int64_t> pre;  // rate sub-window → own admissions before
         std::map<std::int64_t, std::int64_t> own;  // rate sub-window → allowance admissions
         std::int64_t pending = 0;       // allowance admissions not dated yet (see refill)

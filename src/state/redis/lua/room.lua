@@ -50,7 +50,9 @@
 -- Returns, sync:   {granted, release, active, admitted_last_minute, held,
 --                   {bucket, queued, ...}, {datacenter, nodes, ...}, {queue_all, suspended},
 --                   epoch, {revoked ticket, ...}, abandoned (the queued visitors the waiting
---                   windows this call pruned still held, each floored at zero)}
+--                   windows this call pruned still held, each floored at zero),
+--                   {sub-window, admissions, ...} (the live admitted windows above zero,
+--                   ascending: when the minute's admissions leave it)}
 --                  or "stale" when ARGV[19] is another epoch and ARGV[20] is "-1": nothing
 --                  was applied (no node touched), the node sends its live totals instead
 --          top_up: granted (0 while ARGV[15] is set and is not the room's epoch, and
@@ -454,6 +456,21 @@ if not applied_before then
 end
 
 local admitted = live_sum(KEYS[1], rate_live, true)
+-- The minute's admissions by sub-window (room_ledger::counts: live, above zero, ascending).
+local admitted_windows = {}
+do
+    local raw_adm = redis.call('HGETALL', KEYS[1])
+    local ws = {}
+    for k = 1, #raw_adm, 2 do
+        local w, n = tonumber(raw_adm[k]), tonumber(raw_adm[k + 1])
+        if w ~= nil and n ~= nil and n > 0 and rate_live(w) then ws[#ws + 1] = {w, n} end
+    end
+    table.sort(ws, function(x, y) return x[1] < y[1] end)
+    for _, e in ipairs(ws) do
+        admitted_windows[#admitted_windows + 1] = e[1]
+        admitted_windows[#admitted_windows + 1] = e[2]
+    end
+end
 local active = live_sum(KEYS[2], active_live, true)
 
 -- Waiting: prune, then sum per bucket in ascending order, each (bucket, window) floored at zero
@@ -583,4 +600,5 @@ for k = 1, #rev, 2 do
     if revocation_live(revoked_since(rev[k + 1])) then revoked[#revoked + 1] = rev[k] end
 end
 return {granted, release, active, admitted,
-        held_total(nodes, ids), waiting, dcs, read_overrides(), epoch, revoked, abandoned}
+        held_total(nodes, ids), waiting, dcs, read_overrides(), epoch, revoked, abandoned,
+        admitted_windows}
