@@ -227,9 +227,9 @@ std::int64_t room_ledger::free_unheld(const room_limits& l, std::int64_t now_ms)
     const std::int64_t active = floored_sum(active_, room::active_window_live, l, now_ms);
     const std::int64_t admitted = floored_sum(admitted_, room::rate_window_live, l, now_ms);
     const auto [rate_reserve, active_reserve] = ghost_reserve(l, now_ms);
-    const std::int64_t cap = std::max<std::int64_t>(
-        0, std::min(l.total_active_users - active - active_reserve,
-                    l.new_users_per_minute - admitted - rate_reserve));
+    const std::int64_t cap =
+        std::max<std::int64_t>(0, std::min(l.total_active_users - active - active_reserve,
+                                           l.new_users_per_minute - admitted - rate_reserve));
     return std::max<std::int64_t>(0, cap - held_total());
 }
 

@@ -67,8 +67,8 @@ void sync_task::on_failed(std::int64_t now_ms, const std::vector<room_report>& s
                         ep.known[w] += n;
                     }
                     if (kc.admitted_windows.empty() && kc.admitted_last_minute > 0) {
-                        ep.known[room::floor_to(kc.as_of_ms, std::max<std::int64_t>(
-                                                                 1, r.limits.rate_window_ms))] +=
+                        ep.known[room::floor_to(
+                            kc.as_of_ms, std::max<std::int64_t>(1, r.limits.rate_window_ms))] +=
                             kc.admitted_last_minute;
                     }
                     if (auto it = reported_.find(r.room); it != reported_.end()) {
@@ -158,8 +158,8 @@ void sync_task::refill(const std::string& room_id, episode& ep, const room::room
     // then plus the known minute's admissions still in it less the nodes' own parts of them
     // (never below 0: the known minute holds every node's reported part): so the room's minute
     // stays within new_users_per_minute, whenever each admission fell in it.
-    const double room_left = ep.share * static_cast<double>(limits.new_users_per_minute) -
-                             others - static_cast<double>(own + in_pool);
+    const double room_left = ep.share * static_cast<double>(limits.new_users_per_minute) - others -
+                             static_cast<double>(own + in_pool);
     // And on its own, whatever the others did: its allowance admissions in the minute plus its
     // pool stay within share × new_users_per_minute, as the budget keeps the episode's within
     // share × the free active places. The store reserves exactly these bounds for a node that
@@ -194,8 +194,7 @@ void sync_task::notify(bool degraded, std::int64_t now_ms) {
     }
 }
 
-bool sync_task::end_episodes(const std::vector<room_report>& sent,
-                             const std::vector<adjust>& adj) {
+bool sync_task::end_episodes(const std::vector<room_report>& sent, const std::vector<adjust>& adj) {
     std::lock_guard lock(mu_);
     // The store has the deltas, including the admissions made while degraded. Allowance
     // left in a pool is dropped: the store never leased it.
@@ -206,10 +205,11 @@ bool sync_task::end_episodes(const std::vector<room_report>& sent,
         }
         // The report took what was left out of the pool; nothing was added since.
         const std::int64_t leftover =
-            adj[i].allowance_left + node_.pool(sent[i].room).take_up_to(std::max<std::int64_t>(
-                                        0, it->second.granted - adj[i].allowance_left));
-        degraded_admissions_ += static_cast<std::uint64_t>(
-            std::max<std::int64_t>(0, it->second.granted - leftover));
+            adj[i].allowance_left +
+            node_.pool(sent[i].room)
+                .take_up_to(std::max<std::int64_t>(0, it->second.granted - adj[i].allowance_left));
+        degraded_admissions_ +=
+            static_cast<std::uint64_t>(std::max<std::int64_t>(0, it->second.granted - leftover));
         episodes_by_room_.erase(it);
     }
     // Rooms removed by a reload while degraded: their allowance simply goes.

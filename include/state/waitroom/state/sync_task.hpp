@@ -104,13 +104,14 @@ class sync_task {
     bool degraded(std::int64_t now_ms) const;
     // Degraded mode (DESIGN.md §4). An episode starts at the first failed sync past the lease
     // TTL and ends with the next successful sync. Meanwhile each failed sync refills a room's
-    // pool from an allowance: share = 1 / live nodes in the last known state; at most one
-    // interval's worth of share × new_users_per_minute per refill, and within a sliding minute
-    // of its own (the node's own admissions of the last known minute count until they age out,
-    // its share of the other nodes' and of the leased slots all episode); at most
-    // share × (total_active_users −
-    // last known active) − own admissions since that state, for the whole episode. A room never
-    // synced gets nothing. Admitted visitors never need a slot, so they keep passing.
+    // pool from an allowance: share = 1 / live nodes in the last known state; within a sliding
+    // minute of its own (the node's own admissions count until they age out, its share of the
+    // other nodes' in the last known minute until they do, by sub-window, and of the slots
+    // leased then all episode), its allowance admissions in any minute at most
+    // share × new_users_per_minute; at most share × (total_active_users − last known active) −
+    // own admissions since that state, for the whole episode (room_ledger reserves exactly
+    // these bounds for a node not back yet). A room never synced gets nothing. Admitted
+    // visitors never need a slot, so they keep passing.
     // degraded_since_ms: 0 = not degraded.
     std::int64_t degraded_since_ms() const;
     // Syncs that failed, in total and since the last success (for the metric and /readyz).
