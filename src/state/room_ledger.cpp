@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "refused_tickets.hpp"
 
@@ -127,6 +128,11 @@ room::room_counts room_ledger::counts(const room_limits& l, std::int64_t now_ms)
     room::room_counts c;
     c.as_of_ms = now_ms;
     c.admitted_last_minute = floored_sum(admitted_, room::rate_window_live, l, now_ms);
+    for (const auto& [w, n] : admitted_) {
+        if (n > 0 && room::rate_window_live(w, l, now_ms)) {
+            c.admitted_windows.emplace_back(w, n);
+        }
+    }
     c.active = floored_sum(active_, room::active_window_live, l, now_ms);
     for (const auto& [bw, n] : waiting_) {
         if (!room::waiting_window_live(bw.second, l, now_ms)) {
@@ -186,6 +192,47 @@ std::int64_t room_ledger::held_by(const std::string& node_id) const {
     return it == nodes_.end() ? 0 : it->second.held;
 }
 
+std::int64_t room_ledger::seen_ttl(const room_limits& l, std::int64_t node_ttl_ms) {
+    // room.lua's set_ttls: how long the room's keys live without syncs.
+    return std::max({l.session_ms + l.window_ms, l.window_ms + l.abandon_after_ms,
+                     l.rate_span_ms + l.rate_window_ms, node_ttl_ms,
+                     2 * l.window_ms + std::max({l.session_ms, l.rejoin_ms, l.abandon_after_ms})}) +
+           60'000;
+}
+
+std::pair<std::int64_t, std::int64_t> room_ledger::ghost_reserve(const room_limits& l,
+                                                                 std::int64_t now_ms) const {
+    std::int64_t rate = 0;
+    std::int64_t active = 0;
+    if (now_ms >= ghosts_until_) {
+        return {0, 0};
+    }
+    for (const auto& [id, s] : seen_) {
+        if (s.last_seen <= ghosts_from_ || s.last_seen >= ghosts_to_) {
+            continue;
+        }
+        // Its allowance (sync_degraded.cpp): within any sliding minute at most 1 / peers of
+        // new_users_per_minute, and over its episode at most 1 / peers of the active places free
+        // in its last answer. A node still live has its lease counted as held already; one
+        // forgotten since may have used its lease unreported too.
+        const std::int64_t peers = std::max<std::int64_t>(1, s.peers);
+        const std::int64_t lease = nodes_.contains(id) ? 0 : s.held;
+        rate += lease + l.new_users_per_minute / peers;
+        active += lease + s.free_active / peers;
+    }
+    return {rate, active};
+}
+
+std::int64_t room_ledger::free_unheld(const room_limits& l, std::int64_t now_ms) const {
+    const std::int64_t active = floored_sum(active_, room::active_window_live, l, now_ms);
+    const std::int64_t admitted = floored_sum(admitted_, room::rate_window_live, l, now_ms);
+    const auto [rate_reserve, active_reserve] = ghost_reserve(l, now_ms);
+    const std::int64_t cap =
+        std::max<std::int64_t>(0, std::min(l.total_active_users - active - active_reserve,
+                                           l.new_users_per_minute - admitted - rate_reserve));
+    return std::max<std::int64_t>(0, cap - held_total());
+}
+
 room_grant room_ledger::sync(const std::string& node_id, const std::string& datacenter,
                              const room_report& report, std::int64_t now_ms,
                              std::int64_t node_ttl_ms, std::uint64_t batch) {
@@ -196,6 +243,9 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
         epoch_at_ = now_ms;
     }
     expire_nodes(now_ms, node_ttl_ms);
+    std::erase_if(seen_, [&](const auto& e) {
+        return e.second.last_seen + seen_ttl(l, node_ttl_ms) <= now_ms;
+    });
     room_grant g;
     g.room = report.room;
     g.epoch = epoch_;
@@ -215,11 +265,35 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
         return g;
     }
     node_entry& me = touch(node_id, datacenter, now_ms);
+    std::optional<std::int64_t> prev_seen;
+    if (auto it = seen_.find(node_id); it != seen_.end()) {
+        prev_seen = it->second.last_seen;
+    }
+    seen_[node_id].last_seen = now_ms;  // it reports now: no ghost of its own
     if (!applied_before) {
         me.batch = batch;
         apply(report.full ? report.live : report.deltas, l, now_ms);
     }
     g.abandoned = prune(l, now_ms);
+    if (!applied_before && report.held_exact && !report.full) {
+        // The node leaves degraded mode: the store was away. Every node live when this one last
+        // synced (seen after its last sync − node TTL) and silent since the first node came back
+        // may have admitted from its allowance what the counts miss; it is reserved for until it
+        // syncs, or one node TTL after the last node back (a node silent that long is gone). A
+        // node back after an outage that began later (it synced since the first came back)
+        // opens the window to now.
+        const std::int64_t from = prev_seen ? *prev_seen - node_ttl_ms : -1;  // -1: every node
+        if (now_ms >= ghosts_until_) {
+            ghosts_from_ = from;
+            ghosts_to_ = now_ms;
+        } else {
+            ghosts_from_ = std::min(ghosts_from_, from);
+            if (!prev_seen || *prev_seen >= ghosts_to_) {
+                ghosts_to_ = now_ms;
+            }
+        }
+        ghosts_until_ = std::max(ghosts_until_, now_ms + node_ttl_ms);
+    }
     if (!applied_before) {
         me.held = report.full || report.held_exact
                       ? std::max<std::int64_t>(0, report.held)
@@ -248,8 +322,7 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
         // would leave nothing for the top-ups of a node whose traffic just rose, and it would
         // queue visitors while the room still had room.
         const std::int64_t cap = capacity(l, now_ms);
-        const std::int64_t free_unheld =
-            now_ms < refill_until_ ? 0 : std::max<std::int64_t>(0, cap - held_total());
+        const std::int64_t free_unheld = now_ms < refill_until_ ? 0 : this->free_unheld(l, now_ms);
         const double share = share_of(me);
         // With other nodes live, a lease takes half of the node's share: the other half stays
         // unheld for top-ups, which go to whichever node runs dry first. Leasing whole shares
@@ -293,6 +366,8 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
     me.last_granted = g.granted;
     g.counts = counts(l, now_ms);
     g.overrides = overrides_;
+    seen_[node_id] = seen_entry{now_ms, me.held, static_cast<std::int64_t>(nodes_.size()),
+                                std::max<std::int64_t>(0, l.total_active_users - g.counts.active)};
     return g;
 }
 
@@ -308,8 +383,7 @@ std::int64_t room_ledger::top_up(const std::string& node_id, const std::string& 
         now_ms < refill_until_) {
         return 0;
     }
-    const std::int64_t free_unheld =
-        std::max<std::int64_t>(0, capacity(limits, now_ms) - held_total());
+    const std::int64_t free_unheld = this->free_unheld(limits, now_ms);
     // With other nodes live, one top-up takes at most half of what nobody holds, and at most
     // the node's share of it or an even split, whichever is more (at least one): the next node
     // to run dry finds some too, and near the limit every node holds about what its traffic
@@ -326,6 +400,9 @@ std::int64_t room_ledger::top_up(const std::string& node_id, const std::string& 
     const std::int64_t g = std::min(want, most);
     me.held += g;
     me.top_up_granted = g;
+    if (auto it = seen_.find(node_id); it != seen_.end()) {
+        it->second.held = me.held;
+    }
     return g;
 }
 

@@ -178,13 +178,12 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
         adjust a;
         if (auto it = lapsed.find(r.id()); it != lapsed.end()) {
             // Degraded: the pool holds only allowance, which the store never leased, so none
-            // of it goes back; the lease that lapsed does. The slots_used of allowance
-            // admissions must not lower the store's count of this node's held slots.
+            // of it goes back; the lease that lapsed does. The allowance ends with this report:
+            // what is left of it comes out of the pool now (back in if the sync fails), so
+            // every allowance admission is in this report's deltas or in `held` below.
             a.in_episode = true;
             rr.slots_returned = it->second;
-            std::int64_t consumed = std::max<std::int64_t>(0, granted[r.id()] - pool.available());
-            a.cancelled_episode = std::min(consumed, rr.deltas.slots_used);
-            rr.deltas.slots_used -= a.cancelled_episode;
+            a.allowance_left = pool.take_up_to(granted[r.id()]);
         } else {
             // An expired lease is given back whole: the store may have forgotten it already,
             // and if not, this keeps its count of held slots right. Otherwise the node gives
@@ -201,14 +200,21 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
                 rr.slots_returned = pool.take_up_to(give_back);
             }
         }
-        // A store that lost its memory lost this node's lease too: a re-report claims what the
-        // pool holds of it (none while degraded: the pool holds only allowance).
-        rr.held = a.in_episode ? 0 : pool.available();
-        // Leaving degraded mode, the node holds none of the store's lease: whatever the store
-        // granted it in answers lost in the outage is in no pool, and stops counting as held.
-        rr.held_exact = a.in_episode;
+        a.slots_used = rr.deltas.slots_used;
         {
             std::lock_guard lock(mu_);
+            // A store that lost its memory lost this node's lease too: a re-report claims what
+            // the pool holds of it (none while degraded: the pool holds only allowance), plus
+            // the slots used and not reported yet (still in a worker, or taken since the deltas
+            // were): the store counts them as held until their slots_used arrive. Leaving
+            // degraded mode, the node holds none of the store's lease: whatever the store
+            // granted it in answers lost in the outage is in no pool, and stops counting as held
+            // (held_exact); its allowance admissions not in this report count as held instead,
+            // so no grant meanwhile leaves them out.
+            const std::int64_t unreported = std::max<std::int64_t>(
+                0, pool.taken() - uses_reported_[r.id()] - rr.deltas.slots_used);
+            rr.held = (a.in_episode ? 0 : pool.available()) + unreported;
+            rr.held_exact = a.in_episode;
             if (auto it = epochs_.find(r.id()); it != epochs_.end()) {
                 rr.epoch = it->second;
             }
@@ -224,11 +230,6 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
                         rr.live.revoked.push_back({ticket, k.window});
                     }
                 }
-            }
-            if (auto it = cancel_used_.find(r.id()); it != cancel_used_.end()) {
-                a.cancelled_pending = std::min(it->second, rr.deltas.slots_used);
-                rr.deltas.slots_used -= a.cancelled_pending;
-                it->second -= a.cancelled_pending;
             }
         }
         limits[r.id()] = rr.limits;
@@ -328,7 +329,7 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
                 // back whole at the next successful sync, so the store's count of held slots
                 // stays right.
                 if (adj[i].in_episode) {
-                    // the slots it handed back are the episode's lapsed lease, still set aside
+                    node_.pool(r.room).add(adj[i].allowance_left);
                 } else if (auto ep = episodes_by_room_.find(r.room);
                            ep != episodes_by_room_.end()) {
                     // In an episode of its own already (a resend built before it began): the
@@ -336,10 +337,6 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
                     ep->second.lapsed += r.slots_returned;
                 } else {
                     node_.pool(r.room).add(r.slots_returned);
-                }
-                r.deltas.slots_used += adj[i].cancelled_episode + adj[i].cancelled_pending;
-                if (adj[i].cancelled_pending > 0) {
-                    cancel_used_[r.room] += adj[i].cancelled_pending;
                 }
             }
         }
@@ -431,8 +428,7 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
     const std::shared_ptr<const room::state_snapshot> previous = node_.snapshot();
     std::map<std::string, std::int64_t> releases;
     std::map<std::string, std::int64_t> demand;
-    std::map<std::string, std::int64_t> holdback;  // room → slots kept out of the new lease
-    const bool left_degraded = end_episodes(sent, adj, failing, holdback);
+    const bool left_degraded = end_episodes(sent, adj, failing);
     std::vector<std::string> recovered;  // rooms the store had failed alone, settled again
     std::vector<bool> in_episode(sent.size(), false);  // still: a resend settled, see end_episodes
     {
@@ -522,15 +518,6 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
         // of this grant: the pool holds the allowance only).
         if (!in_episode[i]) {
             pool.add(g.granted);
-            if (auto it = holdback.find(g.room); it != holdback.end()) {
-                std::int64_t covered = pool.take_up_to(it->second);
-                if (covered < it->second) {
-                    // A lease too small to cover them: their slots_used must not lower the
-                    // count of slots the store believes held when they arrive.
-                    std::lock_guard lock(mu_);
-                    cancel_used_[g.room] += it->second - covered;
-                }
-            }
             pool.extend_until(now_ms + opt_.lease_ttl_ms);
             pool.suspend_top_ups_until(0);  // fresh state: a dry pool may ask again
             if (g.release > 0) {
@@ -581,6 +568,7 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
             epochs_[sent[i].room] = std::move(res.rooms[i].epoch);
             reported_[sent[i].room] = std::move(sent[i].live);
             reported_[sent[i].room].revoked.clear();  // windows only: revocations are revoked_
+            uses_reported_[sent[i].room] += adj[i].slots_used;
         }
         top_up_asked_.clear();  // the lease now follows the demand: top-ups start small again
     }

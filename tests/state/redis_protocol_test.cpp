@@ -168,6 +168,26 @@ TEST(RedisProtocol, DecodesAGrantWithWaitingBucketsAndDatacenters) {
     EXPECT_TRUE(parse_grant(v, "shop", 42, g)) << "a ticket that is not a number";
 }
 
+TEST(RedisProtocol, DecodesTheMinutesAdmissionsBySubWindowAndRefusesBadOnes) {
+    auto v = array({integer(3), integer(0), integer(5), integer(6), integer(9), array({}),
+                    array({text("dc1"), integer(1)}), array({integer(-1), integer(-1)}),
+                    text("1000/edge-1"), array({}), integer(0),
+                    array({integer(2000), integer(2), integer(1000), integer(4)})});
+    room_grant g;
+    ASSERT_FALSE(parse_grant(v, "shop", 42, g));
+    EXPECT_EQ(g.counts.admitted_windows,
+              (std::vector<std::pair<std::int64_t, std::int64_t>>{{1000, 4}, {2000, 2}}));
+    v.elements[11] = array({integer(1000)});
+    EXPECT_TRUE(parse_grant(v, "shop", 42, g)) << "a sub-window without its count";
+    v.elements[11] = array({integer(1000), integer(-3)});
+    EXPECT_TRUE(parse_grant(v, "shop", 42, g)) << "a negative count";
+    v.elements[11] = text("1000");
+    EXPECT_TRUE(parse_grant(v, "shop", 42, g)) << "not a list";
+    v.elements.pop_back();
+    ASSERT_FALSE(parse_grant(v, "shop", 42, g)) << "an older script's answer";
+    EXPECT_TRUE(g.counts.admitted_windows.empty());
+}
+
 TEST(RedisProtocol, OverridesCommandSaysWhatToDoWithEachSwitch) {
     override_write w;
     w.room = "shop";

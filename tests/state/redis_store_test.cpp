@@ -25,8 +25,8 @@
 #include "waitroom/state/sync_task.hpp"
 
 #include "state/redis_calls.hpp"
-#include "support/poll.hpp"
 #include "state/store_doubles.hpp"
+#include "support/poll.hpp"
 #include "support/room_config.hpp"
 
 namespace waitroom::state {
@@ -67,7 +67,11 @@ std::string describe(const room_grant& g) {
     for (auto t : g.counts.revoked) {
         o << t << " ";
     }
-    o << "] abandoned=" << g.abandoned;
+    o << "] abandoned=" << g.abandoned << " minute=[";
+    for (auto& [w, n] : g.counts.admitted_windows) {
+        o << w << ":" << n << " ";
+    }
+    o << "]";
     return o.str();
 }
 
@@ -239,6 +243,7 @@ TEST(RedisStore, GivesTheSameAnswersAsTheLocalStore) {
         std::int64_t release = 0;
         std::int64_t demand = 0;
         std::int64_t last_sync = 0;
+        bool was_down = false;  // its next report leaves degraded mode
     };
     std::vector<sim> nodes{{"a", "dc1"}, {"b", "dc1"}, {"c", "dc2"}};
     auto l = limits(60, 50);
@@ -248,6 +253,7 @@ TEST(RedisStore, GivesTheSameAnswersAsTheLocalStore) {
     int syncs = 0;
     int granted_total = 0;
     std::int64_t abandoned_total = 0;  // waiting windows that lapsed with visitors in them
+    int returns = 0;                   // reports leaving degraded mode
     for (int step = 0; step < 1500; ++step) {
         now += pick(5, 700);
         for (auto& x : nodes) {
@@ -255,9 +261,13 @@ TEST(RedisStore, GivesTheSameAnswersAsTheLocalStore) {
                 x.pool = 0;  // the node's own lease TTL lapsed (sync_options::lease_ttl_ms)
             }
         }
-        // Node c is down now and then (no syncs, no admissions): its lease expires in the
-        // store. The others sync at least every second, as the sync timer does.
-        auto down = [&](const sim& x) { return x.id == "c" && step % 200 > 150; };
+        // Nodes c and b lose the store now and then, sometimes both (no syncs, no admissions):
+        // their leases expire in the store, and each comes back leaving degraded mode, which
+        // reserves for the nodes silent since. The others sync at least every second, as the
+        // sync timer does.
+        auto down = [&](const sim& x) {
+            return (x.id == "c" && step % 200 > 150) || (x.id == "b" && step % 350 > 300);
+        };
         sim* due = nullptr;
         for (auto& x : nodes) {
             if (!down(x) && now - x.last_sync > 1000) {
@@ -267,6 +277,7 @@ TEST(RedisStore, GivesTheSameAnswersAsTheLocalStore) {
         sim& n = due != nullptr ? *due : nodes[pick(0, 2)];
         const int op = due != nullptr ? 10 : pick(0, 19);
         if (down(n)) {
+            n.was_down = true;
             continue;
         }
         if (op < 10) {
@@ -309,6 +320,12 @@ TEST(RedisStore, GivesTheSameAnswersAsTheLocalStore) {
             }
             r.deltas.slots_used = n.used;
             r.deltas.demand = n.demand;
+            if (n.was_down && now - n.last_sync > 2000) {
+                r.held_exact = true;  // its lease lapsed: it holds none of it
+                r.held = 0;
+                n.was_down = false;
+                ++returns;
+            }
             std::int64_t give = std::min(n.pool, n.release);
             if (!r.limits.needs_slots) {
                 give = n.pool;
@@ -362,6 +379,7 @@ TEST(RedisStore, GivesTheSameAnswersAsTheLocalStore) {
     EXPECT_GT(syncs, 400);
     EXPECT_GT(granted_total, 100);
     EXPECT_GT(abandoned_total, 0) << "the sequence lets waiting windows lapse with visitors";
+    EXPECT_GT(returns, 8) << "nodes come back from outages, with others silent or not";
     // (Unmatched −1s free no place at the floor, and revocations end sessions early.)
     EXPECT_GT(admissions.size(), 60u);
 }
@@ -446,8 +464,8 @@ TEST(RedisStore, KilledServerFailsCallsAndARestartedOneServesThemAgain) {
     ASSERT_FALSE(call_sync(ioc, st, node("a", "dc", t0, {report(l)})).ec);
     srv.kill();
     auto res = call_sync(ioc, st, node("a", "dc", t0 + 1000, {report(l)}));
-    EXPECT_TRUE(res.ec == make_error_code(errc::unavailable) || res.ec == make_error_code(errc::lost) ||
-                res.ec == make_error_code(errc::timeout))
+    EXPECT_TRUE(res.ec == make_error_code(errc::unavailable) ||
+                res.ec == make_error_code(errc::lost) || res.ec == make_error_code(errc::timeout))
         << res.ec.message();
     for (int i = 0; i < 5; ++i) {  // calls during the outage keep failing, never hang
         auto again = call_sync(ioc, st, node("a", "dc", t0 + 1100 + i, {report(l)}));
@@ -630,7 +648,9 @@ TEST(RedisStore, DrivesTheSyncTaskOfTwoNodes) {
     EXPECT_TRUE(run(ta, t0 + 2000));
     EXPECT_TRUE(run(ta, t0 + 4000));
     EXPECT_TRUE(ta.degraded(t0 + 4000));
-    EXPECT_EQ(na.pool("shop").available(), 0);
+    // The lapsed lease is out of the pool: it holds its allowance at most, half of the 10
+    // places free when the store was last seen.
+    EXPECT_LE(na.pool("shop").available(), 5);
 }
 
 // A key of another type (an operator's SET over a room's hash) fails that room's script before
@@ -1210,6 +1230,52 @@ TEST(RedisStore, TopUpGrantsNothingToANodeOfAnotherEpoch) {
         req.epoch = g.rooms[0].epoch;
         EXPECT_EQ(call_top_up(ioc, *s, req).granted, 3);
     }
+}
+
+// A node back from an outage while another is silent: the script keeps the silent node's most
+// possible admissions free, as the local store does, and still grants the rest. Scripts of an
+// older version, which know no such reserve but honour refill_until, grant nothing meanwhile
+// (a mixed fleet during an upgrade never overshoots); this one ignores its own hold.
+TEST(RedisStore, ReservesForSilentNodesAsTheLocalStoreDoesAndHoldsOlderScriptsMeanwhile) {
+    redis_server srv;
+    boost::asio::io_context ioc;
+    redis_store rs(ioc.get_executor(), options(srv));
+    local_store ls;
+    auto l = limits(1000, 600);
+    const std::int64_t back = t0 + 31'000;
+    for (store* s : std::initializer_list<store*>{&rs, &ls}) {
+        for (std::int64_t at : {t0, t0 + 1000}) {
+            ASSERT_FALSE(call_sync(ioc, *s, node("a", "dc", at, {report(l)})).ec);
+            ASSERT_FALSE(call_sync(ioc, *s, node("b", "dc", at + 100, {report(l)})).ec);
+        }
+    }
+    room_report r = report(l);
+    r.deltas.admitted.add(back - 5000, 40);
+    r.held_exact = true;
+    auto remote = call_sync(ioc, rs, node("a", "dc", back, {r}));
+    auto local = call_sync(ioc, ls, node("a", "dc", back, {r}));
+    ASSERT_FALSE(remote.ec);
+    EXPECT_EQ(describe(remote.rooms[0]), describe(local.rooms[0]));
+    const std::string hold = std::to_string(back + 3000);  // one node TTL after a is back
+    EXPECT_EQ(srv.cli("HGET wr:{shop}:meta refill_until"), hold);
+    EXPECT_EQ(srv.cli("HGET wr:{shop}:meta ghost_hold"), hold);
+    // 600 − 40 admitted − b's half of the rate (300) and its lease: a's top-ups get the rest.
+    std::int64_t got_remote = 0, got_local = 0;
+    for (int i = 0; i < 32; ++i) {
+        got_remote += call_top_up(ioc, rs, top_up("a", "dc", l, 1000, back + 10)).granted;
+        got_local += call_top_up(ioc, ls, top_up("a", "dc", l, 1000, back + 10)).granted;
+    }
+    EXPECT_EQ(got_remote, got_local);
+    EXPECT_GT(got_remote, 0);
+    EXPECT_LE(local.rooms[0].counts.admitted_last_minute + ls.held_total("shop"), 600 - 300);
+    // b reports: nothing is reserved any more, and the next top-up takes the rest.
+    for (store* s : std::initializer_list<store*>{&rs, &ls}) {
+        room_report rb = report(l);
+        rb.held_exact = true;
+        ASSERT_FALSE(call_sync(ioc, *s, node("b", "dc", back + 500, {rb})).ec);
+    }
+    EXPECT_EQ(call_top_up(ioc, rs, top_up("a", "dc", l, 1000, back + 600)).granted,
+              call_top_up(ioc, ls, top_up("a", "dc", l, 1000, back + 600)).granted);
 }
 
 // Answers lost after the server applied the call (the server froze past the deadline, then ran

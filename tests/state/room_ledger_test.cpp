@@ -122,6 +122,118 @@ TEST(Ledger, TopUpGivesNothingToANodeOfAnotherEpoch) {
     EXPECT_EQ(ledger.top_up("b", "dc", l, 1, t0 + 10), 1) << "a node that knows none yet";
 }
 
+// A report from a node leaving degraded mode: it holds none of the store's lease, and its
+// deltas carry what it admitted from its allowance.
+room_report back_report(const room::room_limits& l, std::int64_t at, std::int64_t admitted) {
+    room_report r = busy_report(l, 2);
+    r.deltas.admitted.add(at, admitted);
+    r.deltas.active.add(room::floor_to(at, 10'000), admitted);
+    r.held_exact = true;
+    return r;
+}
+
+// Nodes a, b and c sync twice (so each knows the other two: its allowance is a third), each
+// admitting 30, and lease a few slots.
+void three_nodes_before_an_outage(room_ledger& ledger, const room::room_limits& l) {
+    for (std::int64_t at : {t0, t0 + 1000}) {
+        for (const char* id : {"a", "b", "c"}) {
+            auto r = busy_report(l, 2);
+            if (at == t0) {
+                r.deltas.admitted.add(t0, 30);
+                r.deltas.active.add(t0, 30);
+            }
+            ledger.sync(id, "dc", r, at, 3000);
+        }
+    }
+}
+
+// Tops node `id` up until the store has nothing left to grant (with other nodes live one top-up
+// takes at most half of what nobody holds).
+void take_all(room_ledger& ledger, const char* id, const room::room_limits& l, std::int64_t at) {
+    for (int i = 0; i < 64 && ledger.top_up(id, "dc", l, 1000, at) > 0; ++i) {
+    }
+}
+
+// With nobody else to wait for, a node back from an outage is granted at once: no queueing
+// below the limits because the store was away.
+TEST(Ledger, ANodeAloneBackFromAnOutageIsGrantedAtOnce) {
+    room_ledger ledger;
+    auto l = limits(1000, 600);
+    ledger.sync("a", "dc", busy_report(l), t0, 3000);
+    auto g = ledger.sync("a", "dc", back_report(l, t0 + 20'000, 50), t0 + 30'000, 3000);
+    EXPECT_GT(g.granted, 0);
+    EXPECT_GT(ledger.top_up("a", "dc", l, 5, t0 + 30'100), 0);
+}
+
+// The first node back is granted all but what the silent nodes may have admitted unreported:
+// their lease then and a third of new_users_per_minute each. As each reports, its reserve goes.
+TEST(Ledger, ANodeBackFromAnOutageIsGrantedAllButWhatTheSilentNodesMayHaveAdmitted) {
+    room_ledger ledger;
+    auto l = limits(1000, 600);
+    three_nodes_before_an_outage(ledger, l);
+    const std::int64_t lease_b = ledger.held_by("b"), lease_c = ledger.held_by("c");
+    const std::int64_t back = t0 + 31'000;
+    ledger.sync("a", "dc", back_report(l, back - 5000, 20), back, 3000);
+    ASSERT_EQ(ledger.held_by("b"), 0) << "the store forgot the silent nodes";
+    take_all(ledger, "a", l, back + 100);
+    auto counted = [&](std::int64_t at) {
+        return ledger.counts(l, at).admitted_last_minute + ledger.held_total();
+    };
+    EXPECT_EQ(counted(back + 100), 600 - (lease_b + 200) - (lease_c + 200));
+
+    // b reports what it admitted (within its third): only c's reserve is left.
+    ledger.sync("b", "dc", back_report(l, back - 5000, 150), back + 400, 3000);
+    take_all(ledger, "a", l, back + 500);
+    EXPECT_EQ(counted(back + 500), 600 - (lease_c + 200));
+    ledger.sync("c", "dc", back_report(l, back - 5000, 100), back + 700, 3000);
+    take_all(ledger, "a", l, back + 800);
+    EXPECT_EQ(counted(back + 800), 600) << "everyone reported: nothing is reserved";
+}
+
+// A node that never comes back (it died in the outage) is reserved for one node TTL after the
+// last node back, no longer.
+TEST(Ledger, ASilentNodeIsReservedForOneNodeTtlAfterTheLastNodeBack) {
+    room_ledger ledger;
+    auto l = limits(1000, 600);
+    three_nodes_before_an_outage(ledger, l);
+    const std::int64_t back = t0 + 31'000;
+    ledger.sync("a", "dc", back_report(l, back - 5000, 20), back, 3000);
+    ledger.sync("b", "dc", back_report(l, back - 5000, 20), back + 500, 3000);
+    auto counted = [&](std::int64_t at) {
+        return ledger.counts(l, at).admitted_last_minute + ledger.held_total();
+    };
+    take_all(ledger, "a", l, back + 3400);
+    EXPECT_LT(counted(back + 3400), 600);
+    take_all(ledger, "b", l, back + 3500);
+    EXPECT_EQ(counted(back + 3500), 600);
+}
+
+// Hostile: whoever makes one node lose the store (load, a network fault) does not hold the
+// room below its limits. The nodes that kept syncing are reserved for only until their next
+// sync shows them reporting, and a node alone in its outage reserves nothing for itself.
+TEST(Ledger, ANodeBackFromItsOwnOutageHoldsTheOthersBackOnlyUntilTheyNextSync) {
+    room_ledger ledger;
+    auto l = limits(1000, 600);
+    three_nodes_before_an_outage(ledger, l);
+    std::int64_t at = t0 + 1000;
+    for (int s = 2; s <= 31; ++s) {  // b and c keep syncing; a cannot reach the store
+        at = t0 + s * 1000;
+        ledger.sync("b", "dc", busy_report(l, 2), at, 3000);
+        ledger.sync("c", "dc", busy_report(l, 2), at + 300, 3000);
+    }
+    const std::int64_t back = at + 500;
+    ledger.sync("a", "dc", back_report(l, back - 5000, 20), back, 3000);
+    auto counted = [&](std::int64_t t) {
+        return ledger.counts(l, t).admitted_last_minute + ledger.held_total();
+    };
+    take_all(ledger, "a", l, back + 10);
+    EXPECT_LT(counted(back + 10), 600) << "b and c might have run degraded too";
+    ledger.sync("b", "dc", busy_report(l, 2), back + 500, 3000);
+    ledger.sync("c", "dc", busy_report(l, 2), back + 800, 3000);
+    take_all(ledger, "a", l, back + 900);
+    EXPECT_EQ(counted(back + 900), 600);
+}
+
 TEST(Ledger, MovesBetweenWindowsKeepTheTotal) {
     room_ledger ledger;
     auto l = limits(100, 100);

@@ -321,7 +321,9 @@ std::error_code parse_grant(const value& v, const std::string& room, std::int64_
         out.stale = true;
         return {};
     }
-    if (v.type != value::kind::array || v.elements.size() != 11 ||
+    // 12 elements; 11 from a script without the minute's sub-windows (its degraded allowance
+    // then dates the minute's sum at the answer, see sync_degraded.cpp).
+    if (v.type != value::kind::array || (v.elements.size() != 11 && v.elements.size() != 12) ||
         v.elements[8].type != value::kind::string) {
         return bad;
     }
@@ -369,6 +371,21 @@ std::error_code parse_grant(const value& v, const std::string& room, std::int64_
         out.counts.revoked.push_back(ticket);
     }
     std::sort(out.counts.revoked.begin(), out.counts.revoked.end());
+    if (e.size() == 12) {
+        const value& windows = e[11];
+        if (windows.type != value::kind::array || windows.elements.size() % 2 != 0) {
+            return bad;
+        }
+        for (std::size_t i = 0; i < windows.elements.size(); i += 2) {
+            std::int64_t w = 0;
+            std::int64_t n = 0;
+            if (!as_int(windows.elements[i], w) || !as_int(windows.elements[i + 1], n) || n < 0) {
+                return bad;
+            }
+            out.counts.admitted_windows.emplace_back(w, n);
+        }
+        std::sort(out.counts.admitted_windows.begin(), out.counts.admitted_windows.end());
+    }
     return parse_overrides(e[7], out.overrides);
 }
 

@@ -27,6 +27,13 @@ class room_ledger {
     // counts the node's live windows and sets its held slots instead of applying deltas. After
     // a stale report the ledger grants nothing until one node TTL after its epoch began: by
     // then every live node has re-reported.
+    // A node that reports leaving degraded mode (`held_exact`) shows that the store was away:
+    // the other nodes that were live then and have not synced since may hold admissions from
+    // their own allowances that the counts miss. Until they sync, or one node TTL after the
+    // last such report, each of them is reserved the most it can hold unreported (its lease
+    // then, plus its allowance: 1 / the nodes of its last answer of new_users_per_minute and of
+    // the free active places then), and grants come only from the capacity left. A node alone
+    // has no other node to wait for: nothing is reserved.
     room_grant sync(const std::string& node_id, const std::string& datacenter,
                     const room_report& report, std::int64_t now_ms, std::int64_t node_ttl_ms,
                     std::uint64_t batch = 0);
@@ -71,6 +78,22 @@ class room_ledger {
                       std::int64_t now_ms);
     // The node's share of the live nodes' decayed demand (an even split while nobody asked).
     double share_of(const node_entry& me) const;
+    // What the last sync of a node left: kept for as long as the room's Redis keys would live
+    // without syncs, since a store outage may outlast the node TTL by that much.
+    struct seen_entry {
+        std::int64_t last_seen = 0;
+        std::int64_t held = 0;         // its lease after that sync (and its top-ups since)
+        std::int64_t peers = 1;        // live nodes in its answer: its allowance is 1 / peers
+        std::int64_t free_active = 0;  // total_active_users − active in its answer
+    };
+    // How long the room's Redis keys live without syncs (room.lua's set_ttls).
+    static std::int64_t seen_ttl(const room::room_limits& l, std::int64_t node_ttl_ms);
+    // Slots kept from grants for the nodes that may hold unreported allowance admissions:
+    // {rate limit, active limit} (see sync).
+    std::pair<std::int64_t, std::int64_t> ghost_reserve(const room::room_limits& l,
+                                                        std::int64_t now_ms) const;
+    // capacity() less the ghosts' reserve, less the slots leased.
+    std::int64_t free_unheld(const room::room_limits& l, std::int64_t now_ms) const;
 
     std::map<std::int64_t, std::int64_t> admitted_;  // rate sub-window → admissions
     std::map<std::int64_t, std::int64_t> active_;    // window → admitted visitors
@@ -86,6 +109,12 @@ class room_ledger {
     std::string epoch_;  // "<now_ms>/<node id>" of the first sync, as the Redis script makes it
     std::int64_t epoch_at_ = 0;
     std::int64_t refill_until_ = 0;  // no grant before (set by the first stale report)
+    std::map<std::string, seen_entry> seen_;
+    // The ghosts are the nodes last seen in (ghosts_from_, ghosts_to_), reserved for until
+    // ghosts_until_: set by reports of nodes leaving degraded mode.
+    std::int64_t ghosts_from_ = 0;
+    std::int64_t ghosts_to_ = 0;
+    std::int64_t ghosts_until_ = 0;
 };
 
 }  // namespace waitroom::state

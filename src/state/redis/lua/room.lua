@@ -15,7 +15,15 @@
 --                     has none, so its next sync makes another and nodes see it changed),
 --                     epoch_at (its now), refill_until (set by the first stale report: until
 --                     then, one node TTL after epoch_at, every live node re-reports and
---                     nothing is granted, since the counts still miss some nodes' visitors)
+--                     nothing is granted, since the counts still miss some nodes' visitors),
+--                     seen:<node id> ("last_seen held peers free_active": what the node's last
+--                     sync left, its lease updated by its top-ups; kept as long as the keys
+--                     live without syncs), ghosts ("from to until": after a node reported
+--                     leaving degraded mode, the nodes last seen in (from, to) are reserved
+--                     their most unreported admissions until `until`, see ghost_reserve),
+--                     ghost_hold (the refill_until written for older scripts, which know no
+--                     reserve, while one is held: they grant nothing meanwhile; this script
+--                     ignores a refill_until equal to it)
 --   6 overrides hash  queue_all, suspended -> "0" | "1" (run-time switches; absent = unset)
 --   7 revoked   hash  ticket (decimal) -> "since:freed": the window of the store's first word of
 --                     the revoked session (ms), and 1 once its place was freed, else 0
@@ -42,7 +50,9 @@
 -- Returns, sync:   {granted, release, active, admitted_last_minute, held,
 --                   {bucket, queued, ...}, {datacenter, nodes, ...}, {queue_all, suspended},
 --                   epoch, {revoked ticket, ...}, abandoned (the queued visitors the waiting
---                   windows this call pruned still held, each floored at zero)}
+--                   windows this call pruned still held, each floored at zero),
+--                   {sub-window, admissions, ...} (the live admitted windows above zero,
+--                   ascending: when the minute's admissions leave it)}
 --                  or "stale" when ARGV[19] is another epoch and ARGV[20] is "-1": nothing
 --                  was applied (no node touched), the node sends its live totals instead
 --          top_up: granted (0 while ARGV[15] is set and is not the room's epoch, and
@@ -225,11 +235,74 @@ local function share_of(nodes, ids, me)
 end
 
 -- Nothing accumulates: every key outlives its longest-lived entry by a minute, then goes.
+-- (room_ledger::seen_ttl)
+local function keys_ttl(node_ttl)
+    return math.max(L.session + L.window, L.window + L.abandon,
+                    L.rate_span + L.rate_window, node_ttl,
+                    2 * L.window + math.max(L.session, L.rejoin, L.abandon)) + 60000
+end
 local function set_ttls(node_ttl)
-    local ttl = math.max(L.session + L.window, L.window + L.abandon,
-                         L.rate_span + L.rate_window, node_ttl,
-                         2 * L.window + math.max(L.session, L.rejoin, L.abandon)) + 60000
+    local ttl = keys_ttl(node_ttl)
     for i = 1, 7 do redis.call('PEXPIRE', KEYS[i], ttl) end
+end
+
+-- The meta hash's seen:<id> records (with `prune_ttl`, those older are deleted) and the ghost
+-- window {from, to, until}.
+local function load_seen(prune_ttl)
+    local seen, ghosts = {}, {0, 0, 0}
+    local raw = redis.call('HGETALL', KEYS[5])
+    for i = 1, #raw, 2 do
+        local id = string.match(raw[i], '^seen:(.*)$')
+        if id ~= nil then
+            local ls, held, peers, free = string.match(
+                raw[i + 1], '^(%-?%d+) (%-?%d+) (%-?%d+) (%-?%d+)$')
+            ls = tonumber(ls)
+            if ls == nil or (prune_ttl ~= nil and ls + prune_ttl <= now) then
+                redis.call('HDEL', KEYS[5], raw[i])
+            else
+                seen[id] = {ls = ls, held = tonumber(held), peers = tonumber(peers),
+                            free = tonumber(free)}
+            end
+        elseif raw[i] == 'ghosts' then
+            local f, t, u = string.match(raw[i + 1], '^(%-?%d+) (%-?%d+) (%-?%d+)$')
+            if u ~= nil then ghosts = {tonumber(f), tonumber(t), tonumber(u)} end
+        end
+    end
+    return seen, ghosts
+end
+
+local function save_seen(id, e)
+    redis.call('HSET', KEYS[5], 'seen:' .. id,
+               string.format('%d %d %d %d', e.ls, e.held, e.peers, e.free))
+end
+
+-- room_ledger::ghost_reserve: {rate limit, active limit} kept from grants for the nodes last
+-- seen in the ghost window, each the most its allowance (sync_degraded.cpp: 1 / peers of
+-- new_users_per_minute in any sliding minute, 1 / peers of the free active places over its
+-- episode) plus, once the store forgot it, its lease, which it may have used unreported.
+local function ghost_reserve(seen, ghosts, nodes)
+    local rate, act = 0, 0
+    if now >= ghosts[3] then return 0, 0 end
+    for id, e in pairs(seen) do
+        if e.ls > ghosts[1] and e.ls < ghosts[2] then
+            local peers = math.max(1, e.peers)
+            local lease = 0
+            if nodes[id] == nil then lease = e.held end
+            rate = rate + lease + math.floor(L.per_minute / peers)
+            act = act + lease + math.floor(e.free / peers)
+        end
+    end
+    return rate, act
+end
+
+-- capacity() less the ghosts' reserve, less the slots leased (room_ledger::free_unheld).
+local function free_unheld_of(active, admitted, seen, ghosts, nodes, ids)
+    local rr, ra = ghost_reserve(seen, ghosts, nodes)
+    if active < 0 then active = 0 end
+    if admitted < 0 then admitted = 0 end
+    local cap = math.min(L.total - active - ra, L.per_minute - admitted - rr)
+    if cap < 0 then cap = 0 end
+    return math.max(0, cap - held_total(nodes, ids)), rr + ra
 end
 
 if op == 'top_up' then
@@ -237,13 +310,14 @@ if op == 'top_up' then
     local want = tonumber(ARGV[14])
     local nodes, ids, me = load_nodes(node_ttl)
     local granted = 0
-    local m = redis.call('HMGET', KEYS[5], 'epoch', 'refill_until')
+    local m = redis.call('HMGET', KEYS[5], 'epoch', 'refill_until', 'ghost_hold')
     local epoch_ok = ARGV[15] == '' or ARGV[15] == m[1]
-    local refilling = now < (tonumber(m[2]) or 0)
+    local refilling = now < (tonumber(m[2]) or 0) and m[2] ~= m[3]
+    local seen, ghosts = load_seen(nil)
     if L.needs_slots and want > 0 and epoch_ok and not refilling then
-        local cap = capacity(live_sum(KEYS[2], active_live, false),
-                             live_sum(KEYS[1], rate_live, false))
-        local free_unheld = math.max(0, cap - held_total(nodes, ids))
+        local free_unheld = free_unheld_of(live_sum(KEYS[2], active_live, false),
+                                           live_sum(KEYS[1], rate_live, false), seen, ghosts,
+                                           nodes, ids)
         -- With other nodes live, one top-up takes at most half of what nobody holds, and at
         -- most the node's share of it or an even split, whichever is more (at least one): the
         -- next node to run dry finds some too, and near the limit the nodes run dry together.
@@ -260,6 +334,10 @@ if op == 'top_up' then
     me.tu_id = ARGV[16] or '0'
     me.tu_granted = granted
     save_node(node_id, me)
+    if seen[node_id] ~= nil then
+        seen[node_id].held = me.held
+        save_seen(node_id, seen[node_id])
+    end
     set_ttls(node_ttl)
     return granted
 end
@@ -267,13 +345,16 @@ end
 -- sync
 local node_ttl = tonumber(ARGV[14])
 redis.call('HSET', KEYS[5], 'node_ttl', ARGV[14])
-local m = redis.call('HMGET', KEYS[5], 'epoch', 'epoch_at', 'refill_until')
+local m = redis.call('HMGET', KEYS[5], 'epoch', 'epoch_at', 'refill_until', 'ghost_hold')
 local epoch, epoch_at, refill_until = m[1], tonumber(m[2]) or now, tonumber(m[3]) or 0
+-- A refill_until written for older scripts (see ghost_hold) holds no grant of this one.
+local held_for_old = m[3] ~= nil and m[3] == m[4]
 if not epoch then
     epoch = ARGV[4] .. '/' .. node_id
     redis.call('HSET', KEYS[5], 'epoch', epoch, 'epoch_at', ARGV[4])
 end
 local nodes, ids, me = load_nodes(node_ttl)
+local seen, ghosts = load_seen(keys_ttl(node_ttl))
 
 -- A resend of the batch this node last had applied (its answer was lost) changes no count:
 -- counting it again would count its visitors twice.
@@ -290,6 +371,11 @@ if not applied_before and not full and ARGV[19] ~= '' and ARGV[19] ~= epoch then
     return 'stale'
 end
 me.batch = ARGV[18]
+local prev_seen = nil
+if seen[node_id] ~= nil then prev_seen = seen[node_id].ls end
+-- It reports now: no ghost of its own.
+if seen[node_id] == nil then seen[node_id] = {ls = now, held = 0, peers = 1, free = 0} end
+seen[node_id].ls = now
 
 -- Deltas for windows that stopped counting change nothing: skip them rather than resurrect.
 -- merge_windows(i, live, key): the count at ARGV[i], then that many (window, delta) pairs
@@ -384,6 +470,21 @@ if not applied_before then
 end
 
 local admitted = live_sum(KEYS[1], rate_live, true)
+-- The minute's admissions by sub-window (room_ledger::counts: live, above zero, ascending).
+local admitted_windows = {}
+do
+    local raw_adm = redis.call('HGETALL', KEYS[1])
+    local ws = {}
+    for k = 1, #raw_adm, 2 do
+        local w, n = tonumber(raw_adm[k]), tonumber(raw_adm[k + 1])
+        if w ~= nil and n ~= nil and n > 0 and rate_live(w) then ws[#ws + 1] = {w, n} end
+    end
+    table.sort(ws, function(x, y) return x[1] < y[1] end)
+    for _, e in ipairs(ws) do
+        admitted_windows[#admitted_windows + 1] = e[1]
+        admitted_windows[#admitted_windows + 1] = e[2]
+    end
+end
 local active = live_sum(KEYS[2], active_live, true)
 
 -- Waiting: prune, then sum per bucket in ascending order, each (bucket, window) floored at zero
@@ -414,6 +515,20 @@ if not applied_before then
         local exact = tonumber(ARGV[#ARGV - 1])
         if exact >= 0 then
             me.held = exact
+            -- The node leaves degraded mode: the store was away. The nodes live when it last
+            -- synced and silent since the first node came back are reserved for until they
+            -- sync, or one node TTL after the last node back (room_ledger.cpp).
+            local from = -1
+            if prev_seen ~= nil then from = prev_seen - node_ttl end
+            if now >= ghosts[3] then
+                ghosts[1], ghosts[2] = from, now
+            else
+                ghosts[1] = math.min(ghosts[1], from)
+                if prev_seen == nil or prev_seen >= ghosts[2] then ghosts[2] = now end
+            end
+            ghosts[3] = math.max(ghosts[3], now + node_ttl)
+            redis.call('HSET', KEYS[5], 'ghosts',
+                       string.format('%d %d %d', ghosts[1], ghosts[2], ghosts[3]))
         else
             me.held = math.max(0, me.held - tonumber(ARGV[15]) - tonumber(ARGV[16]))
         end
@@ -438,8 +553,14 @@ if L.needs_slots then
     -- it, and a grant never exceeds what no node holds yet. The target is also capped at the
     -- node's decayed demand + 1, so the rest of the free capacity stays free for top-ups.
     local cap = capacity(active, admitted)
-    local free_unheld = math.max(0, cap - held_total(nodes, ids))
-    if now < refill_until then free_unheld = 0 end
+    local free_unheld, reserved = free_unheld_of(active, admitted, seen, ghosts, nodes, ids)
+    if now < refill_until and not held_for_old then free_unheld = 0 end
+    -- Older scripts know no reserve: while one is held they grant nothing (refill_until), unless
+    -- a hold of their own is under way.
+    if reserved > 0 and (now >= refill_until or held_for_old) then
+        local hold = string.format('%d', ghosts[3])
+        redis.call('HSET', KEYS[5], 'refill_until', hold, 'ghost_hold', hold)
+    end
     local share = share_of(nodes, ids, me)
     -- With other nodes live, a lease takes half of the node's share: the other half stays
     -- unheld for top-ups, which go to whichever node runs dry first.
@@ -467,6 +588,7 @@ else
 end
 me.granted = granted
 save_node(node_id, me)
+save_seen(node_id, {ls = now, held = me.held, peers = #ids, free = math.max(0, L.total - active)})
 set_ttls(node_ttl)
 
 local waiting = {}
@@ -492,4 +614,5 @@ for k = 1, #rev, 2 do
     if revocation_live(revoked_since(rev[k + 1])) then revoked[#revoked + 1] = rev[k] end
 end
 return {granted, release, active, admitted,
-        held_total(nodes, ids), waiting, dcs, read_overrides(), epoch, revoked, abandoned}
+        held_total(nodes, ids), waiting, dcs, read_overrides(), epoch, revoked, abandoned,
+        admitted_windows}
