@@ -215,10 +215,17 @@ std::pair<std::int64_t, std::int64_t> room_ledger::ghost_reserve(const room_limi
         // new_users_per_minute, and over its episode at most 1 / peers of the active places free
         // in its last answer. A node still live has its lease counted as held already; one
         // forgotten since may have used its lease unreported too.
-        const std::int64_t peers = std::max<std::int64_t>(1, s.peers);
+        // Its last answer may be that of any of its recent syncs (seen_entry::answers).
+        std::int64_t by_rate = l.new_users_per_minute / std::max<std::int64_t>(1, s.peers);
+        std::int64_t by_active = s.free_active / std::max<std::int64_t>(1, s.peers);
+        for (const auto& a : s.answers) {
+            const std::int64_t peers = std::max<std::int64_t>(1, a[1]);
+            by_rate = std::max(by_rate, l.new_users_per_minute / peers);
+            by_active = std::max(by_active, a[2] / peers);
+        }
         const std::int64_t lease = nodes_.contains(id) ? 0 : s.held;
-        rate += lease + l.new_users_per_minute / peers;
-        active += lease + s.free_active / peers;
+        rate += lease + by_rate;
+        active += lease + by_active;
     }
     return {rate, active};
 }
@@ -366,8 +373,13 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
     me.last_granted = g.granted;
     g.counts = counts(l, now_ms);
     g.overrides = overrides_;
-    seen_[node_id] = seen_entry{now_ms, me.held, static_cast<std::int64_t>(nodes_.size()),
-                                std::max<std::int64_t>(0, l.total_active_users - g.counts.active)};
+    seen_entry& se = seen_[node_id];
+    se.last_seen = now_ms;
+    se.held = me.held;
+    se.peers = static_cast<std::int64_t>(nodes_.size());
+    se.free_active = std::max<std::int64_t>(0, l.total_active_users - g.counts.active);
+    std::erase_if(se.answers, [&](const auto& a) { return a[0] + 2 * node_ttl_ms < now_ms; });
+    se.answers.push_back({now_ms, se.peers, se.free_active});
     return g;
 }
 

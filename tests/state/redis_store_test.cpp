@@ -1278,6 +1278,45 @@ TEST(RedisStore, ReservesForSilentNodesAsTheLocalStoreDoesAndHoldsOlderScriptsMe
               call_top_up(ioc, ls, top_up("a", "dc", l, 1000, back + 600)).granted);
 }
 
+// A sync whose answer its node never got (sent just before the server froze, run when it
+// resumed) does not shrink the node's reserve below what the answer before allows: the script
+// reserves by the node's recent answers, as the local store does (room_ledger_test:
+// RecentAnswersOfANodeSizeItsReserve). Here c's lost answer saw a fourth node, d.
+TEST(RedisStore, ReservesByTheRecentAnswersOfASilentNodeAsTheLocalStoreDoes) {
+    redis_server srv;
+    boost::asio::io_context ioc;
+    redis_store rs(ioc.get_executor(), options(srv));
+    local_store ls;
+    auto l = limits(100'000, 12'000);
+    const std::int64_t back = t0 + 31'000;
+    for (store* s : std::initializer_list<store*>{&rs, &ls}) {
+        for (std::int64_t at = t0; at <= t0 + 7000; at += 1000) {
+            for (const char* id : {"a", "b", "c"}) {
+                ASSERT_FALSE(call_sync(ioc, *s, node(id, "dc", at, {report(l)})).ec);
+            }
+        }
+        ASSERT_FALSE(call_sync(ioc, *s, node("d", "dc", t0 + 7100, {report(l)})).ec);
+        ASSERT_FALSE(call_sync(ioc, *s, node("c", "dc", t0 + 7300, {report(l)})).ec);
+    }
+    room_report r = report(l);
+    r.deltas.admitted.add(back - 5000, 40);
+    r.held_exact = true;
+    auto remote = call_sync(ioc, rs, node("a", "dc", back, {r}));
+    auto local = call_sync(ioc, ls, node("a", "dc", back, {r}));
+    ASSERT_FALSE(remote.ec);
+    EXPECT_EQ(describe(remote.rooms[0]), describe(local.rooms[0]));
+    std::int64_t got_remote = 0, got_local = 0;
+    for (int i = 0; i < 32; ++i) {
+        got_remote += call_top_up(ioc, rs, top_up("a", "dc", l, 1000, back + 10)).granted;
+        got_local += call_top_up(ioc, ls, top_up("a", "dc", l, 1000, back + 10)).granted;
+    }
+    EXPECT_EQ(got_remote, got_local);
+    EXPECT_GT(got_remote, 0);
+    // b and c a third of the rate each, d a quarter, and their leases then.
+    EXPECT_LE(local.rooms[0].counts.admitted_last_minute + ls.held_total("shop"),
+              12'000 - 4000 - 4000 - 3000);
+}
+
 // Answers lost after the server applied the call (the server froze past the deadline, then ran
 // what it had read): the Redis store settles them as the local store does. A resent batch gets
 // the grant again, and a top-up that the next sync names lost is taken back, so both stores hold

@@ -132,10 +132,12 @@ room_report back_report(const room::room_limits& l, std::int64_t at, std::int64_
     return r;
 }
 
-// Nodes a, b and c sync twice (so each knows the other two: its allowance is a third), each
-// admitting 30, and lease a few slots.
+// Nodes a, b and c sync every second for 8 s, each admitting 30 at first, and lease a few
+// slots: each knows the other two (its allowance is a third), and the store has no answer of
+// theirs left from before (the first ones, which b and a had with fewer nodes live, are older
+// than two node TTLs: see RecentAnswersOfANodeSizeItsReserve).
 void three_nodes_before_an_outage(room_ledger& ledger, const room::room_limits& l) {
-    for (std::int64_t at : {t0, t0 + 1000}) {
+    for (std::int64_t at = t0; at <= t0 + 7000; at += 1000) {
         for (const char* id : {"a", "b", "c"}) {
             auto r = busy_report(l, 2);
             if (at == t0) {
@@ -188,6 +190,29 @@ TEST(Ledger, ANodeBackFromAnOutageIsGrantedAllButWhatTheSilentNodesMayHaveAdmitt
     ledger.sync("c", "dc", back_report(l, back - 5000, 100), back + 700, 3000);
     take_all(ledger, "a", l, back + 800);
     EXPECT_EQ(counted(back + 800), 600) << "everyone reported: nothing is reserved";
+}
+
+// A sync sent just before Redis froze runs when it resumes, after its node gave up on it: the
+// node sizes its allowance from the answer before, which the store must still reserve for. Here
+// a node d joins just before the outage, and c's last sync, whose answer c never got, saw four
+// nodes: c still admits its third, not a quarter (the integration test admitted a 9th visitor
+// into a room of 8 when the store reserved by the lost answer's free places).
+TEST(Ledger, RecentAnswersOfANodeSizeItsReserve) {
+    room_ledger ledger;
+    auto l = limits(100'000, 12'000);  // the rate limit binds
+    three_nodes_before_an_outage(ledger, l);
+    ledger.sync("d", "dc", busy_report(l, 2), t0 + 7100, 3000);
+    ledger.sync("c", "dc", busy_report(l, 2), t0 + 7300, 3000);  // its answer is lost
+    const std::int64_t lease_b = ledger.held_by("b"), lease_c = ledger.held_by("c"),
+                       lease_d = ledger.held_by("d");
+    const std::int64_t back = t0 + 31'000;
+    ledger.sync("a", "dc", back_report(l, back - 5000, 20), back, 3000);
+    ASSERT_EQ(ledger.held_by("c"), 0) << "the store forgot the silent nodes";
+    take_all(ledger, "a", l, back + 100);
+    const std::int64_t counted =
+        ledger.counts(l, back + 100).admitted_last_minute + ledger.held_total();
+    // b and c a third each (c by the answer it had), d a quarter (it never had another).
+    EXPECT_EQ(counted, 12'000 - (lease_b + 4000) - (lease_c + 4000) - (lease_d + 3000));
 }
 
 // A node that never comes back (it died in the outage) is reserved for one node TTL after the

@@ -8,10 +8,12 @@
 // keeps the room's run-time switches, which every sync answer carries.
 // The local store uses it directly; the Redis script mirrors it.
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "waitroom/state/store.hpp"
 
@@ -31,9 +33,10 @@ class room_ledger {
     // the other nodes that were live then and have not synced since may hold admissions from
     // their own allowances that the counts miss. Until they sync, or one node TTL after the
     // last such report, each of them is reserved the most it can hold unreported (its lease
-    // then, plus its allowance: 1 / the nodes of its last answer of new_users_per_minute and of
-    // the free active places then), and grants come only from the capacity left. A node alone
-    // has no other node to wait for: nothing is reserved.
+    // then, plus its allowance: 1 / the nodes of its answer of new_users_per_minute and of
+    // the free active places then, the most any of its answers in the last two node TTLs
+    // allows, since the last ones may have been lost), and grants come only from the capacity
+    // left. A node alone has no other node to wait for: nothing is reserved.
     room_grant sync(const std::string& node_id, const std::string& datacenter,
                     const room_report& report, std::int64_t now_ms, std::int64_t node_ttl_ms,
                     std::uint64_t batch = 0);
@@ -85,6 +88,12 @@ class room_ledger {
         std::int64_t held = 0;         // its lease after that sync (and its top-ups since)
         std::int64_t peers = 1;        // live nodes in its answer: its allowance is 1 / peers
         std::int64_t free_active = 0;  // total_active_users − active in its answer
+        // {last_seen, peers, free_active} of each of its syncs in the two node TTLs before its
+        // last, this one included: the node sizes its allowance from the last answer it got,
+        // and the answers of the syncs the store ran last may have been lost (a sync sent just
+        // before Redis froze runs when it resumes, after the node gave up on it), so it is
+        // reserved the most any of these answers allows.
+        std::vector<std::array<std::int64_t, 3>> answers;
     };
     // How long the room's Redis keys live without syncs (room.lua's set_ttls).
     static std::int64_t seen_ttl(const room::room_limits& l, std::int64_t node_ttl_ms);

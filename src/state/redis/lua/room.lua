@@ -18,7 +18,9 @@
 --                     nothing is granted, since the counts still miss some nodes' visitors),
 --                     seen:<node id> ("last_seen held peers free_active": what the node's last
 --                     sync left, its lease updated by its top-ups; kept as long as the keys
---                     live without syncs), ghosts ("from to until": after a node reported
+--                     live without syncs), answers:<node id> ("ls peers free ..." of each of
+--                     its syncs in the last two node TTLs: its answer may have been lost, so
+--                     it is reserved the most of these), ghosts ("from to until": after a node reported
 --                     leaving degraded mode, the nodes last seen in (from, to) are reserved
 --                     their most unreported admissions until `until`, see ghost_reserve),
 --                     ghost_hold (the refill_until written for older scripts, which know no
@@ -249,7 +251,7 @@ end
 -- The meta hash's seen:<id> records (with `prune_ttl`, those older are deleted) and the ghost
 -- window {from, to, until}.
 local function load_seen(prune_ttl)
-    local seen, ghosts = {}, {0, 0, 0}
+    local seen, ghosts, answers = {}, {0, 0, 0}, {}
     local raw = redis.call('HGETALL', KEYS[5])
     for i = 1, #raw, 2 do
         local id = string.match(raw[i], '^seen:(.*)$')
@@ -263,9 +265,23 @@ local function load_seen(prune_ttl)
                 seen[id] = {ls = ls, held = tonumber(held), peers = tonumber(peers),
                             free = tonumber(free)}
             end
+        elseif string.match(raw[i], '^answers:') then
+            answers[string.sub(raw[i], 9)] = raw[i + 1]
         elseif raw[i] == 'ghosts' then
             local f, t, u = string.match(raw[i + 1], '^(%-?%d+) (%-?%d+) (%-?%d+)$')
             if u ~= nil then ghosts = {tonumber(f), tonumber(t), tonumber(u)} end
+        end
+    end
+    -- answers:<id>: "ls peers free ..." of the node's recent syncs (room_ledger::seen_entry)
+    for id, a in pairs(answers) do
+        if seen[id] == nil then
+            if prune_ttl ~= nil then redis.call('HDEL', KEYS[5], 'answers:' .. id) end
+        else
+            local list = {}
+            for ls, peers, free in string.gmatch(a, '(%-?%d+) (%-?%d+) (%-?%d+)') do
+                list[#list + 1] = {tonumber(ls), tonumber(peers), tonumber(free)}
+            end
+            seen[id].answers = list
         end
     end
     return seen, ghosts
@@ -285,11 +301,18 @@ local function ghost_reserve(seen, ghosts, nodes)
     if now >= ghosts[3] then return 0, 0 end
     for id, e in pairs(seen) do
         if e.ls > ghosts[1] and e.ls < ghosts[2] then
+            -- Its last answer may be that of any of its recent syncs (answers:<id>).
             local peers = math.max(1, e.peers)
+            local by_rate, by_act = math.floor(L.per_minute / peers), math.floor(e.free / peers)
+            for _, a in ipairs(e.answers or {}) do
+                local p = math.max(1, a[2])
+                by_rate = math.max(by_rate, math.floor(L.per_minute / p))
+                by_act = math.max(by_act, math.floor(a[3] / p))
+            end
             local lease = 0
             if nodes[id] == nil then lease = e.held end
-            rate = rate + lease + math.floor(L.per_minute / peers)
-            act = act + lease + math.floor(e.free / peers)
+            rate = rate + lease + by_rate
+            act = act + lease + by_act
         end
     end
     return rate, act
@@ -589,6 +612,18 @@ end
 me.granted = granted
 save_node(node_id, me)
 save_seen(node_id, {ls = now, held = me.held, peers = #ids, free = math.max(0, L.total - active)})
+-- The answers of its syncs in the last two node TTLs, this one's included (the node sizes its
+-- allowance from the last answer it got, which may be an earlier one: room_ledger.hpp).
+do
+    local kept = {}
+    for _, a in ipairs((seen[node_id] and seen[node_id].answers) or {}) do
+        if a[1] + 2 * node_ttl >= now then
+            kept[#kept + 1] = string.format('%d %d %d', a[1], a[2], a[3])
+        end
+    end
+    kept[#kept + 1] = string.format('%d %d %d', now, #ids, math.max(0, L.total - active))
+    redis.call('HSET', KEYS[5], 'answers:' .. node_id, table.concat(kept, ' '))
+end
 set_ttls(node_ttl)
 
 local waiting = {}
