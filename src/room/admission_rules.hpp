@@ -34,6 +34,16 @@ inline double turnover_if(const settings& s, double sessions) {
     return turnover_if(s.total_active_users, s.new_users_per_minute, s.session_ms, sessions);
 }
 
+// The room filled within the last minute: everyone in it was admitted lately, and the active
+// limit is the one that binds. Such a room frees no place before a session has passed since
+// (each visitor holds its place session_duration after its last request): the estimate waits
+// for that session, and the learned turnover starts after it (room_state).
+inline bool filled_lately(std::int64_t total_active_users, std::int64_t new_users_per_minute,
+                          const room_counts& c) {
+    return c.admitted_last_minute >= c.active &&
+           total_active_users - c.active <= new_users_per_minute - c.admitted_last_minute;
+}
+
 // Before the room has queued for a minute it has not seen its turnover; it assumes visitors
 // stay about as long again as session_duration (hold = 2 sessions), and gives the range from
 // leaving at once (1) to staying twice as long (3) as the 25th and 75th percentiles.

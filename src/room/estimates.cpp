@@ -106,10 +106,9 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
             // a flush and a sync): a visitor queued before then is the queue's start (without
             // it, the first few of a spike are told 10 s of a 90 s wait). A prequeue's wait is
             // the time to the event's start.
-            const room_counts& c = st.counts();
             const bool filled_lately =
-                !ph.prequeueing && c.admitted_last_minute >= c.active &&
-                s.total_active_users - c.active <= s.new_users_per_minute - c.admitted_last_minute;
+                !ph.prequeueing &&
+                rules::filled_lately(s.total_active_users, s.new_users_per_minute, st.counts());
             const std::int64_t queue_start =
                 st.queueing_since_ms() > 0 ? st.queueing_since_ms() : now_ms;
             const std::int64_t dead_ms =

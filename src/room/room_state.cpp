@@ -29,12 +29,10 @@ room_state::room_state(room_counts counts, const room_limits& limits)
     }
     seen_.push_back(std::move(now));
     queueing_since_ms_ = waiting_total_ > 0 ? counts_.as_of_ms : 0;
-    // A room that filled within the last minute (everyone in it admitted lately, and the active
-    // limit the one that binds) frees no place before a session has passed: the admissions of
-    // that session measure no turnover (the same test as the estimate's wait for it).
-    const bool filled_lately = counts_.admitted_last_minute >= counts_.active &&
-                               limits.total_active_users - counts_.active <=
-                                   limits.new_users_per_minute - counts_.admitted_last_minute;
+    // A room that filled within the last minute frees no place before a session has passed:
+    // the admissions of that session measure no turnover.
+    const bool filled_lately = rules::filled_lately(limits.total_active_users,
+                                                    limits.new_users_per_minute, counts_);
     // A room that admits nobody (prequeue, queue_all, suspended) has no turnover to learn: its
     // measure starts when it admits again.
     turnover_from_ms_ = queueing_since_ms_ > 0 && limits.needs_slots
@@ -215,7 +213,9 @@ node_state::node_state() : snapshot_(std::make_shared<const state_snapshot>()) {
 
 void node_state::publish(std::shared_ptr<state_snapshot> s) {
     for (auto& [id, room] : s->rooms) {
-        room.taken_behind_mark_ = pool(id).taken_behind();
+        if (room.taken_behind_mark_ < 0) {
+            room.taken_behind_mark_ = pool(id).taken_behind();
+        }
     }
     std::uint64_t v = version_.load(std::memory_order_relaxed) + 1;
     s->version = v;

@@ -8,6 +8,15 @@
 
 namespace waitroom::state {
 
+namespace {
+// The next top-up before a sync asks for twice the last one, up to 2^31 (more than any room
+// holds): a flood through a long store outage, or a chain of partial grants, asks again and
+// again before any sync, and must not overflow.
+std::int64_t twice_asked(std::int64_t asked) {
+    return 2 * std::clamp<std::int64_t>(asked, 0, std::int64_t{1} << 30);
+}
+}  // namespace
+
 void sync_task::top_up(const std::string& room_id, std::int64_t now_ms,
                        std::function<void(bool)> done) {
     room::slot_pool& own = node_.pool(room_id);
@@ -80,13 +89,12 @@ void sync_task::top_up(const std::string& room_id, std::int64_t now_ms,
         }
         auto it = last_demand_.find(room_id);
         // At least the last interval's demand; each further top-up before the next sync asks
-        // for twice the last one. At the start of a spike the last interval's demand is about
-        // 1, and top-ups of 1 queued visitors while the store still had free slots. The doubling
-        // stops at 2^31 (more than any room holds): a flood through a long store outage asks
-        // again and again before any sync, and must not overflow.
+        // for twice the last one (twice_asked). At the start of a spike the last interval's
+        // demand is about 1, and top-ups of 1 queued visitors while the store still had free
+        // slots.
         std::int64_t& asked = top_up_asked_[room_id];
         req.want = std::max({opt_.top_up_min, it == last_demand_.end() ? 0 : it->second,
-                             2 * std::min<std::int64_t>(asked, std::int64_t{1} << 30)});
+                             twice_asked(asked)});
         asked = req.want;
         req.id = next_top_up_++;
         ++top_ups_;
@@ -132,7 +140,7 @@ void sync_task::ask_store(top_up_request req) {
                 // ask again for them rather than queue them while it may have more (it gives a
                 // node at most half of its unheld slots at a time when other nodes are live).
                 std::int64_t& asked = top_up_asked_[room_id];
-                again.want = std::max(2 * asked, short_by);
+                again.want = std::max(twice_asked(asked), short_by);
                 asked = again.want;
                 again.id = next_top_up_++;
                 ++top_ups_;

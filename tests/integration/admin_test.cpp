@@ -40,19 +40,6 @@ http_response new_visitor(std::uint16_t port) {
     return c.request(std::move(req));
 }
 
-// The value of one series in a Prometheus text body (`series` is "name{labels}"); 0 when absent.
-double metric(const std::string& text, const std::string& series) {
-    std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.size() > series.size() && line.compare(0, series.size(), series) == 0 &&
-            line[series.size()] == ' ') {
-            return std::stod(line.substr(series.size() + 1));
-        }
-    }
-    return 0;
-}
-
 class Admin : public daemon_test {
   protected:
     void start_admin(const std::string& room = "") {

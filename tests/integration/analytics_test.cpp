@@ -18,19 +18,6 @@ using json = nlohmann::json;
 
 constexpr std::string_view token = "analytics-token";
 
-// The value of one series in a Prometheus text body; 0 when absent.
-double metric(const std::string& text, const std::string& series) {
-    std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.size() > series.size() && line.compare(0, series.size(), series) == 0 &&
-            line[series.size()] == ' ') {
-            return std::stod(line.substr(series.size() + 1));
-        }
-    }
-    return 0;
-}
-
 // The sum of one column of a CSV body (header line first, comma-separated, no commas inside
 // the fields but the quoted room id, which has none).
 std::int64_t column_sum(const std::string& csv, const std::string& column) {

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -88,5 +89,18 @@ class daemon_test : public ::testing::Test {
     std::unique_ptr<daemon> daemon_;
     std::uint16_t port_ = 0;
 };
+
+// The value of one series in a Prometheus text body (`series` is "name{labels}"); 0 when absent.
+inline double metric(const std::string& text, const std::string& series) {
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.size() > series.size() && line.compare(0, series.size(), series) == 0 &&
+            line[series.size()] == ' ') {
+            return std::stod(line.substr(series.size() + 1));
+        }
+    }
+    return 0;
+}
 
 }  // namespace waitroom::test

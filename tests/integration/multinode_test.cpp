@@ -47,19 +47,6 @@ constexpr int window_steps = 12;
 // 32 bytes (0x00..0x1f), base64: the one cookie key every node holds.
 constexpr std::string_view shared_key = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 
-// The value of one series in a Prometheus text body (`series` is "name{labels}"); 0 when absent.
-double metric(const std::string& text, const std::string& series) {
-    std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.size() > series.size() && line.compare(0, series.size(), series) == 0 &&
-            line[series.size()] == ' ') {
-            return std::stod(line.substr(series.size() + 1));
-        }
-    }
-    return 0;
-}
-
 // One visitor with its own cookie jar (the room cookie only), a fresh connection per request;
 // the caller says which node gets each request.
 // A visitor whose requests may go to any node.

@@ -257,6 +257,26 @@ TEST(Admission, PlacesTakenSinceTheSnapshotAreNotFreeForLaterBuckets) {
     EXPECT_EQ(f.h.visit(f.older).what, action::admit);
 }
 
+// The mark is taken when a state is first published: a state the sync task carries unchanged
+// into later snapshots (its room failing alone at the store) keeps the free capacity it had, so
+// it keeps its mark too, and the places given since still count against that capacity.
+TEST(Admission, AStateCarriedIntoALaterSnapshotKeepsItsMarkOfPlacesGivenBehind) {
+    room::node_state node;
+    auto publish = [&](const room::room_state& st) {
+        auto snap = std::make_shared<room::state_snapshot>();
+        snap->rooms.emplace("shop", st);
+        node.publish(snap);
+        return node.snapshot()->find("shop")->taken_behind_mark();
+    };
+    node.pool("shop").note_taken_behind();
+    EXPECT_EQ(publish(room::room_state(room::room_counts{}, room::room_limits{})), 1);
+    node.pool("shop").note_taken_behind();
+    node.pool("shop").note_taken_behind();
+    const room::room_state carried = *node.snapshot()->find("shop");
+    EXPECT_EQ(publish(carried), 1);
+    EXPECT_EQ(publish(room::room_state(room::room_counts{}, room::room_limits{})), 3);
+}
+
 // Hostile: the held place is the older bucket's, and a later visitor cannot get it by asking
 // more often (every 100 ms, its early refreshes answered from the Refresh sealed in its cookie)
 // or by sending copies of its cookie (the same bucket): a front visitor back late, at 7 s

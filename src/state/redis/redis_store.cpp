@@ -20,6 +20,16 @@ using redis::cluster;
 using redis::command;
 using redis::value;
 
+namespace {
+// The grant of a room whose outcome this sync does not know (room_grant::ec): empty otherwise.
+room_grant failed_grant(const std::string& room, std::error_code ec) {
+    room_grant g;
+    g.room = room;
+    g.ec = ec;
+    return g;
+}
+}  // namespace
+
 std::optional<redis_options> redis_options_from_url(std::string_view url) {
     auto u = config::parse_redis_url(url);
     if (!u) {
@@ -139,22 +149,16 @@ struct redis_store::impl : std::enable_shared_from_this<impl> {
                 // This room's script failed (a key of the wrong type, Redis out of memory): the
                 // other rooms' scripts ran, and their grants stand. The script writes nothing
                 // before its checks, so this room is resent as it was, under its batch.
-                g = room_grant{};
-                g.room = r.room;
-                g.ec = make_error_code(errc::room_failed);
+                g = failed_grant(r.room, make_error_code(errc::room_failed));
                 continue;
             }
             if (auto bad = redis::parse_grant(v, r.room, call->report.now_ms, g)) {
-                g = room_grant{};  // an answer not understood: the script ran, outcome unknown
-                g.room = r.room;
-                g.ec = bad;
+                g = failed_grant(r.room, bad);  // the script ran: outcome unknown
                 continue;
             }
             if (g.stale) {
                 if (r.full) {
-                    g = room_grant{};  // a re-report is never stale
-                    g.room = r.room;
-                    g.ec = make_error_code(errc::protocol);
+                    g = failed_grant(r.room, make_error_code(errc::protocol));  // never stale
                 } else {
                     r.full = true;
                     again.push_back(i);
@@ -176,9 +180,7 @@ struct redis_store::impl : std::enable_shared_from_this<impl> {
                 ec = make_error_code(errc::lost);
             }
             for (std::size_t i : again.empty() ? idx : again) {
-                call->res.rooms[i] = room_grant{};
-                call->res.rooms[i].room = call->report.rooms[i].room;
-                call->res.rooms[i].ec = ec;
+                call->res.rooms[i] = failed_grant(call->report.rooms[i].room, ec);
             }
             call->done(std::move(call->res));
             return;

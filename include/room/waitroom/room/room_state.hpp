@@ -86,8 +86,10 @@ class room_state {
     // the room saw in between: the queue's departures, the turnover, how long capacity stayed
     // free (sync task, before publishing).
     void follow(const room_state& previous, std::int64_t window_ms);
-    // The node's slot_pool::taken_behind() for this room when the snapshot was published.
-    std::int64_t taken_behind_mark() const { return taken_behind_mark_; }
+    // The node's slot_pool::taken_behind() for this room when the state was first published
+    // (a state carried into later snapshots unchanged, while its room fails alone at the
+    // store, keeps its mark: its free capacity is as old as the mark).
+    std::int64_t taken_behind_mark() const { return std::max<std::int64_t>(0, taken_behind_mark_); }
 
   private:
     friend class node_state;  // sets taken_behind_mark_ at publish
@@ -103,7 +105,7 @@ class room_state {
     std::int64_t session_ms_ = 0;
     std::int64_t rate_limit_ = 0;  // new_users_per_minute
     double prior_turnover_ = 0;    // per minute, what the room assumes before it has seen any
-    std::int64_t taken_behind_mark_ = 0;
+    std::int64_t taken_behind_mark_ = -1;  // -1: not published yet
     // The snapshots followed lately, oldest first: when, the capacity free then, and the
     // queue then as (bucket, queued in it and every older bucket), ascending, so that the
     // decision finds the count ahead of a bucket by a binary search.

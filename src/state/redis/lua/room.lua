@@ -69,7 +69,8 @@ local function read_overrides()
     local v = redis.call('HMGET', KEYS[6], 'queue_all', 'suspended')
     local out = {}
     for k = 1, 2 do
-        if v[k] then out[k] = tonumber(v[k]) else out[k] = -1 end
+        -- (anything but "0" or "1" written by hand reads as unset: a hole would cut the reply)
+        if v[k] == '0' or v[k] == '1' then out[k] = tonumber(v[k]) else out[k] = -1 end
     end
     return out
 end
@@ -133,6 +134,20 @@ end
 -- The window of a `revoked` hash value ("since:freed"); 0 (long dead) for anything else.
 local function revoked_since(v) return tonumber(string.match(v or '', '^(%-?%d+):')) or 0 end
 local function floor_to(t, step) return math.floor(t / step) * step end
+-- A count as the script writes them: a decimal integer of at most 15 characters (exact in a
+-- Lua number, and far from HINCRBY's overflow). Anything else in a
+-- hash (an entry written by hand) is not a count: the readers skip it and the writers replace
+-- it, so it cannot fail the script half-way (a failed sync's writes stay, its batch mark does
+-- not, and its resend would count them again).
+local function count(v)
+    if type(v) ~= 'string' or #v > 15 or not string.match(v, '^%-?%d+$') then return nil end
+    return tonumber(v)
+end
+-- HINCRBY over whatever the field holds: an entry that is not a count goes first.
+local function incr(key, field, d)
+    if count(redis.call('HGET', key, field)) == nil then redis.call('HDEL', key, field) end
+    redis.call('HINCRBY', key, field, d)
+end
 -- room::max_revoked_sessions
 local MAX_REVOKED = 4096
 
@@ -167,8 +182,10 @@ local function load_nodes(node_ttl)
             granted, tu_id, tu_granted = '0', '0', '0'
         end
         ls = tonumber(ls)
-        if ls == nil or ls + node_ttl <= now then
-            redis.call('HDEL', KEYS[4], id)
+        local numbers_ok = tonumber(held) and tonumber(demand) and tonumber(granted) and
+                           tonumber(tu_granted)
+        if ls == nil or not numbers_ok or ls + node_ttl <= now then
+            redis.call('HDEL', KEYS[4], id)  -- expired, or not a record this script wrote
         else
             nodes[id] = {last_seen = ls, held = tonumber(held), demand = tonumber(demand),
                          batch = batch, granted = tonumber(granted), tu_id = tu_id,
@@ -203,9 +220,9 @@ local function live_sum(key, live, prune)
     local raw = redis.call('HGETALL', key)
     local sum = 0
     for i = 1, #raw, 2 do
-        local w = tonumber(raw[i])
-        if live(w) then
-            sum = sum + math.max(0, tonumber(raw[i + 1]))
+        local w, v = count(raw[i]), count(raw[i + 1])
+        if w ~= nil and v ~= nil and live(w) then
+            sum = sum + math.max(0, v)
         elseif prune then
             redis.call('HDEL', key, raw[i])
         end
@@ -407,7 +424,7 @@ local function merge_windows(i, live, key)
     local n = tonumber(ARGV[i])
     for j = 1, n do
         local w, d = ARGV[i + 2 * j - 1], ARGV[i + 2 * j]
-        if live(tonumber(w)) then redis.call('HINCRBY', key, w, d) end
+        if live(tonumber(w)) then incr(key, w, d) end
     end
     return i + 2 * n + 1
 end
@@ -418,7 +435,7 @@ if not applied_before then
     local n = tonumber(ARGV[i])
     for j = 1, n do
         local b, w, d = ARGV[i + 3 * j - 2], ARGV[i + 3 * j - 1], ARGV[i + 3 * j]
-        if waiting_live(tonumber(w)) then redis.call('HINCRBY', KEYS[3], b .. ':' .. w, d) end
+        if waiting_live(tonumber(w)) then incr(KEYS[3], b .. ':' .. w, d) end
     end
     i = i + 3 * n + 1
     -- Revocations (room_ledger::apply_revocations): a ticket's place is freed once, by its
@@ -482,7 +499,7 @@ if not applied_before then
         end
         local wn = tonumber(w)
         if known[ticket] == false and wn >= 0 and active_live(wn) then
-            redis.call('HINCRBY', KEYS[2], w, -1)
+            incr(KEYS[2], w, -1)
             known[ticket] = true
             if since == nil then since = revoked_since(redis.call('HGET', KEYS[7], ticket)) end
             redis.call('HSET', KEYS[7], ticket, string.format('%d:1', since))
@@ -517,16 +534,17 @@ local abandoned = 0
 local raw = redis.call('HGETALL', KEYS[3])
 for k = 1, #raw, 2 do
     local b, w = string.match(raw[k], '^(-?%d+):(-?%d+)$')
-    b, w = tonumber(b), tonumber(w)
-    if b == nil or not waiting_live(w) then
-        if b ~= nil then abandoned = abandoned + math.max(0, tonumber(raw[k + 1]) or 0) end
+    b, w = count(b), count(w)
+    local v = count(raw[k + 1])
+    if b == nil or w == nil or v == nil or not waiting_live(w) then
+        if b ~= nil and w ~= nil and v ~= nil then abandoned = abandoned + math.max(0, v) end
         redis.call('HDEL', KEYS[3], raw[k])
     else
         if per_bucket[b] == nil then
             per_bucket[b] = 0
             buckets[#buckets + 1] = b
         end
-        per_bucket[b] = per_bucket[b] + math.max(0, tonumber(raw[k + 1]))
+        per_bucket[b] = per_bucket[b] + math.max(0, v)
     end
 end
 table.sort(buckets)
