@@ -1352,6 +1352,63 @@ TEST(RedisStore, ReservesByTheRecentAnswersOfASilentNodeAsTheLocalStoreDoes) {
               12'000 - 4000 - 4000 - 3000);
 }
 
+// Values written by hand into the meta fields the outage reserve reads: numbers of more than 15
+// characters (a lease of 10^20 for a node the store forgot, a ghost window without end, answers
+// with 10^20 free places), a word, a negative lease. Read as numbers they reserved the whole room
+// (or held every grant back); skipped, the script answers as the local store does, which has
+// none of them, fails nothing, and its next writes replace them.
+TEST(RedisStore, MetaValuesWrittenByHandNeitherFailASyncNorReserveAnything) {
+    redis_server srv;
+    boost::asio::io_context ioc;
+    redis_store rs(ioc.get_executor(), options(srv));
+    local_store ls;
+    auto l = limits(1000, 600);
+    const std::int64_t back = t0 + 31'000;
+    for (store* s : std::initializer_list<store*>{&rs, &ls}) {
+        for (std::int64_t at : {t0, t0 + 1000}) {
+            ASSERT_FALSE(call_sync(ioc, *s, node("a", "dc", at, {report(l)})).ec);
+            ASSERT_FALSE(call_sync(ioc, *s, node("b", "dc", at + 100, {report(l)})).ec);
+        }
+    }
+    const std::string seen_at = std::to_string(t0 + 1000);
+    const std::string big = "99999999999999999999";
+    ASSERT_EQ(srv.cli("HSET wr:{shop}:meta seen:zz '" + seen_at + " " + big + " 1 5' seen:yy '" +
+                      seen_at + " -400 1 5' seen:xx 'a b c d' answers:b '" + seen_at + " 1 " +
+                      big + "' ghosts '-1 " + big + " " + big + "' refill_until " + big +
+                      " ghost_hold x"),
+              "6");
+    room_report r = report(l);
+    r.deltas.admitted.add(back - 5000, 40);
+    r.held_exact = true;
+    auto remote = call_sync(ioc, rs, node("a", "dc", back, {r}));
+    auto local = call_sync(ioc, ls, node("a", "dc", back, {r}));
+    ASSERT_FALSE(remote.ec) << remote.ec.message();
+    ASSERT_FALSE(remote.rooms[0].ec) << remote.rooms[0].ec.message();
+    EXPECT_EQ(describe(remote.rooms[0]), describe(local.rooms[0]));
+    std::int64_t got_remote = 0, got_local = 0;
+    for (int i = 0; i < 32; ++i) {
+        got_remote += call_top_up(ioc, rs, top_up("a", "dc", l, 1000, back + 10)).granted;
+        got_local += call_top_up(ioc, ls, top_up("a", "dc", l, 1000, back + 10)).granted;
+    }
+    EXPECT_EQ(got_remote, got_local);
+    EXPECT_GT(got_remote, 0) << "only b, silent since, is reserved";
+    for (const char* field : {"seen:zz", "seen:yy", "seen:xx"}) {
+        EXPECT_EQ(srv.cli(std::string("HEXISTS wr:{shop}:meta ") + field), "0") << field;
+    }
+    EXPECT_EQ(srv.cli("HGET wr:{shop}:meta ghosts"),
+              std::to_string(t0 + 1000 - 3000) + " " + std::to_string(back) + " " +
+                  std::to_string(back + 3000));
+    // b reports: its answers are written anew, and nothing is reserved.
+    for (store* s : std::initializer_list<store*>{&rs, &ls}) {
+        room_report rb = report(l);
+        rb.held_exact = true;
+        ASSERT_FALSE(call_sync(ioc, *s, node("b", "dc", back + 500, {rb})).ec);
+    }
+    EXPECT_EQ(srv.cli("HGET wr:{shop}:meta answers:b").find(big), std::string::npos);
+    EXPECT_EQ(call_top_up(ioc, rs, top_up("a", "dc", l, 1000, back + 600)).granted,
+              call_top_up(ioc, ls, top_up("a", "dc", l, 1000, back + 600)).granted);
+}
+
 // Answers lost after the server applied the call (the server froze past the deadline, then ran
 // what it had read): the Redis store settles them as the local store does. A resent batch gets
 // the grant again, and a top-up that the next sync names lost is taken back, so both stores hold

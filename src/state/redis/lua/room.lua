@@ -265,38 +265,59 @@ local function set_ttls(node_ttl)
     for i = 1, 7 do redis.call('PEXPIRE', KEYS[i], ttl) end
 end
 
--- The meta hash's seen:<id> records (with `prune_ttl`, those older are deleted) and the ghost
--- window {from, to, until}.
+-- The space-separated counts of a meta value as this script writes them (see count), or nil
+-- for anything else: a value written by hand is neither read nor counted, and the next write
+-- of its field replaces it.
+local function counts_of(v)
+    if type(v) ~= 'string' then return nil end
+    local out = {}
+    for tok in string.gmatch(v, '%S+') do
+        local n = count(tok)
+        if n == nil then return nil end
+        out[#out + 1] = n
+    end
+    return out
+end
+
+-- The meta hash's seen:<id> records (with `prune_ttl`, those older are deleted, and so is a
+-- record this script did not write) and the ghost window {from, to, until}.
 local function load_seen(prune_ttl)
     local seen, ghosts, answers = {}, {0, 0, 0}, {}
     local raw = redis.call('HGETALL', KEYS[5])
     for i = 1, #raw, 2 do
         local id = string.match(raw[i], '^seen:(.*)$')
         if id ~= nil then
-            local ls, held, peers, free = string.match(
-                raw[i + 1], '^(%-?%d+) (%-?%d+) (%-?%d+) (%-?%d+)$')
-            ls = tonumber(ls)
-            if ls == nil or (prune_ttl ~= nil and ls + prune_ttl <= now) then
+            -- "last_seen held peers free_active": held, free ≥ 0 and peers ≥ 1 as written below
+            local v = counts_of(raw[i + 1])
+            local ok = v ~= nil and #v == 4 and v[2] >= 0 and v[3] >= 1 and v[4] >= 0
+            if not ok or (prune_ttl ~= nil and v[1] + prune_ttl <= now) then
                 redis.call('HDEL', KEYS[5], raw[i])
             else
-                seen[id] = {ls = ls, held = tonumber(held), peers = tonumber(peers),
-                            free = tonumber(free)}
+                seen[id] = {ls = v[1], held = v[2], peers = v[3], free = v[4]}
             end
         elseif string.match(raw[i], '^answers:') then
             answers[string.sub(raw[i], 9)] = raw[i + 1]
         elseif raw[i] == 'ghosts' then
-            local f, t, u = string.match(raw[i + 1], '^(%-?%d+) (%-?%d+) (%-?%d+)$')
-            if u ~= nil then ghosts = {tonumber(f), tonumber(t), tonumber(u)} end
+            local v = counts_of(raw[i + 1])
+            if v ~= nil and #v == 3 then ghosts = v end
         end
     end
-    -- answers:<id>: "ls peers free ..." of the node's recent syncs (room_ledger::seen_entry)
+    -- answers:<id>: "ls peers free ..." of the node's recent syncs (room_ledger::seen_entry); a
+    -- list with anything else in it reads as none (its node's next sync writes it anew)
     for id, a in pairs(answers) do
         if seen[id] == nil then
             if prune_ttl ~= nil then redis.call('HDEL', KEYS[5], 'answers:' .. id) end
         else
+            local v = counts_of(a)
             local list = {}
-            for ls, peers, free in string.gmatch(a, '(%-?%d+) (%-?%d+) (%-?%d+)') do
-                list[#list + 1] = {tonumber(ls), tonumber(peers), tonumber(free)}
+            if v ~= nil and #v % 3 == 0 then
+                for k = 1, #v, 3 do
+                    if v[k + 1] < 1 or v[k + 2] < 0 then
+                        list = {}
+                        break
+                    end
+                    list[#list + 1] = {v[k], v[k + 1], v[k + 2]}
+                end
             end
             seen[id].answers = list
         end
@@ -352,7 +373,7 @@ if op == 'top_up' then
     local granted = 0
     local m = redis.call('HMGET', KEYS[5], 'epoch', 'refill_until', 'ghost_hold')
     local epoch_ok = ARGV[15] == '' or ARGV[15] == m[1]
-    local refilling = now < (tonumber(m[2]) or 0) and m[2] ~= m[3]
+    local refilling = now < (count(m[2]) or 0) and m[2] ~= m[3]
     local seen, ghosts = load_seen(nil)
     if L.needs_slots and want > 0 and epoch_ok and not refilling then
         local free_unheld = free_unheld_of(live_sum(KEYS[2], active_live, false),
@@ -386,7 +407,7 @@ end
 local node_ttl = tonumber(ARGV[14])
 redis.call('HSET', KEYS[5], 'node_ttl', ARGV[14])
 local m = redis.call('HMGET', KEYS[5], 'epoch', 'epoch_at', 'refill_until', 'ghost_hold')
-local epoch, epoch_at, refill_until = m[1], tonumber(m[2]) or now, tonumber(m[3]) or 0
+local epoch, epoch_at, refill_until = m[1], tonumber(m[2]) or now, count(m[3]) or 0
 -- A refill_until written for older scripts (see ghost_hold) holds no grant of this one.
 local held_for_old = m[3] ~= nil and m[3] == m[4]
 if not epoch then
@@ -516,7 +537,7 @@ do
     local raw_adm = redis.call('HGETALL', KEYS[1])
     local ws = {}
     for k = 1, #raw_adm, 2 do
-        local w, n = tonumber(raw_adm[k]), tonumber(raw_adm[k + 1])
+        local w, n = count(raw_adm[k]), count(raw_adm[k + 1])
         if w ~= nil and n ~= nil and n > 0 and rate_live(w) then ws[#ws + 1] = {w, n} end
     end
     table.sort(ws, function(x, y) return x[1] < y[1] end)
