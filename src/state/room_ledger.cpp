@@ -200,40 +200,55 @@ std::int64_t room_ledger::seen_ttl(const room_limits& l, std::int64_t node_ttl_m
            60'000;
 }
 
+std::pair<std::int64_t, std::int64_t> room_ledger::allowance_bound(const room_limits& l,
+                                                                   const seen_entry& s) {
+    // Its allowance (sync_degraded.cpp): within any sliding minute at most 1 / peers of
+    // new_users_per_minute, and over its episode at most 1 / peers of the active places free in
+    // its last answer. Its last answer may be that of any of its recent syncs (answers).
+    std::int64_t by_rate = l.new_users_per_minute / std::max<std::int64_t>(1, s.peers);
+    std::int64_t by_active = s.free_active / std::max<std::int64_t>(1, s.peers);
+    for (const auto& a : s.answers) {
+        const std::int64_t peers = std::max<std::int64_t>(1, a[1]);
+        by_rate = std::max(by_rate, l.new_users_per_minute / peers);
+        by_active = std::max(by_active, a[2] / peers);
+    }
+    return {by_rate, by_active};
+}
+
 std::pair<std::int64_t, std::int64_t> room_ledger::ghost_reserve(const room_limits& l,
-                                                                 std::int64_t now_ms) const {
+                                                                 std::int64_t now_ms,
+                                                                 const std::string& asking) const {
     std::int64_t rate = 0;
     std::int64_t active = 0;
-    if (now_ms >= ghosts_until_) {
-        return {0, 0};
-    }
     for (const auto& [id, s] : seen_) {
-        if (s.last_seen <= ghosts_from_ || s.last_seen >= ghosts_to_) {
+        const bool ghost =
+            now_ms < ghosts_until_ && s.last_seen > ghosts_from_ && s.last_seen < ghosts_to_;
+        const bool leaving = s.leaving && id != asking && now_ms < s.last_seen + node_ttl_ms_;
+        if (!ghost && !leaving) {
             continue;
         }
-        // Its allowance (sync_degraded.cpp): within any sliding minute at most 1 / peers of
-        // new_users_per_minute, and over its episode at most 1 / peers of the active places free
-        // in its last answer. A node still live has its lease counted as held already; one
-        // forgotten since may have used its lease unreported too.
-        // Its last answer may be that of any of its recent syncs (seen_entry::answers).
-        std::int64_t by_rate = l.new_users_per_minute / std::max<std::int64_t>(1, s.peers);
-        std::int64_t by_active = s.free_active / std::max<std::int64_t>(1, s.peers);
-        for (const auto& a : s.answers) {
-            const std::int64_t peers = std::max<std::int64_t>(1, a[1]);
-            by_rate = std::max(by_rate, l.new_users_per_minute / peers);
-            by_active = std::max(by_active, a[2] / peers);
+        std::pair<std::int64_t, std::int64_t> bound{0, 0};
+        if (ghost) {
+            bound = allowance_bound(l, s);
         }
-        const std::int64_t lease = nodes_.contains(id) ? 0 : s.held;
-        rate += lease + by_rate;
-        active += lease + by_active;
+        if (leaving) {
+            bound = {std::max(bound.first, s.leaving->first),
+                     std::max(bound.second, s.leaving->second)};
+        }
+        // A node still live has its lease counted as held already; a ghost forgotten since may
+        // have used its lease unreported too.
+        const std::int64_t lease = ghost && !nodes_.contains(id) ? s.held : 0;
+        rate += lease + bound.first;
+        active += lease + bound.second;
     }
     return {rate, active};
 }
 
-std::int64_t room_ledger::free_unheld(const room_limits& l, std::int64_t now_ms) const {
+std::int64_t room_ledger::free_unheld(const room_limits& l, std::int64_t now_ms,
+                                      const std::string& asking) const {
     const std::int64_t active = floored_sum(active_, room::active_window_live, l, now_ms);
     const std::int64_t admitted = floored_sum(admitted_, room::rate_window_live, l, now_ms);
-    const auto [rate_reserve, active_reserve] = ghost_reserve(l, now_ms);
+    const auto [rate_reserve, active_reserve] = ghost_reserve(l, now_ms, asking);
     const std::int64_t cap =
         std::max<std::int64_t>(0, std::min(l.total_active_users - active - active_reserve,
                                            l.new_users_per_minute - admitted - rate_reserve));
@@ -302,6 +317,22 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
         ghosts_until_ = std::max(ghosts_until_, now_ms + node_ttl_ms);
     }
     if (!applied_before) {
+        // Leaving degraded mode (a re-report to a store that lost its memory, too): reserved
+        // as a silent node was, by the answers it had, until a report shows that it got an
+        // answer since (see room_ledger.hpp). A node the store has no record of may have had
+        // any answer.
+        seen_entry& se = seen_[node_id];
+        if (report.held_exact) {
+            const auto bound = prev_seen ? allowance_bound(l, se)
+                                         : std::pair{l.new_users_per_minute, l.total_active_users};
+            se.leaving = se.leaving ? std::pair{std::max(se.leaving->first, bound.first),
+                                                std::max(se.leaving->second, bound.second)}
+                                    : bound;
+        } else {
+            se.leaving.reset();
+        }
+    }
+    if (!applied_before) {
         me.held = report.full || report.held_exact
                       ? std::max<std::int64_t>(0, report.held)
                       : std::max<std::int64_t>(
@@ -329,7 +360,8 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
         // would leave nothing for the top-ups of a node whose traffic just rose, and it would
         // queue visitors while the room still had room.
         const std::int64_t cap = capacity(l, now_ms);
-        const std::int64_t free_unheld = now_ms < refill_until_ ? 0 : this->free_unheld(l, now_ms);
+        const std::int64_t free_unheld =
+            now_ms < refill_until_ ? 0 : this->free_unheld(l, now_ms, node_id);
         const double share = share_of(me);
         // With other nodes live, a lease takes half of the node's share: the other half stays
         // unheld for top-ups, which go to whichever node runs dry first. Leasing whole shares
@@ -395,7 +427,7 @@ std::int64_t room_ledger::top_up(const std::string& node_id, const std::string& 
         now_ms < refill_until_) {
         return 0;
     }
-    const std::int64_t free_unheld = this->free_unheld(limits, now_ms);
+    const std::int64_t free_unheld = this->free_unheld(limits, now_ms, node_id);
     // With other nodes live, one top-up takes at most half of what nobody holds, and at most
     // the node's share of it or an even split, whichever is more (at least one): the next node
     // to run dry finds some too, and near the limit every node holds about what its traffic

@@ -100,6 +100,12 @@ TEST(RedisProtocol, FullSyncCommandCarriesTheLiveWindowsAndTheHeldSlotsInsteadOf
     c = sync_command("wr", n, r);
     EXPECT_EQ(c[29], "-1");
     EXPECT_EQ(c[c.size() - 2], "3");  // exact held slots
+    // A re-report leaving degraded mode says so too: the script keeps the node reserved until
+    // a report shows that it got an answer.
+    r.full = true;
+    c = sync_command("wr", n, r);
+    EXPECT_EQ(c[29], "3");
+    EXPECT_EQ(c[c.size() - 2], "3");
 }
 
 TEST(RedisProtocol, TopUpCommandNamesTheEpochTheNodeKnowsAndItsId) {

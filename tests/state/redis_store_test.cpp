@@ -254,6 +254,7 @@ TEST(RedisStore, GivesTheSameAnswersAsTheLocalStore) {
     int granted_total = 0;
     std::int64_t abandoned_total = 0;  // waiting windows that lapsed with visitors in them
     int returns = 0;                   // reports leaving degraded mode
+    int lost_answers = 0;              // of which the node never got the answer
     for (int step = 0; step < 1500; ++step) {
         now += pick(5, 700);
         for (auto& x : nodes) {
@@ -320,10 +321,14 @@ TEST(RedisStore, GivesTheSameAnswersAsTheLocalStore) {
             }
             r.deltas.slots_used = n.used;
             r.deltas.demand = n.demand;
+            bool lost = false;
             if (n.was_down && now - n.last_sync > 2000) {
                 r.held_exact = true;  // its lease lapsed: it holds none of it
                 r.held = 0;
-                n.was_down = false;
+                // Now and then its answer is lost: it stays degraded and says so again.
+                lost = pick(0, 2) == 0;
+                n.was_down = lost;
+                lost_answers += lost ? 1 : 0;
                 ++returns;
             }
             std::int64_t give = std::min(n.pool, n.release);
@@ -345,13 +350,15 @@ TEST(RedisStore, GivesTheSameAnswersAsTheLocalStore) {
                                   0, std::min(l.total_active_users - c.active,
                                               l.new_users_per_minute - c.admitted_last_minute)))
                 << "step " << step;
-            n.pool += rg.granted;
-            granted_total += static_cast<int>(rg.granted);
-            n.release = rg.release;
+            ++syncs;
             n.used = 0;
             n.demand = 0;
-            n.last_sync = now;
-            ++syncs;
+            if (!lost) {
+                n.pool += rg.granted;
+                granted_total += static_cast<int>(rg.granted);
+                n.release = rg.release;
+                n.last_sync = now;
+            }
         } else {
             auto req = top_up(n.id, n.dc, l, pick(1, 6), now);
             auto local = call_top_up(ioc, ls, req);
@@ -380,6 +387,7 @@ TEST(RedisStore, GivesTheSameAnswersAsTheLocalStore) {
     EXPECT_GT(granted_total, 100);
     EXPECT_GT(abandoned_total, 0) << "the sequence lets waiting windows lapse with visitors";
     EXPECT_GT(returns, 8) << "nodes come back from outages, with others silent or not";
+    EXPECT_GT(lost_answers, 2) << "and some of them say so again, their answer lost";
     // (Unmatched −1s free no place at the floor, and revocations end sessions early.)
     EXPECT_GT(admissions.size(), 60u);
 }
@@ -1352,6 +1360,77 @@ TEST(RedisStore, ReservesByTheRecentAnswersOfASilentNodeAsTheLocalStoreDoes) {
               12'000 - 4000 - 4000 - 3000);
 }
 
+// A node whose answer was lost after it reported leaving degraded mode (room_ledger_test:
+// ANodeWhoseAnswerIsLostAfterItLeftDegradedModeStaysReserved): the script keeps it reserved in
+// leaving:<id>, as the local store does, until a report of it that does not leave degraded mode;
+// the node's own grants are not held back by it; a value written there by hand reserves nothing.
+TEST(RedisStore, KeepsANodeWhoseAnswerWasLostReservedAsTheLocalStoreDoes) {
+    redis_server srv;
+    boost::asio::io_context ioc;
+    redis_store rs(ioc.get_executor(), options(srv));
+    local_store ls;
+    auto l = limits(1000, 600);
+    const std::int64_t back = t0 + 31'000;
+    for (store* s : std::initializer_list<store*>{&rs, &ls}) {
+        for (std::int64_t at : {t0, t0 + 1000}) {
+            ASSERT_FALSE(call_sync(ioc, *s, node("a", "dc", at, {report(l)})).ec);
+            ASSERT_FALSE(call_sync(ioc, *s, node("b", "dc", at + 100, {report(l)})).ec);
+        }
+    }
+    auto both = [&](const std::string& id, std::int64_t at, bool leaving, std::int64_t admitted) {
+        room_report r = report(l);
+        r.deltas.admitted.add(at - 100, admitted);
+        r.deltas.demand = 4;
+        r.held_exact = leaving;
+        auto remote = call_sync(ioc, rs, node(id, "dc", at, {r}));
+        auto local = call_sync(ioc, ls, node(id, "dc", at, {r}));
+        EXPECT_FALSE(remote.ec) << remote.ec.message();
+        EXPECT_EQ(describe(remote.rooms[0]), describe(local.rooms[0])) << id << " at " << at;
+        return local.rooms[0].granted;
+    };
+    auto top_ups = [&](const char* id, std::int64_t at) {
+        std::int64_t got_remote = 0, got_local = 0;
+        for (int i = 0; i < 32; ++i) {
+            got_remote += call_top_up(ioc, rs, top_up(id, "dc", l, 1000, at)).granted;
+            got_local += call_top_up(ioc, ls, top_up(id, "dc", l, 1000, at)).granted;
+        }
+        EXPECT_EQ(got_remote, got_local) << id << " at " << at;
+        return got_local;
+    };
+    both("a", back, true, 20);
+    both("b", back + 400, true, 30);  // its answer is lost
+    EXPECT_EQ(srv.cli("HGET wr:{shop}:meta leaving:b"), "300 500");
+    both("a", back + 500, false, 0);
+    top_ups("a", back + 550);
+    EXPECT_EQ(ls.held_total("shop"), 600 - 50 - 300) << "b's half of the rate stays free";
+    both("b", back + 1400, true, 10);  // lost again
+    EXPECT_EQ(srv.cli("HGET wr:{shop}:meta leaving:b"), "300 500");
+    both("b", back + 2400, false, 0);  // it got an answer
+    EXPECT_EQ(srv.cli("HEXISTS wr:{shop}:meta leaving:b"), "0");
+    both("a", back + 2420, false, 0);  // (b's second report made a a ghost until it synced)
+    // Written by hand (a number of 20 digits), the field reserves nothing.
+    ASSERT_EQ(srv.cli("HSET wr:{shop}:meta leaving:a '99999999999999999999 1'"), "1");
+    EXPECT_GT(top_ups("b", back + 2450), 0);
+    EXPECT_EQ(ls.counts("shop", l, back + 2450).admitted_last_minute + ls.held_total("shop"), 600);
+
+    // Alone, a node whose answer was lost is granted at once by its next report, which its own
+    // reserve (the whole rate) does not hold back.
+    for (store* s : std::initializer_list<store*>{&rs, &ls}) {
+        ASSERT_FALSE(call_sync(ioc, *s, node("x", "dc", t0, {report(l, "solo")})).ec);
+    }
+    room_report r = report(l, "solo");
+    r.deltas.demand = 4;
+    r.held_exact = true;
+    for (std::int64_t at : {back, back + 1000}) {  // the first answer is lost
+        auto remote = call_sync(ioc, rs, node("x", "dc", at, {r}));
+        auto local = call_sync(ioc, ls, node("x", "dc", at, {r}));
+        ASSERT_FALSE(remote.ec) << remote.ec.message();
+        EXPECT_EQ(describe(remote.rooms[0]), describe(local.rooms[0]));
+        EXPECT_GT(local.rooms[0].granted, 0) << at;
+    }
+    EXPECT_EQ(srv.cli("HGET wr:{solo}:meta leaving:x"), "600 1000");
+}
+
 // Values written by hand into the meta fields the outage reserve reads: numbers of more than 15
 // characters (a lease of 10^20 for a node the store forgot, a ghost window without end, answers
 // with 10^20 free places), a word, a negative lease. Read as numbers they reserved the whole room
@@ -1372,11 +1451,11 @@ TEST(RedisStore, MetaValuesWrittenByHandNeitherFailASyncNorReserveAnything) {
     }
     const std::string seen_at = std::to_string(t0 + 1000);
     const std::string big = "99999999999999999999";
-    ASSERT_EQ(srv.cli("HSET wr:{shop}:meta seen:zz '" + seen_at + " " + big + " 1 5' seen:yy '" +
-                      seen_at + " -400 1 5' seen:xx 'a b c d' answers:b '" + seen_at + " 1 " +
-                      big + "' ghosts '-1 " + big + " " + big + "' refill_until " + big +
-                      " ghost_hold x"),
-              "6");
+    ASSERT_EQ(
+        srv.cli("HSET wr:{shop}:meta seen:zz '" + seen_at + " " + big + " 1 5' seen:yy '" +
+                seen_at + " -400 1 5' seen:xx 'a b c d' answers:b '" + seen_at + " 1 " + big +
+                "' ghosts '-1 " + big + " " + big + "' refill_until " + big + " ghost_hold x"),
+        "6");
     room_report r = report(l);
     r.deltas.admitted.add(back - 5000, 40);
     r.held_exact = true;
@@ -1395,9 +1474,9 @@ TEST(RedisStore, MetaValuesWrittenByHandNeitherFailASyncNorReserveAnything) {
     for (const char* field : {"seen:zz", "seen:yy", "seen:xx"}) {
         EXPECT_EQ(srv.cli(std::string("HEXISTS wr:{shop}:meta ") + field), "0") << field;
     }
-    EXPECT_EQ(srv.cli("HGET wr:{shop}:meta ghosts"),
-              std::to_string(t0 + 1000 - 3000) + " " + std::to_string(back) + " " +
-                  std::to_string(back + 3000));
+    EXPECT_EQ(srv.cli("HGET wr:{shop}:meta ghosts"), std::to_string(t0 + 1000 - 3000) + " " +
+                                                         std::to_string(back) + " " +
+                                                         std::to_string(back + 3000));
     // b reports: its answers are written anew, and nothing is reserved.
     for (store* s : std::initializer_list<store*>{&rs, &ls}) {
         room_report rb = report(l);

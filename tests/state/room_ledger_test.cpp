@@ -168,7 +168,9 @@ TEST(Ledger, ANodeAloneBackFromAnOutageIsGrantedAtOnce) {
 }
 
 // The first node back is granted all but what the silent nodes may have admitted unreported:
-// their lease then and a third of new_users_per_minute each. As each reports, its reserve goes.
+// their lease then and a third of new_users_per_minute each. As each reports leaving degraded
+// mode, its lease goes from the reserve; the rest goes with its next report, which shows that
+// it got an answer (see ANodeWhoseAnswerIsLostAfterItLeftDegradedModeStaysReserved).
 TEST(Ledger, ANodeBackFromAnOutageIsGrantedAllButWhatTheSilentNodesMayHaveAdmitted) {
     room_ledger ledger;
     auto l = limits(1000, 600);
@@ -183,13 +185,76 @@ TEST(Ledger, ANodeBackFromAnOutageIsGrantedAllButWhatTheSilentNodesMayHaveAdmitt
     };
     EXPECT_EQ(counted(back + 100), 600 - (lease_b + 200) - (lease_c + 200));
 
-    // b reports what it admitted (within its third): only c's reserve is left.
+    // b reports what it admitted (within its third): its lease is no longer reserved, its
+    // allowance is until its next report (which leaves a nothing more here: 150 of those 200
+    // are counted in the minute already).
+    const std::int64_t before_b = counted(back + 100);
     ledger.sync("b", "dc", back_report(l, back - 5000, 150), back + 400, 3000);
     take_all(ledger, "a", l, back + 500);
-    EXPECT_EQ(counted(back + 500), 600 - (lease_c + 200));
+    EXPECT_EQ(counted(back + 500), before_b + 150);
+    ledger.sync("b", "dc", busy_report(l, 2), back + 600, 3000);
+    take_all(ledger, "a", l, back + 650);
+    EXPECT_EQ(counted(back + 650), 600 - (lease_c + 200));
     ledger.sync("c", "dc", back_report(l, back - 5000, 100), back + 700, 3000);
+    ledger.sync("c", "dc", busy_report(l, 2), back + 750, 3000);
     take_all(ledger, "a", l, back + 800);
     EXPECT_EQ(counted(back + 800), 600) << "everyone reported: nothing is reserved";
+}
+
+// b reports leaving degraded mode and the store applies it, but its answer is lost (a timeout:
+// Redis answered after b gave up): b stays degraded and keeps admitting from its allowance.
+// Those admissions must stay reserved until b shows that it got an answer, or a is granted the
+// same places: b's reserve is kept while its reports still leave degraded mode, and goes with
+// its first report that does not (or one node TTL after its last report).
+TEST(Ledger, ANodeWhoseAnswerIsLostAfterItLeftDegradedModeStaysReserved) {
+    room_ledger ledger;
+    auto l = limits(1000, 600);  // the rate limit binds
+    three_nodes_before_an_outage(ledger, l);
+    const std::int64_t lease_c = ledger.held_by("c");
+    const std::int64_t back = t0 + 31'000;
+    // a syncs, then takes whatever the store will grant it: what is left is reserved.
+    auto free_for_a = [&](std::int64_t at) {
+        ledger.sync("a", "dc", busy_report(l, 2), at, 3000);
+        take_all(ledger, "a", l, at + 50);
+        return 600 - (ledger.counts(l, at + 50).admitted_last_minute + ledger.held_total());
+    };
+    ledger.sync("a", "dc", back_report(l, back - 5000, 20), back, 3000);
+    ledger.sync("b", "dc", back_report(l, back - 5000, 30), back + 400, 3000);  // answer lost
+    EXPECT_EQ(free_for_a(back + 450), (lease_c + 200) + 200) << "b may still admit its third";
+    // Lost again: b reports what it admitted meanwhile, still leaving degraded mode. Its
+    // reserve is now the most any of its answers allows, the lost one (half: a and b were live)
+    // included, since the store cannot tell whether b had it.
+    ledger.sync("b", "dc", back_report(l, back + 1000, 30), back + 1400, 3000);
+    EXPECT_EQ(ledger.sync("a", "dc", busy_report(l, 2), back + 1450, 3000).granted, 0);
+    EXPECT_EQ(ledger.top_up("a", "dc", l, 1000, back + 1500), 0)
+        << "170 admitted, c's 203 and b's 300 reserved: nothing is free";
+    // Its answer came: its next report is an ordinary one, and nothing of b is reserved.
+    ledger.sync("b", "dc", busy_report(l, 2), back + 2400, 3000);
+    EXPECT_EQ(free_for_a(back + 2450), lease_c + 200) << "c, silent, still is";
+
+    // c reports leaving degraded mode and is never heard of again: reserved for one node TTL.
+    ledger.sync("c", "dc", back_report(l, back - 5000, 10), back + 2600, 3000);
+    ledger.sync("b", "dc", busy_report(l, 2), back + 3400, 3000);
+    EXPECT_EQ(free_for_a(back + 5500), 200);
+    ledger.sync("b", "dc", busy_report(l, 2), back + 5600, 3000);
+    EXPECT_EQ(free_for_a(back + 5600), 0);
+}
+
+// A node's own reserve never holds its own grants back: it uses either their slots (the answer
+// came) or its allowance (the answer and the slots were lost), never both. So a node alone whose
+// answers are lost is granted at once as soon as one comes.
+TEST(Ledger, ANodeLeavingDegradedModeIsNotHeldBackByItsOwnReserve) {
+    room_ledger ledger;
+    auto l = limits(1000, 600);
+    ledger.sync("a", "dc", busy_report(l), t0, 3000);
+    ledger.sync("a", "dc", back_report(l, t0 + 20'000, 50), t0 + 30'000, 3000);  // answer lost
+    auto g = ledger.sync("a", "dc", back_report(l, t0 + 30'500, 5), t0 + 31'000, 3000);
+    EXPECT_GT(g.granted, 0);
+    EXPECT_GT(ledger.top_up("a", "dc", l, 1000, t0 + 31'100), 0);
+    // Nobody else is granted a's reserve meanwhile (a was alone: its allowance was the rate).
+    ledger.sync("b", "dc", busy_report(l), t0 + 31'200, 3000);
+    take_all(ledger, "b", l, t0 + 31'300);
+    EXPECT_EQ(ledger.held_by("b"), 0);
 }
 
 // A sync sent just before Redis froze runs when it resumes, after its node gave up on it: the

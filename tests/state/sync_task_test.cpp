@@ -960,6 +960,53 @@ TEST(Degraded, AnAllowanceStaysWithinTheNodesShareOfTheRateWhateverItAdmittedBef
     EXPECT_GE(log.size(), 60u) << "the allowance is used: two minutes of it";
 }
 
+// Hostile: b's report leaving degraded mode is applied but its answer is lost (Redis answered
+// after b gave up), twice. b stays degraded and admits its unused allowance (half the rate),
+// while a, back first, is flooded and tops up: the store must keep b's allowance out of a's
+// grants until b's report shows it got an answer, or the two admit 180 in a minute of 120.
+TEST(Degraded, ANodeWhoseAnswerLeavingDegradedModeIsLostIsStillReservedFor) {
+    auto eng = make_engine(100'000, 120);
+    local_store inner;
+    scripted_store sa(inner), sb(inner);
+    room::node_state node_a, node_b;
+    sync_task a(node_a, sa, two_nodes::named("a")), b(node_b, sb, two_nodes::named("b"));
+    a.set_engine(eng);
+    b.set_engine(eng);
+    room::worker_state wa(node_a), wb(node_b);
+    room::rng rng(31);
+    for (std::int64_t at : {t0, t0 + 500}) {  // each knows both: its allowance is half
+        tick(wa, a, at);
+        tick(wb, b, at + 100);
+    }
+    sa.down = sb.down = true;
+    for (int s = 1; s <= 6; ++s) {  // a quiet outage: both allowances fill their pools
+        tick(wa, a, t0 + s * 1000);
+        tick(wb, b, t0 + s * 1000 + 300);
+    }
+    ASSERT_TRUE(a.degraded(t0 + 6500));
+    ASSERT_TRUE(b.degraded(t0 + 6500));
+    sa.down = sb.down = false;
+    std::vector<std::int64_t> all;
+    for (int s = 7; s <= 70; ++s) {
+        const std::int64_t now = t0 + s * 1000;
+        tick(wa, a, now);
+        // b's first two reports leaving degraded mode are applied, their answers lost.
+        sb.lose_next = s <= 8;
+        tick(wb, b, now + 300);
+        for (std::int64_t k = 0; k < 4; ++k) {
+            const std::int64_t at = now + 400 + 150 * k;
+            log_admissions(all, offer(*eng, wa, a, at, 40, rng).size(), at);
+            log_admissions(all, offer(*eng, wb, b, at + 10, 40, rng).size(), at + 10);
+        }
+        if (s == 8) {
+            ASSERT_TRUE(b.degraded(now + 400)) << "its answers were lost";
+        }
+    }
+    EXPECT_FALSE(b.degraded(t0 + 71'000));
+    EXPECT_LE(busiest_minute(all), 120u);
+    EXPECT_GE(all.size(), 120u) << "the room is used";
+}
+
 TEST(Degraded, NodeStartedWhileTheStoreIsDownAdmitsNobodyNewAndDoesNotCrash) {
     auto eng = make_engine(100, 600);
     room::node_state node;

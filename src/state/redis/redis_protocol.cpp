@@ -151,8 +151,10 @@ command sync_command(std::string_view prefix, const node_report& node, const roo
         c.push_back(std::to_string(rev.window));
     }
     // The last two arguments (the script reads them from the end).
-    c.push_back(r.held_exact && !r.full ? std::to_string(std::max<std::int64_t>(0, r.held))
-                                        : std::string("-1"));
+    // A re-report sends it too, leaving degraded mode: the script keeps the node reserved until
+    // a report shows that it got an answer (older scripts ignore it with a re-report).
+    c.push_back(r.held_exact ? std::to_string(std::max<std::int64_t>(0, r.held))
+                             : std::string("-1"));
     c.push_back(std::to_string(r.lost_top_up));
     return c;
 }

@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,6 +38,13 @@ class room_ledger {
     // the free active places then, the most any of its answers in the last two node TTLs
     // allows, since the last ones may have been lost), and grants come only from the capacity
     // left. A node alone has no other node to wait for: nothing is reserved.
+    // The node that reports leaving degraded mode stays reserved so too (the most of its reserve
+    // as a silent node at each such report) until a report of its shows that it got an answer
+    // since: one not `held_exact`, which a node sends only once an answer ended its episode. Its
+    // answer may be lost, and then it goes on admitting from its allowance, which the counts
+    // miss. (Or for one node TTL after its last report: a node silent that long is gone.) Its
+    // own reserve never limits its own grants: it uses either their slots (the answer came, its
+    // episode is over) or its allowance (the answer and its slots were lost), never both.
     room_grant sync(const std::string& node_id, const std::string& datacenter,
                     const room_report& report, std::int64_t now_ms, std::int64_t node_ttl_ms,
                     std::uint64_t batch = 0);
@@ -94,15 +102,25 @@ class room_ledger {
         // before Redis froze runs when it resumes, after the node gave up on it), so it is
         // reserved the most any of these answers allows.
         std::vector<std::array<std::int64_t, 3>> answers;
+        // {rate limit, active limit} it is reserved while it may still be degraded: set by its
+        // reports leaving degraded mode, cleared by its first report that is not (see sync).
+        std::optional<std::pair<std::int64_t, std::int64_t>> leaving;
     };
+    // The most a node may admit from its allowance unreported, by what the store answered it
+    // (its last sync and its recent answers): {rate limit, active limit}.
+    static std::pair<std::int64_t, std::int64_t> allowance_bound(const room::room_limits& l,
+                                                                 const seen_entry& s);
     // How long the room's Redis keys live without syncs (room.lua's set_ttls).
     static std::int64_t seen_ttl(const room::room_limits& l, std::int64_t node_ttl_ms);
     // Slots kept from grants for the nodes that may hold unreported allowance admissions:
-    // {rate limit, active limit} (see sync).
+    // {rate limit, active limit} (see sync). `asking` (the node the grant is for, or empty) is
+    // not reserved for its own leaving degraded mode.
     std::pair<std::int64_t, std::int64_t> ghost_reserve(const room::room_limits& l,
-                                                        std::int64_t now_ms) const;
+                                                        std::int64_t now_ms,
+                                                        const std::string& asking = {}) const;
     // capacity() less the ghosts' reserve, less the slots leased.
-    std::int64_t free_unheld(const room::room_limits& l, std::int64_t now_ms) const;
+    std::int64_t free_unheld(const room::room_limits& l, std::int64_t now_ms,
+                             const std::string& asking) const;
 
     std::map<std::int64_t, std::int64_t> admitted_;  // rate sub-window → admissions
     std::map<std::int64_t, std::int64_t> active_;    // window → admitted visitors

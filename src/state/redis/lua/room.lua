@@ -23,7 +23,9 @@
 --                     it is reserved the most of these), ghosts ("from to until": after a node reported
 --                     leaving degraded mode, the nodes last seen in (from, to) are reserved
 --                     their most unreported admissions until `until`, see ghost_reserve),
---                     ghost_hold (the refill_until written for older scripts, which know no
+--                     leaving:<node id> ("rate active": the reserve of a node that reported
+--                     leaving degraded mode and has not shown an answer since, see
+--                     ghost_reserve), ghost_hold (the refill_until written for older scripts, which know no
 --                     reserve, while one is held: they grant nothing meanwhile; this script
 --                     ignores a refill_until equal to it)
 --   6 overrides hash  queue_all, suspended -> "0" | "1" (run-time switches; absent = unset)
@@ -45,8 +47,9 @@
 --           then m, then m pairs (window, delta) for active
 --           then k, then k triples (bucket, window, delta) for waiting
 --           then r, then r pairs (ticket, window) of revocations (window -1 = none live)
---           next to last: the node's exact held slots after this report's returns ("-1" =
---              none: take slots_used and slots_returned off the count instead)
+--           next to last: the node's exact held slots after this report's returns, sent by
+--              a node leaving degraded mode ("-1" = none: take slots_used and slots_returned
+--              off the count instead; with a re-report, held is ARGV[20] either way)
 --           last: the id of a top-up whose answer the node never got ("0" = none)
 --   top_up: 14 want  15 epoch the node last had answered ("" = none)  16 id ("0" = none)
 -- Returns, sync:   {granted, release, active, admitted_last_minute, held,
@@ -282,7 +285,7 @@ end
 -- The meta hash's seen:<id> records (with `prune_ttl`, those older are deleted, and so is a
 -- record this script did not write) and the ghost window {from, to, until}.
 local function load_seen(prune_ttl)
-    local seen, ghosts, answers = {}, {0, 0, 0}, {}
+    local seen, ghosts, answers, leaving = {}, {0, 0, 0}, {}, {}
     local raw = redis.call('HGETALL', KEYS[5])
     for i = 1, #raw, 2 do
         local id = string.match(raw[i], '^seen:(.*)$')
@@ -297,9 +300,20 @@ local function load_seen(prune_ttl)
             end
         elseif string.match(raw[i], '^answers:') then
             answers[string.sub(raw[i], 9)] = raw[i + 1]
+        elseif string.match(raw[i], '^leaving:') then
+            leaving[string.sub(raw[i], 9)] = raw[i + 1]
         elseif raw[i] == 'ghosts' then
             local v = counts_of(raw[i + 1])
             if v ~= nil and #v == 3 then ghosts = v end
+        end
+    end
+    -- leaving:<id>: "rate active", the reserve of a node that may still be degraded
+    for id, a in pairs(leaving) do
+        local v = counts_of(a)
+        if seen[id] == nil then
+            if prune_ttl ~= nil then redis.call('HDEL', KEYS[5], 'leaving:' .. id) end
+        elseif v ~= nil and #v == 2 and v[1] >= 0 and v[2] >= 0 then
+            seen[id].leaving = v
         end
     end
     -- answers:<id>: "ls peers free ..." of the node's recent syncs (room_ledger::seen_entry); a
@@ -330,40 +344,52 @@ local function save_seen(id, e)
                string.format('%d %d %d %d', e.ls, e.held, e.peers, e.free))
 end
 
+-- room_ledger::allowance_bound: the most a node may admit from its allowance unreported
+-- (sync_degraded.cpp: 1 / peers of new_users_per_minute in any sliding minute, 1 / peers of the
+-- free active places over its episode), by its last sync's answer or any of its recent ones
+-- (answers:<id>): {rate limit, active limit}.
+local function allowance_bound(e)
+    local peers = math.max(1, e.peers)
+    local by_rate, by_act = math.floor(L.per_minute / peers), math.floor(e.free / peers)
+    for _, a in ipairs(e.answers or {}) do
+        local p = math.max(1, a[2])
+        by_rate = math.max(by_rate, math.floor(L.per_minute / p))
+        by_act = math.max(by_act, math.floor(a[3] / p))
+    end
+    return by_rate, by_act
+end
+
 -- room_ledger::ghost_reserve: {rate limit, active limit} kept from grants for the nodes last
--- seen in the ghost window, each the most its allowance (sync_degraded.cpp: 1 / peers of
--- new_users_per_minute in any sliding minute, 1 / peers of the free active places over its
--- episode) plus, once the store forgot it, its lease, which it may have used unreported.
-local function ghost_reserve(seen, ghosts, nodes)
+-- seen in the ghost window, each its allowance_bound plus, once the store forgot it, its lease,
+-- which it may have used unreported; and for the nodes that reported leaving degraded mode and
+-- have not shown an answer since (leaving:<id>), but `asking` (nil: none) for its own.
+local function ghost_reserve(seen, ghosts, nodes, node_ttl, asking)
     local rate, act = 0, 0
-    if now >= ghosts[3] then return 0, 0 end
     for id, e in pairs(seen) do
-        if e.ls > ghosts[1] and e.ls < ghosts[2] then
-            -- Its last answer may be that of any of its recent syncs (answers:<id>).
-            local peers = math.max(1, e.peers)
-            local by_rate, by_act = math.floor(L.per_minute / peers), math.floor(e.free / peers)
-            for _, a in ipairs(e.answers or {}) do
-                local p = math.max(1, a[2])
-                by_rate = math.max(by_rate, math.floor(L.per_minute / p))
-                by_act = math.max(by_act, math.floor(a[3] / p))
-            end
+        local ghost = now < ghosts[3] and e.ls > ghosts[1] and e.ls < ghosts[2]
+        local leaving = e.leaving ~= nil and id ~= asking and now < e.ls + node_ttl
+        if ghost or leaving then
+            local r, a = 0, 0
+            if ghost then r, a = allowance_bound(e) end
+            if leaving then r, a = math.max(r, e.leaving[1]), math.max(a, e.leaving[2]) end
             local lease = 0
-            if nodes[id] == nil then lease = e.held end
-            rate = rate + lease + by_rate
-            act = act + lease + by_act
+            if ghost and nodes[id] == nil then lease = e.held end
+            rate = rate + lease + r
+            act = act + lease + a
         end
     end
     return rate, act
 end
 
--- capacity() less the ghosts' reserve, less the slots leased (room_ledger::free_unheld).
-local function free_unheld_of(active, admitted, seen, ghosts, nodes, ids)
-    local rr, ra = ghost_reserve(seen, ghosts, nodes)
+-- capacity() less the reserve (but `asking`'s own while it leaves degraded mode), less the
+-- slots leased (room_ledger::free_unheld).
+local function free_unheld_of(active, admitted, seen, ghosts, nodes, ids, node_ttl, asking)
+    local rr, ra = ghost_reserve(seen, ghosts, nodes, node_ttl, asking)
     if active < 0 then active = 0 end
     if admitted < 0 then admitted = 0 end
     local cap = math.min(L.total - active - ra, L.per_minute - admitted - rr)
     if cap < 0 then cap = 0 end
-    return math.max(0, cap - held_total(nodes, ids)), rr + ra
+    return math.max(0, cap - held_total(nodes, ids))
 end
 
 if op == 'top_up' then
@@ -378,7 +404,7 @@ if op == 'top_up' then
     if L.needs_slots and want > 0 and epoch_ok and not refilling then
         local free_unheld = free_unheld_of(live_sum(KEYS[2], active_live, false),
                                            live_sum(KEYS[1], rate_live, false), seen, ghosts,
-                                           nodes, ids)
+                                           nodes, ids, node_ttl, node_id)
         -- With other nodes live, one top-up takes at most half of what nobody holds, and at
         -- most the node's share of it or an even split, whichever is more (at least one): the
         -- next node to run dry finds some too, and near the limit the nodes run dry together.
@@ -571,10 +597,12 @@ end
 table.sort(buckets)
 
 if not applied_before then
+    -- The node's exact held slots: sent only by a node leaving degraded mode (with a re-report
+    -- too, from this version on: the script before ignored it there).
+    local exact = tonumber(ARGV[#ARGV - 1])
     if full then
         me.held = math.max(0, tonumber(ARGV[20]))
     else
-        local exact = tonumber(ARGV[#ARGV - 1])
         if exact >= 0 then
             me.held = exact
             -- The node leaves degraded mode: the store was away. The nodes live when it last
@@ -602,6 +630,24 @@ if not applied_before then
             me.tu_id, me.tu_granted = '0', 0
         end
     end
+    -- Leaving degraded mode, the node is reserved as a silent node was, by the answers it had,
+    -- until a report that is not (one of a node that got an answer since) clears it
+    -- (room_ledger::sync). A node this store has no record of may have had any answer.
+    -- Mixed versions: nodes of every version send their exact count while, and only while, they
+    -- leave degraded mode, so an older node is cleared alike (its re-reports to a store that lost
+    -- its memory send none, and clear it); an older script keeps no leaving:<id>, and drops the
+    -- node's reserve at the report that leaves degraded mode, as before.
+    local se = seen[node_id]
+    if exact >= 0 then
+        local r, a = L.per_minute, L.total
+        if prev_seen ~= nil then r, a = allowance_bound(se) end
+        if se.leaving ~= nil then r, a = math.max(r, se.leaving[1]), math.max(a, se.leaving[2]) end
+        se.leaving = {r, a}
+        redis.call('HSET', KEYS[5], 'leaving:' .. node_id, string.format('%d %d', r, a))
+    else
+        se.leaving = nil
+        redis.call('HDEL', KEYS[5], 'leaving:' .. node_id)
+    end
     -- Demand decays by half each sync: the share follows the last couple of intervals.
     me.demand = me.demand / 2 + tonumber(ARGV[17])
 else
@@ -615,7 +661,10 @@ if L.needs_slots then
     -- it, and a grant never exceeds what no node holds yet. The target is also capped at the
     -- node's decayed demand + 1, so the rest of the free capacity stays free for top-ups.
     local cap = capacity(active, admitted)
-    local free_unheld, reserved = free_unheld_of(active, admitted, seen, ghosts, nodes, ids)
+    local free_unheld = free_unheld_of(active, admitted, seen, ghosts, nodes, ids, node_ttl,
+                                       node_id)
+    local rr, ra = ghost_reserve(seen, ghosts, nodes, node_ttl, nil)
+    local reserved = rr + ra
     if now < refill_until and not held_for_old then free_unheld = 0 end
     -- Older scripts know no reserve: while one is held they grant nothing (refill_until), unless
     -- a hold of their own is under way.
