@@ -295,9 +295,13 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
         res.ec = res.rooms.front().ec;
     }
     if (res.ec || res.rooms.size() != sent.size()) {
-        // Per room: keep the report for a resend under its batch, or put its deltas back. Only
-        // while the lease holds: past it the failure path below starts degraded mode, which
-        // reckons with every delta back in the node (merged, as before batch ids).
+        // Per room: keep the report for a resend under its batch, or put its deltas back. While
+        // the lease holds; past it the failure path below starts degraded mode, which reckons
+        // with every delta back in the node (merged, as before batch ids), but for a report
+        // leaving degraded mode: the store may have applied it and only its answer was lost, and
+        // merged into the next report its admissions of the outage would count twice. Resent as
+        // it was, it also keeps the store reserving for the node (room_ledger.hpp) until an
+        // answer ends the episode; the new deltas wait in the node meanwhile.
         // Only a store that was never reached surely applied nothing, and only for a report
         // sent for the first time. An answer that did not parse may follow rooms that ran:
         // putting their handed-back slots in the pool again would hold slots the store leases
@@ -308,18 +312,25 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
             within_lease = now_ms - last_success_ms_ <= opt_.lease_ttl_ms;
         }
         std::vector<bool> keep(sent.size(), false);
+        std::vector<room_report> for_episodes = sent;  // what the degraded episodes reckon with
         std::vector<room_report> alone;  // rooms in an episode of their own: refilled below
         {
             std::lock_guard lock(mu_);
             for (std::size_t i = 0; i < sent.size(); ++i) {
                 room_report& r = sent[i];
-                keep[i] = within_lease && !adj[i].removed &&
+                keep[i] = (within_lease || adj[i].in_episode) && !adj[i].removed &&
                           (r.batch != 0 || res.ec != errc::unavailable);
                 if (keep[i]) {
                     // Outcome unknown: its returned slots stay returned and its deltas stay out
-                    // of the node until the resend is answered.
+                    // of the node until the resend is answered (so does the allowance a report
+                    // leaving degraded mode took out of the pool: the refills count it as used).
+                    // The episodes see the admissions that wait in the node meanwhile too.
+                    if (auto hb = held_back_.find(r.room); hb != held_back_.end()) {
+                        for_episodes[i].deltas.admitted.merge(hb->second);
+                        for_episodes[i].live.admitted.merge(hb->second);
+                    }
                     if (episodes_by_room_.contains(r.room)) {
-                        alone.push_back(r);
+                        alone.push_back(for_episodes[i]);
                     }
                     continue;
                 }
@@ -340,7 +351,7 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
                 }
             }
         }
-        on_failed(now_ms, sent);
+        on_failed(now_ms, for_episodes);
         if (within_lease && !alone.empty()) {
             on_failed(now_ms, alone, true);  // the node's lease holds, these rooms' did not
         }

@@ -1007,6 +1007,45 @@ TEST(Degraded, ANodeWhoseAnswerLeavingDegradedModeIsLostIsStillReservedFor) {
     EXPECT_GE(all.size(), 120u) << "the room is used";
 }
 
+// The report leaving degraded mode is applied and its answer lost: the node resends it as it was,
+// under its batch, until an answer comes, and its later admissions go in the report after. So
+// its admissions of the outage count once (merged into a new report they counted twice, and
+// the store held their places a whole session for nobody).
+TEST(Degraded, AReportLeavingDegradedModeWhoseAnswerIsLostIsResentAndCountsOnce) {
+    auto eng = make_engine(1000, 600);
+    room::node_state node;
+    local_store inner;
+    scripted_store st(inner);
+    sync_task sync(node, st, {});
+    sync.set_engine(eng);
+    room::worker_state ws(node);
+    room::rng rng(37);
+    tick(ws, sync, t0);
+    st.down = true;
+    std::size_t admitted = 0;
+    for (int s = 1; s <= 5; ++s) {
+        tick(ws, sync, t0 + s * 1000);
+        admitted += offer(*eng, ws, sync, t0 + s * 1000 + 100, 4, rng).size();
+    }
+    ASSERT_TRUE(sync.degraded(t0 + 5500));
+    ASSERT_GT(admitted, 0u);
+    st.down = false;
+    st.lose_next = true;
+    tick(ws, sync, t0 + 6000);  // applied, answer lost
+    ASSERT_TRUE(sync.degraded(t0 + 6000));
+    admitted += offer(*eng, ws, sync, t0 + 6100, 3, rng).size();
+    for (int s = 7; s <= 9; ++s) {
+        tick(ws, sync, t0 + s * 1000);
+        admitted += offer(*eng, ws, sync, t0 + s * 1000 + 100, 2, rng).size();
+    }
+    tick(ws, sync, t0 + 10'000);
+    EXPECT_FALSE(sync.degraded(t0 + 10'000));
+    const room::room_limits lim = eng->rooms()[0].limits_at(t0 + 10'000);
+    const auto c = inner.counts("shop", lim, t0 + 10'000);
+    EXPECT_EQ(c.admitted_last_minute, static_cast<std::int64_t>(admitted));
+    EXPECT_EQ(c.active, static_cast<std::int64_t>(admitted));
+}
+
 TEST(Degraded, NodeStartedWhileTheStoreIsDownAdmitsNobodyNewAndDoesNotCrash) {
     auto eng = make_engine(100, 600);
     room::node_state node;
