@@ -215,15 +215,25 @@ std::pair<std::int64_t, std::int64_t> room_ledger::allowance_bound(const room_li
     return {by_rate, by_active};
 }
 
+bool room_ledger::ghosts_open(std::int64_t now_ms, std::int64_t node_ttl_ms) const {
+    // The window's end is one node TTL after the last report that opened it, on that node's
+    // clock. One further ahead of this clock than another node TTL comes from a clock that is
+    // wrong (or was written by hand): honoured, it would hold every grant back, every node a
+    // ghost to the others, for as long as the clock is ahead.
+    return now_ms < ghosts_until_ && ghosts_until_ <= now_ms + 2 * node_ttl_ms;
+}
+
 std::pair<std::int64_t, std::int64_t> room_ledger::ghost_reserve(const room_limits& l,
                                                                  std::int64_t now_ms,
                                                                  const std::string& asking) const {
     std::int64_t rate = 0;
     std::int64_t active = 0;
     for (const auto& [id, s] : seen_) {
-        const bool ghost =
-            now_ms < ghosts_until_ && s.last_seen > ghosts_from_ && s.last_seen < ghosts_to_;
-        const bool leaving = s.leaving && id != asking && now_ms < s.last_seen + node_ttl_ms_;
+        const bool ghost = ghosts_open(now_ms, node_ttl_ms_) && s.last_seen > ghosts_from_ &&
+                           s.last_seen < ghosts_to_;
+        // (A last_seen further ahead of this clock than a node TTL is no clock of a live node.)
+        const bool leaving = s.leaving && id != asking && now_ms < s.last_seen + node_ttl_ms_ &&
+                             s.last_seen <= now_ms + node_ttl_ms_;
         if (!ghost && !leaving) {
             continue;
         }
@@ -305,7 +315,7 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
         // node back after an outage that began later (it synced since the first came back)
         // opens the window to now.
         const std::int64_t from = prev_seen ? *prev_seen - node_ttl_ms : -1;  // -1: every node
-        if (now_ms >= ghosts_until_) {
+        if (!ghosts_open(now_ms, node_ttl_ms)) {
             ghosts_from_ = from;
             ghosts_to_ = now_ms;
         } else {

@@ -1486,6 +1486,24 @@ TEST(RedisStore, MetaValuesWrittenByHandNeitherFailASyncNorReserveAnything) {
     EXPECT_EQ(srv.cli("HGET wr:{shop}:meta answers:b").find(big), std::string::npos);
     EXPECT_EQ(call_top_up(ioc, rs, top_up("a", "dc", l, 1000, back + 600)).granted,
               call_top_up(ioc, ls, top_up("a", "dc", l, 1000, back + 600)).granted);
+    // A ghost window of 14 digits (a count as the script writes them) ending in 3,000 years holds
+    // nothing back: it ends further ahead than a node TTL. Nor does a node's record whose clock is
+    // that far ahead keep it reserved.
+    ASSERT_EQ(srv.cli("HSET wr:{shop}:meta ghosts '-1 99999999999999 99999999999999' seen:zz "
+                      "'99999999999999 0 1 0' leaving:zz '600 1000'"),
+              "2");
+    for (store* s : std::initializer_list<store*>{&rs, &ls}) {
+        for (const char* id : {"a", "b"}) {
+            ASSERT_FALSE(call_sync(ioc, *s, node(id, "dc", back + 3600, {report(l)})).ec);
+        }
+    }
+    got_remote = got_local = 0;
+    for (int i = 0; i < 32; ++i) {
+        got_remote += call_top_up(ioc, rs, top_up("a", "dc", l, 1000, back + 3700)).granted;
+        got_local += call_top_up(ioc, ls, top_up("a", "dc", l, 1000, back + 3700)).granted;
+    }
+    EXPECT_EQ(got_remote, got_local);
+    EXPECT_EQ(ls.counts("shop", l, back + 3700).admitted_last_minute + ls.held_total("shop"), 600);
 }
 
 // Answers lost after the server applied the call (the server froze past the deadline, then ran

@@ -257,6 +257,25 @@ TEST(Ledger, ANodeLeavingDegradedModeIsNotHeldBackByItsOwnReserve) {
     EXPECT_EQ(ledger.held_by("b"), 0);
 }
 
+// Hostile: a node whose clock is a minute ahead leaves degraded mode. The ghost window it opens
+// ends a minute ahead of the others' clocks, and every node would be a ghost to the others (each
+// last seen before its end) that long: the room held below its limits for a minute. A window
+// ending more than a node TTL ahead of the reader's clock is no window.
+TEST(Ledger, ANodeWhoseClockIsAheadHoldsNothingBackForTheOthers) {
+    room_ledger ledger;
+    auto l = limits(1000, 600);
+    three_nodes_before_an_outage(ledger, l);
+    const std::int64_t back = t0 + 31'000;
+    ledger.sync("a", "dc", busy_report(l, 2), back, 3000);
+    ledger.sync("b", "dc", busy_report(l, 2), back + 100, 3000);
+    ledger.sync("c", "dc", back_report(l, back + 60'000, 10), back + 60'200, 3000);
+    ledger.sync("c", "dc", busy_report(l, 2), back + 61'200, 3000);  // its answer came
+    ledger.sync("a", "dc", busy_report(l, 2), back + 1000, 3000);
+    ledger.sync("b", "dc", busy_report(l, 2), back + 1100, 3000);
+    take_all(ledger, "a", l, back + 1200);
+    EXPECT_EQ(ledger.counts(l, back + 1200).admitted_last_minute + ledger.held_total(), 600);
+}
+
 // A sync sent just before Redis froze runs when it resumes, after its node gave up on it: the
 // node sizes its allowance from the answer before, which the store must still reserve for. Here
 // a node d joins just before the outage, and c's last sync, whose answer c never got, saw four

@@ -118,6 +118,8 @@ class room_ledger {
     std::pair<std::int64_t, std::int64_t> ghost_reserve(const room::room_limits& l,
                                                         std::int64_t now_ms,
                                                         const std::string& asking = {}) const;
+    // The ghost window holds now (see ghosts_until_).
+    bool ghosts_open(std::int64_t now_ms, std::int64_t node_ttl_ms) const;
     // capacity() less the ghosts' reserve, less the slots leased.
     std::int64_t free_unheld(const room::room_limits& l, std::int64_t now_ms,
                              const std::string& asking) const;

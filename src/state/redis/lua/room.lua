@@ -359,6 +359,13 @@ local function allowance_bound(e)
     return by_rate, by_act
 end
 
+-- room_ledger::ghosts_open: the window holds now, and its end is no further ahead of this
+-- node's clock than another node TTL (a wrong clock, or a value written by hand, would hold
+-- every grant back for as long as it is ahead).
+local function ghosts_open(ghosts, node_ttl)
+    return now < ghosts[3] and ghosts[3] <= now + 2 * node_ttl
+end
+
 -- room_ledger::ghost_reserve: {rate limit, active limit} kept from grants for the nodes last
 -- seen in the ghost window, each its allowance_bound plus, once the store forgot it, its lease,
 -- which it may have used unreported; and for the nodes that reported leaving degraded mode and
@@ -366,8 +373,9 @@ end
 local function ghost_reserve(seen, ghosts, nodes, node_ttl, asking)
     local rate, act = 0, 0
     for id, e in pairs(seen) do
-        local ghost = now < ghosts[3] and e.ls > ghosts[1] and e.ls < ghosts[2]
-        local leaving = e.leaving ~= nil and id ~= asking and now < e.ls + node_ttl
+        local ghost = ghosts_open(ghosts, node_ttl) and e.ls > ghosts[1] and e.ls < ghosts[2]
+        local leaving = e.leaving ~= nil and id ~= asking and now < e.ls + node_ttl and
+                        e.ls <= now + node_ttl
         if ghost or leaving then
             local r, a = 0, 0
             if ghost then r, a = allowance_bound(e) end
@@ -610,7 +618,7 @@ if not applied_before then
             -- sync, or one node TTL after the last node back (room_ledger.cpp).
             local from = -1
             if prev_seen ~= nil then from = prev_seen - node_ttl end
-            if now >= ghosts[3] then
+            if not ghosts_open(ghosts, node_ttl) then
                 ghosts[1], ghosts[2] = from, now
             else
                 ghosts[1] = math.min(ghosts[1], from)
