@@ -223,6 +223,37 @@ bool room_ledger::ghosts_open(std::int64_t now_ms, std::int64_t node_ttl_ms) con
     return now_ms < ghosts_until_ && ghosts_until_ <= now_ms + 2 * node_ttl_ms;
 }
 
+void room_ledger::charge_restarted(const room_limits& l, const seen_entry& old,
+                                   std::int64_t prev_seen, bool forgotten, bool leaving_report,
+                                   std::int64_t now_ms) {
+    // A ghost, or one this report makes one (it leaves degraded mode: prev_seen falls in the
+    // window it opens or widens), or a node marked leaving (see ghost_reserve).
+    const bool ghost = leaving_report || (ghosts_open(now_ms, node_ttl_ms_) &&
+                                          prev_seen > ghosts_from_ && prev_seen < ghosts_to_);
+    const bool leaving =
+        old.leaving && now_ms < prev_seen + node_ttl_ms_ && prev_seen <= now_ms + node_ttl_ms_;
+    if (!ghost && !leaving) {
+        return;
+    }
+    std::pair<std::int64_t, std::int64_t> bound{0, 0};
+    if (ghost) {
+        bound = allowance_bound(l, old);
+        const std::int64_t lease = forgotten ? old.held : 0;
+        bound = {bound.first + lease, bound.second + lease};
+    }
+    if (leaving) {
+        bound = {std::max(bound.first, old.leaving->first),
+                 std::max(bound.second, old.leaving->second)};
+    }
+    if (bound.first > 0) {
+        admitted_[room::floor_to(now_ms, std::max<std::int64_t>(1, l.rate_window_ms))] +=
+            bound.first;
+    }
+    if (bound.second > 0) {
+        active_[room::floor_to(now_ms, room::active_window_ms(l))] += bound.second;
+    }
+}
+
 std::pair<std::int64_t, std::int64_t> room_ledger::ghost_reserve(const room_limits& l,
                                                                  std::int64_t now_ms,
                                                                  const std::string& asking) const {
@@ -282,6 +313,7 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
     g.room = report.room;
     g.epoch = epoch_;
     auto known = nodes_.find(node_id);
+    const bool forgotten = known == nodes_.end();
     // Already applied (its answer was lost): counting it again would count its visitors twice.
     // A node forgotten since (silent past its TTL) has its resend applied as new.
     const bool applied_before = batch != 0 && known != nodes_.end() && batch == known->second.batch;
@@ -304,6 +336,9 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
     seen_[node_id].last_seen = now_ms;  // it reports now: no ghost of its own
     if (!applied_before) {
         me.batch = batch;
+        if (prev_seen && report.epoch.empty() && !report.full) {
+            charge_restarted(l, seen_[node_id], *prev_seen, forgotten, report.held_exact, now_ms);
+        }
         apply(report.full ? report.live : report.deltas, l, now_ms);
     }
     g.abandoned = prune(l, now_ms);

@@ -15,6 +15,7 @@
 #include <random>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "redis_fixture.hpp"
 #include "waitroom/config/config.hpp"
@@ -244,6 +245,7 @@ TEST(RedisStore, GivesTheSameAnswersAsTheLocalStore) {
         std::int64_t demand = 0;
         std::int64_t last_sync = 0;
         bool was_down = false;  // its next report leaves degraded mode
+        std::string epoch = {};  // of the last answer it got ("" before any: a fresh process)
     };
     std::vector<sim> nodes{{"a", "dc1"}, {"b", "dc1"}, {"c", "dc2"}};
     auto l = limits(60, 50);
@@ -331,6 +333,7 @@ TEST(RedisStore, GivesTheSameAnswersAsTheLocalStore) {
                 lost_answers += lost ? 1 : 0;
                 ++returns;
             }
+            r.epoch = n.epoch;
             std::int64_t give = std::min(n.pool, n.release);
             if (!r.limits.needs_slots) {
                 give = n.pool;
@@ -354,6 +357,7 @@ TEST(RedisStore, GivesTheSameAnswersAsTheLocalStore) {
             n.used = 0;
             n.demand = 0;
             if (!lost) {
+                n.epoch = rg.epoch;
                 n.pool += rg.granted;
                 granted_total += static_cast<int>(rg.granted);
                 n.release = rg.release;
@@ -1275,6 +1279,13 @@ TEST(RedisStore, TopUpGrantsNothingToANodeOfAnotherEpoch) {
     }
 }
 
+// A report of a node that has had an answer of the room's store (its epoch, made by `first`'s
+// sync at t0). One naming none comes from a process that never had one: a restarted node.
+room_report known(room_report r, const char* first = "a") {
+    r.epoch = std::to_string(t0) + "/" + first;
+    return r;
+}
+
 // A node back from an outage while another is silent: the script keeps the silent node's most
 // possible admissions free, as the local store does, and still grants the rest. Scripts of an
 // older version, which know no such reserve but honour refill_until, grant nothing meanwhile
@@ -1288,11 +1299,11 @@ TEST(RedisStore, ReservesForSilentNodesAsTheLocalStoreDoesAndHoldsOlderScriptsMe
     const std::int64_t back = t0 + 31'000;
     for (store* s : std::initializer_list<store*>{&rs, &ls}) {
         for (std::int64_t at : {t0, t0 + 1000}) {
-            ASSERT_FALSE(call_sync(ioc, *s, node("a", "dc", at, {report(l)})).ec);
-            ASSERT_FALSE(call_sync(ioc, *s, node("b", "dc", at + 100, {report(l)})).ec);
+            ASSERT_FALSE(call_sync(ioc, *s, node("a", "dc", at, {known(report(l))})).ec);
+            ASSERT_FALSE(call_sync(ioc, *s, node("b", "dc", at + 100, {known(report(l))})).ec);
         }
     }
-    room_report r = report(l);
+    room_report r = known(report(l));
     r.deltas.admitted.add(back - 5000, 40);
     r.held_exact = true;
     auto remote = call_sync(ioc, rs, node("a", "dc", back, {r}));
@@ -1313,7 +1324,7 @@ TEST(RedisStore, ReservesForSilentNodesAsTheLocalStoreDoesAndHoldsOlderScriptsMe
     EXPECT_LE(local.rooms[0].counts.admitted_last_minute + ls.held_total("shop"), 600 - 300);
     // b reports: nothing is reserved any more, and the next top-up takes the rest.
     for (store* s : std::initializer_list<store*>{&rs, &ls}) {
-        room_report rb = report(l);
+        room_report rb = known(report(l));
         rb.held_exact = true;
         ASSERT_FALSE(call_sync(ioc, *s, node("b", "dc", back + 500, {rb})).ec);
     }
@@ -1335,13 +1346,13 @@ TEST(RedisStore, ReservesByTheRecentAnswersOfASilentNodeAsTheLocalStoreDoes) {
     for (store* s : std::initializer_list<store*>{&rs, &ls}) {
         for (std::int64_t at = t0; at <= t0 + 7000; at += 1000) {
             for (const char* id : {"a", "b", "c"}) {
-                ASSERT_FALSE(call_sync(ioc, *s, node(id, "dc", at, {report(l)})).ec);
+                ASSERT_FALSE(call_sync(ioc, *s, node(id, "dc", at, {known(report(l))})).ec);
             }
         }
-        ASSERT_FALSE(call_sync(ioc, *s, node("d", "dc", t0 + 7100, {report(l)})).ec);
-        ASSERT_FALSE(call_sync(ioc, *s, node("c", "dc", t0 + 7300, {report(l)})).ec);
+        ASSERT_FALSE(call_sync(ioc, *s, node("d", "dc", t0 + 7100, {known(report(l))})).ec);
+        ASSERT_FALSE(call_sync(ioc, *s, node("c", "dc", t0 + 7300, {known(report(l))})).ec);
     }
-    room_report r = report(l);
+    room_report r = known(report(l));
     r.deltas.admitted.add(back - 5000, 40);
     r.held_exact = true;
     auto remote = call_sync(ioc, rs, node("a", "dc", back, {r}));
@@ -1373,12 +1384,12 @@ TEST(RedisStore, KeepsANodeWhoseAnswerWasLostReservedAsTheLocalStoreDoes) {
     const std::int64_t back = t0 + 31'000;
     for (store* s : std::initializer_list<store*>{&rs, &ls}) {
         for (std::int64_t at : {t0, t0 + 1000}) {
-            ASSERT_FALSE(call_sync(ioc, *s, node("a", "dc", at, {report(l)})).ec);
-            ASSERT_FALSE(call_sync(ioc, *s, node("b", "dc", at + 100, {report(l)})).ec);
+            ASSERT_FALSE(call_sync(ioc, *s, node("a", "dc", at, {known(report(l))})).ec);
+            ASSERT_FALSE(call_sync(ioc, *s, node("b", "dc", at + 100, {known(report(l))})).ec);
         }
     }
     auto both = [&](const std::string& id, std::int64_t at, bool leaving, std::int64_t admitted) {
-        room_report r = report(l);
+        room_report r = known(report(l));
         r.deltas.admitted.add(at - 100, admitted);
         r.deltas.demand = 4;
         r.held_exact = leaving;
@@ -1416,9 +1427,9 @@ TEST(RedisStore, KeepsANodeWhoseAnswerWasLostReservedAsTheLocalStoreDoes) {
     // Alone, a node whose answer was lost is granted at once by its next report, which its own
     // reserve (the whole rate) does not hold back.
     for (store* s : std::initializer_list<store*>{&rs, &ls}) {
-        ASSERT_FALSE(call_sync(ioc, *s, node("x", "dc", t0, {report(l, "solo")})).ec);
+        ASSERT_FALSE(call_sync(ioc, *s, node("x", "dc", t0, {known(report(l, "solo"), "x")})).ec);
     }
-    room_report r = report(l, "solo");
+    room_report r = known(report(l, "solo"), "x");
     r.deltas.demand = 4;
     r.held_exact = true;
     for (std::int64_t at : {back, back + 1000}) {  // the first answer is lost
@@ -1429,6 +1440,41 @@ TEST(RedisStore, KeepsANodeWhoseAnswerWasLostReservedAsTheLocalStoreDoes) {
         EXPECT_GT(local.rooms[0].granted, 0) << at;
     }
     EXPECT_EQ(srv.cli("HGET wr:{solo}:meta leaving:x"), "600 1000");
+}
+
+// A node restarted in an outage (room_ledger::charge_restarted, sync_task_test:
+// ANodeRestartedDuringAnOutageIsChargedWhatItsLastProcessMayHaveAdmitted): its new process's first
+// report names no epoch, and the script charges what the old one may have admitted unreported,
+// as the local store does.
+TEST(RedisStore, ChargesARestartedNodeAsTheLocalStoreDoes) {
+    redis_server srv;
+    boost::asio::io_context ioc;
+    redis_store rs(ioc.get_executor(), options(srv));
+    local_store ls;
+    auto l = limits(1000, 600);
+    const std::int64_t back = t0 + 31'000;
+    for (store* s : std::initializer_list<store*>{&rs, &ls}) {
+        for (std::int64_t at : {t0, t0 + 1000}) {
+            ASSERT_FALSE(call_sync(ioc, *s, node("a", "dc", at, {known(report(l))})).ec);
+            ASSERT_FALSE(call_sync(ioc, *s, node("b", "dc", at + 100, {known(report(l))})).ec);
+        }
+    }
+    room_report ra = known(report(l));
+    ra.held_exact = true;
+    room_report fresh = report(l);  // b's new process: no epoch
+    for (auto [id, r, at] : {std::tuple{"a", ra, back}, std::tuple{"b", fresh, back + 400}}) {
+        auto remote = call_sync(ioc, rs, node(id, "dc", at, {r}));
+        auto local = call_sync(ioc, ls, node(id, "dc", at, {r}));
+        ASSERT_FALSE(remote.ec) << remote.ec.message();
+        EXPECT_EQ(describe(remote.rooms[0]), describe(local.rooms[0])) << id;
+        if (std::string(id) == "b") {
+            // b's half of the rate and of the 1000 free places, counted from now, each plus its
+            // lease then (the store forgot it).
+            const auto& c = local.rooms[0].counts;
+            EXPECT_GT(c.admitted_last_minute, 300);
+            EXPECT_EQ(c.active - c.admitted_last_minute, 500 - 300);
+        }
+    }
 }
 
 // Values written by hand into the meta fields the outage reserve reads: numbers of more than 15
@@ -1445,8 +1491,8 @@ TEST(RedisStore, MetaValuesWrittenByHandNeitherFailASyncNorReserveAnything) {
     const std::int64_t back = t0 + 31'000;
     for (store* s : std::initializer_list<store*>{&rs, &ls}) {
         for (std::int64_t at : {t0, t0 + 1000}) {
-            ASSERT_FALSE(call_sync(ioc, *s, node("a", "dc", at, {report(l)})).ec);
-            ASSERT_FALSE(call_sync(ioc, *s, node("b", "dc", at + 100, {report(l)})).ec);
+            ASSERT_FALSE(call_sync(ioc, *s, node("a", "dc", at, {known(report(l))})).ec);
+            ASSERT_FALSE(call_sync(ioc, *s, node("b", "dc", at + 100, {known(report(l))})).ec);
         }
     }
     const std::string seen_at = std::to_string(t0 + 1000);
@@ -1456,7 +1502,7 @@ TEST(RedisStore, MetaValuesWrittenByHandNeitherFailASyncNorReserveAnything) {
                 seen_at + " -400 1 5' seen:xx 'a b c d' answers:b '" + seen_at + " 1 " + big +
                 "' ghosts '-1 " + big + " " + big + "' refill_until " + big + " ghost_hold x"),
         "6");
-    room_report r = report(l);
+    room_report r = known(report(l));
     r.deltas.admitted.add(back - 5000, 40);
     r.held_exact = true;
     auto remote = call_sync(ioc, rs, node("a", "dc", back, {r}));
@@ -1479,7 +1525,7 @@ TEST(RedisStore, MetaValuesWrittenByHandNeitherFailASyncNorReserveAnything) {
                                                          std::to_string(back + 3000));
     // b reports: its answers are written anew, and nothing is reserved.
     for (store* s : std::initializer_list<store*>{&rs, &ls}) {
-        room_report rb = report(l);
+        room_report rb = known(report(l));
         rb.held_exact = true;
         ASSERT_FALSE(call_sync(ioc, *s, node("b", "dc", back + 500, {rb})).ec);
     }
@@ -1494,7 +1540,7 @@ TEST(RedisStore, MetaValuesWrittenByHandNeitherFailASyncNorReserveAnything) {
               "2");
     for (store* s : std::initializer_list<store*>{&rs, &ls}) {
         for (const char* id : {"a", "b"}) {
-            ASSERT_FALSE(call_sync(ioc, *s, node(id, "dc", back + 3600, {report(l)})).ec);
+            ASSERT_FALSE(call_sync(ioc, *s, node(id, "dc", back + 3600, {known(report(l))})).ec);
         }
     }
     got_remote = got_local = 0;

@@ -122,10 +122,18 @@ TEST(Ledger, TopUpGivesNothingToANodeOfAnotherEpoch) {
     EXPECT_EQ(ledger.top_up("b", "dc", l, 1, t0 + 10), 1) << "a node that knows none yet";
 }
 
+// A report of a node that has had an answer of the ledger (its epoch: a's first sync at t0). One
+// naming no epoch comes from a process that never had one: a restarted node.
+room_report known_report(const room::room_limits& l, std::int64_t demand = 100) {
+    room_report r = busy_report(l, demand);
+    r.epoch = std::to_string(t0) + "/a";
+    return r;
+}
+
 // A report from a node leaving degraded mode: it holds none of the store's lease, and its
 // deltas carry what it admitted from its allowance.
 room_report back_report(const room::room_limits& l, std::int64_t at, std::int64_t admitted) {
-    room_report r = busy_report(l, 2);
+    room_report r = known_report(l, 2);
     r.deltas.admitted.add(at, admitted);
     r.deltas.active.add(room::floor_to(at, 10'000), admitted);
     r.held_exact = true;
@@ -139,7 +147,7 @@ room_report back_report(const room::room_limits& l, std::int64_t at, std::int64_
 void three_nodes_before_an_outage(room_ledger& ledger, const room::room_limits& l) {
     for (std::int64_t at = t0; at <= t0 + 7000; at += 1000) {
         for (const char* id : {"a", "b", "c"}) {
-            auto r = busy_report(l, 2);
+            auto r = known_report(l, 2);
             if (at == t0) {
                 r.deltas.admitted.add(t0, 30);
                 r.deltas.active.add(t0, 30);
@@ -161,7 +169,7 @@ void take_all(room_ledger& ledger, const char* id, const room::room_limits& l, s
 TEST(Ledger, ANodeAloneBackFromAnOutageIsGrantedAtOnce) {
     room_ledger ledger;
     auto l = limits(1000, 600);
-    ledger.sync("a", "dc", busy_report(l), t0, 3000);
+    ledger.sync("a", "dc", known_report(l), t0, 3000);
     auto g = ledger.sync("a", "dc", back_report(l, t0 + 20'000, 50), t0 + 30'000, 3000);
     EXPECT_GT(g.granted, 0);
     EXPECT_GT(ledger.top_up("a", "dc", l, 5, t0 + 30'100), 0);
@@ -192,11 +200,11 @@ TEST(Ledger, ANodeBackFromAnOutageIsGrantedAllButWhatTheSilentNodesMayHaveAdmitt
     ledger.sync("b", "dc", back_report(l, back - 5000, 150), back + 400, 3000);
     take_all(ledger, "a", l, back + 500);
     EXPECT_EQ(counted(back + 500), before_b + 150);
-    ledger.sync("b", "dc", busy_report(l, 2), back + 600, 3000);
+    ledger.sync("b", "dc", known_report(l, 2), back + 600, 3000);
     take_all(ledger, "a", l, back + 650);
     EXPECT_EQ(counted(back + 650), 600 - (lease_c + 200));
     ledger.sync("c", "dc", back_report(l, back - 5000, 100), back + 700, 3000);
-    ledger.sync("c", "dc", busy_report(l, 2), back + 750, 3000);
+    ledger.sync("c", "dc", known_report(l, 2), back + 750, 3000);
     take_all(ledger, "a", l, back + 800);
     EXPECT_EQ(counted(back + 800), 600) << "everyone reported: nothing is reserved";
 }
@@ -214,7 +222,7 @@ TEST(Ledger, ANodeWhoseAnswerIsLostAfterItLeftDegradedModeStaysReserved) {
     const std::int64_t back = t0 + 31'000;
     // a syncs, then takes whatever the store will grant it: what is left is reserved.
     auto free_for_a = [&](std::int64_t at) {
-        ledger.sync("a", "dc", busy_report(l, 2), at, 3000);
+        ledger.sync("a", "dc", known_report(l, 2), at, 3000);
         take_all(ledger, "a", l, at + 50);
         return 600 - (ledger.counts(l, at + 50).admitted_last_minute + ledger.held_total());
     };
@@ -225,18 +233,18 @@ TEST(Ledger, ANodeWhoseAnswerIsLostAfterItLeftDegradedModeStaysReserved) {
     // reserve is now the most any of its answers allows, the lost one (half: a and b were live)
     // included, since the store cannot tell whether b had it.
     ledger.sync("b", "dc", back_report(l, back + 1000, 30), back + 1400, 3000);
-    EXPECT_EQ(ledger.sync("a", "dc", busy_report(l, 2), back + 1450, 3000).granted, 0);
+    EXPECT_EQ(ledger.sync("a", "dc", known_report(l, 2), back + 1450, 3000).granted, 0);
     EXPECT_EQ(ledger.top_up("a", "dc", l, 1000, back + 1500), 0)
         << "170 admitted, c's 203 and b's 300 reserved: nothing is free";
     // Its answer came: its next report is an ordinary one, and nothing of b is reserved.
-    ledger.sync("b", "dc", busy_report(l, 2), back + 2400, 3000);
+    ledger.sync("b", "dc", known_report(l, 2), back + 2400, 3000);
     EXPECT_EQ(free_for_a(back + 2450), lease_c + 200) << "c, silent, still is";
 
     // c reports leaving degraded mode and is never heard of again: reserved for one node TTL.
     ledger.sync("c", "dc", back_report(l, back - 5000, 10), back + 2600, 3000);
-    ledger.sync("b", "dc", busy_report(l, 2), back + 3400, 3000);
+    ledger.sync("b", "dc", known_report(l, 2), back + 3400, 3000);
     EXPECT_EQ(free_for_a(back + 5500), 200);
-    ledger.sync("b", "dc", busy_report(l, 2), back + 5600, 3000);
+    ledger.sync("b", "dc", known_report(l, 2), back + 5600, 3000);
     EXPECT_EQ(free_for_a(back + 5600), 0);
 }
 
@@ -246,13 +254,13 @@ TEST(Ledger, ANodeWhoseAnswerIsLostAfterItLeftDegradedModeStaysReserved) {
 TEST(Ledger, ANodeLeavingDegradedModeIsNotHeldBackByItsOwnReserve) {
     room_ledger ledger;
     auto l = limits(1000, 600);
-    ledger.sync("a", "dc", busy_report(l), t0, 3000);
+    ledger.sync("a", "dc", known_report(l), t0, 3000);
     ledger.sync("a", "dc", back_report(l, t0 + 20'000, 50), t0 + 30'000, 3000);  // answer lost
     auto g = ledger.sync("a", "dc", back_report(l, t0 + 30'500, 5), t0 + 31'000, 3000);
     EXPECT_GT(g.granted, 0);
     EXPECT_GT(ledger.top_up("a", "dc", l, 1000, t0 + 31'100), 0);
     // Nobody else is granted a's reserve meanwhile (a was alone: its allowance was the rate).
-    ledger.sync("b", "dc", busy_report(l), t0 + 31'200, 3000);
+    ledger.sync("b", "dc", known_report(l), t0 + 31'200, 3000);
     take_all(ledger, "b", l, t0 + 31'300);
     EXPECT_EQ(ledger.held_by("b"), 0);
 }
@@ -266,12 +274,12 @@ TEST(Ledger, ANodeWhoseClockIsAheadHoldsNothingBackForTheOthers) {
     auto l = limits(1000, 600);
     three_nodes_before_an_outage(ledger, l);
     const std::int64_t back = t0 + 31'000;
-    ledger.sync("a", "dc", busy_report(l, 2), back, 3000);
-    ledger.sync("b", "dc", busy_report(l, 2), back + 100, 3000);
+    ledger.sync("a", "dc", known_report(l, 2), back, 3000);
+    ledger.sync("b", "dc", known_report(l, 2), back + 100, 3000);
     ledger.sync("c", "dc", back_report(l, back + 60'000, 10), back + 60'200, 3000);
-    ledger.sync("c", "dc", busy_report(l, 2), back + 61'200, 3000);  // its answer came
-    ledger.sync("a", "dc", busy_report(l, 2), back + 1000, 3000);
-    ledger.sync("b", "dc", busy_report(l, 2), back + 1100, 3000);
+    ledger.sync("c", "dc", known_report(l, 2), back + 61'200, 3000);  // its answer came
+    ledger.sync("a", "dc", known_report(l, 2), back + 1000, 3000);
+    ledger.sync("b", "dc", known_report(l, 2), back + 1100, 3000);
     take_all(ledger, "a", l, back + 1200);
     EXPECT_EQ(ledger.counts(l, back + 1200).admitted_last_minute + ledger.held_total(), 600);
 }
@@ -285,8 +293,8 @@ TEST(Ledger, RecentAnswersOfANodeSizeItsReserve) {
     room_ledger ledger;
     auto l = limits(100'000, 12'000);  // the rate limit binds
     three_nodes_before_an_outage(ledger, l);
-    ledger.sync("d", "dc", busy_report(l, 2), t0 + 7100, 3000);
-    ledger.sync("c", "dc", busy_report(l, 2), t0 + 7300, 3000);  // its answer is lost
+    ledger.sync("d", "dc", known_report(l, 2), t0 + 7100, 3000);
+    ledger.sync("c", "dc", known_report(l, 2), t0 + 7300, 3000);  // its answer is lost
     const std::int64_t lease_b = ledger.held_by("b"), lease_c = ledger.held_by("c"),
                        lease_d = ledger.held_by("d");
     const std::int64_t back = t0 + 31'000;
@@ -327,8 +335,8 @@ TEST(Ledger, ANodeBackFromItsOwnOutageHoldsTheOthersBackOnlyUntilTheyNextSync) {
     std::int64_t at = t0 + 1000;
     for (int s = 2; s <= 31; ++s) {  // b and c keep syncing; a cannot reach the store
         at = t0 + s * 1000;
-        ledger.sync("b", "dc", busy_report(l, 2), at, 3000);
-        ledger.sync("c", "dc", busy_report(l, 2), at + 300, 3000);
+        ledger.sync("b", "dc", known_report(l, 2), at, 3000);
+        ledger.sync("c", "dc", known_report(l, 2), at + 300, 3000);
     }
     const std::int64_t back = at + 500;
     ledger.sync("a", "dc", back_report(l, back - 5000, 20), back, 3000);
@@ -337,8 +345,8 @@ TEST(Ledger, ANodeBackFromItsOwnOutageHoldsTheOthersBackOnlyUntilTheyNextSync) {
     };
     take_all(ledger, "a", l, back + 10);
     EXPECT_LT(counted(back + 10), 600) << "b and c might have run degraded too";
-    ledger.sync("b", "dc", busy_report(l, 2), back + 500, 3000);
-    ledger.sync("c", "dc", busy_report(l, 2), back + 800, 3000);
+    ledger.sync("b", "dc", known_report(l, 2), back + 500, 3000);
+    ledger.sync("c", "dc", known_report(l, 2), back + 800, 3000);
     take_all(ledger, "a", l, back + 900);
     EXPECT_EQ(counted(back + 900), 600);
 }

@@ -1046,6 +1046,53 @@ TEST(Degraded, AReportLeavingDegradedModeWhoseAnswerIsLostIsResentAndCountsOnce)
     EXPECT_EQ(c.active, static_cast<std::int64_t>(admitted));
 }
 
+// Hostile: b admits half of the room's free places from its allowance during an outage, then its
+// process restarts (a deploy, a crash) before the store is back: the new process knows nothing
+// of those admissions. The store charges what b's previous process may have admitted when b's
+// first report names no epoch, or a is granted the same places (60 in a room of 40).
+TEST(Degraded, ANodeRestartedDuringAnOutageIsChargedWhatItsLastProcessMayHaveAdmitted) {
+    auto eng = make_engine(40, 600);
+    local_store inner;
+    scripted_store sa(inner), sb(inner);
+    room::node_state node_a, node_b;
+    sync_task a(node_a, sa, two_nodes::named("a")), b(node_b, sb, two_nodes::named("b"));
+    a.set_engine(eng);
+    b.set_engine(eng);
+    room::worker_state wa(node_a), wb(node_b);
+    room::rng rng(41);
+    for (std::int64_t at : {t0, t0 + 500}) {
+        tick(wa, a, at);
+        tick(wb, b, at + 100);
+    }
+    sa.down = sb.down = true;
+    std::size_t admitted = 0;
+    for (int s = 1; s <= 4; ++s) {
+        tick(wa, a, t0 + s * 1000);
+        tick(wb, b, t0 + s * 1000 + 300);
+    }
+    admitted += offer(*eng, wb, b, t0 + 4400, 30, rng).size();
+    ASSERT_EQ(admitted, 20u) << "half of the 40 free places";
+    // b's process restarts; the new one starts while the store is still down.
+    room::node_state node_b2;
+    sync_task b2(node_b2, sb, two_nodes::named("b"));
+    b2.set_engine(eng);
+    room::worker_state wb2(node_b2);
+    tick(wb2, b2, t0 + 5300);
+    tick(wb2, b2, t0 + 6300);
+    sa.down = sb.down = false;
+    for (int s = 7; s <= 20; ++s) {
+        const std::int64_t now = t0 + s * 1000;
+        tick(wa, a, now);
+        tick(wb2, b2, now + 300);
+        for (std::int64_t k = 0; k < 3; ++k) {
+            admitted += offer(*eng, wa, a, now + 400 + 150 * k, 20, rng).size();
+            admitted += offer(*eng, wb2, b2, now + 410 + 150 * k, 20, rng).size();
+        }
+    }
+    EXPECT_LE(admitted, 40u);
+    EXPECT_GE(admitted, 30u) << "the room is used";
+}
+
 TEST(Degraded, NodeStartedWhileTheStoreIsDownAdmitsNobodyNewAndDoesNotCrash) {
     auto eng = make_engine(100, 600);
     room::node_state node;

@@ -118,6 +118,14 @@ class room_ledger {
     std::pair<std::int64_t, std::int64_t> ghost_reserve(const room::room_limits& l,
                                                         std::int64_t now_ms,
                                                         const std::string& asking = {}) const;
+    // A report naming no epoch comes from a process that has had no answer for the room: the
+    // node restarted. If it was a ghost, or leaving degraded mode, its previous process may have
+    // admitted from its allowance what it never reported, and never will (the new process knows
+    // nothing of it): the most it can have admitted (as ghost_reserve reserves it, by `old`, the
+    // node's record as its last sync left it) is added to the counts now, in this moment's
+    // windows, and ages out as admissions do, instead of being forgotten with the reserve.
+    void charge_restarted(const room::room_limits& l, const seen_entry& old, std::int64_t prev_seen,
+                          bool forgotten, bool leaving_report, std::int64_t now_ms);
     // The ghost window holds now (see ghosts_until_).
     bool ghosts_open(std::int64_t now_ms, std::int64_t node_ttl_ms) const;
     // capacity() less the ghosts' reserve, less the slots leased.

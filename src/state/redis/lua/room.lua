@@ -197,6 +197,7 @@ local function load_nodes(node_ttl)
         end
     end
     local me = nodes[node_id]
+    local forgotten = me == nil
     if me == nil then
         me = {last_seen = now, held = 0, demand = 0, batch = '0', granted = 0, tu_id = '0',
               tu_granted = 0, dc = datacenter}
@@ -206,7 +207,7 @@ local function load_nodes(node_ttl)
     me.dc = datacenter
     if now > me.last_seen then me.last_seen = now end
     table.sort(ids, byte_less)
-    return nodes, ids, me
+    return nodes, ids, me, forgotten
 end
 
 local function save_node(id, n)
@@ -448,7 +449,7 @@ if not epoch then
     epoch = ARGV[4] .. '/' .. node_id
     redis.call('HSET', KEYS[5], 'epoch', epoch, 'epoch_at', ARGV[4])
 end
-local nodes, ids, me = load_nodes(node_ttl)
+local nodes, ids, me, forgotten = load_nodes(node_ttl)
 local seen, ghosts = load_seen(keys_ttl(node_ttl))
 
 -- A resend of the batch this node last had applied (its answer was lost) changes no count:
@@ -485,6 +486,26 @@ local function merge_windows(i, live, key)
 end
 
 if not applied_before then
+    -- room_ledger::charge_restarted: a report naming no epoch comes from a process that has had
+    -- no answer for the room (the node restarted). If the node was a ghost (or this report, leaving
+    -- degraded mode, makes it one) or was marked leaving, its previous process may have admitted
+    -- from its allowance what it never reports: that most is added to the counts now.
+    if prev_seen ~= nil and ARGV[19] == '' and not full then
+        local old = seen[node_id]
+        local ghost = tonumber(ARGV[#ARGV - 1]) >= 0 or
+                      (ghosts_open(ghosts, node_ttl) and prev_seen > ghosts[1] and
+                       prev_seen < ghosts[2])
+        local leaving = old.leaving ~= nil and now < prev_seen + node_ttl and
+                        prev_seen <= now + node_ttl
+        local r, a = 0, 0
+        if ghost then
+            r, a = allowance_bound(old)
+            if forgotten then r, a = r + old.held, a + old.held end
+        end
+        if leaving then r, a = math.max(r, old.leaving[1]), math.max(a, old.leaving[2]) end
+        if r > 0 then incr(KEYS[1], string.format('%d', floor_to(now, math.max(1, L.rate_window))), r) end
+        if a > 0 then incr(KEYS[2], string.format('%d', floor_to(now, active_window)), a) end
+    end
     local i = merge_windows(21, rate_live, KEYS[1])
     i = merge_windows(i, active_live, KEYS[2])
     local n = tonumber(ARGV[i])
