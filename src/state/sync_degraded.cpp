@@ -160,7 +160,9 @@ void sync_task::refill(const std::string& room_id, episode& ep, const room::room
     // their own admissions in it plus the pools, and the `others` terms sum to the slots leased
     // then plus the known minute's admissions still in it less the nodes' own parts of them
     // (never below 0: the known minute holds every node's reported part): so the room's minute
-    // stays within new_users_per_minute, whenever each admission fell in it.
+    // stays within new_users_per_minute, whenever each admission fell in it. That holds when the
+    // nodes' last answers saw the same admissions; slots granted to one node after another's
+    // last answer are in none of the other's terms (a known limit, see README).
     const double room_left = ep.share * static_cast<double>(limits.new_users_per_minute) - others -
                              static_cast<double>(own + in_pool);
     // And on its own, whatever the others did: its allowance admissions in the minute plus its

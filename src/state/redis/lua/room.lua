@@ -460,9 +460,11 @@ local applied_before = ARGV[18] ~= '0' and ARGV[18] == me.batch
 local full = ARGV[20] ~= '-1'
 if not applied_before and not full and ARGV[19] ~= '' and ARGV[19] ~= epoch then
     -- The store lost its memory: until every live node has re-reported (one node TTL after
-    -- the epoch began) its counts are short, and it grants nothing.
-    if refill_until == 0 then
+    -- the epoch began) its counts are short, and it grants nothing. (A refill_until that is a
+    -- ghost hold, written for older scripts, is none: room_ledger keeps the two apart.)
+    if refill_until == 0 or held_for_old then
         redis.call('HSET', KEYS[5], 'refill_until', string.format('%d', epoch_at + node_ttl))
+        redis.call('HDEL', KEYS[5], 'ghost_hold')
     end
     return 'stale'
 end
