@@ -52,6 +52,8 @@ void sync_task::on_failed(std::int64_t now_ms, const std::vector<room_report>& s
                     own_admitted = std::max<std::int64_t>(0, own_admitted);
                     const auto free_active = std::max<std::int64_t>(
                         0, r.limits.total_active_users - known->counts().active);
+                    ep.known_active = known->counts().active;
+                    ep.own_before = own_admitted;
                     ep.budget = std::max<std::int64_t>(
                         0, static_cast<std::int64_t>(ep.share * static_cast<double>(free_active)) -
                                own_admitted);
@@ -121,12 +123,26 @@ void sync_task::refill(const std::string& room_id, episode& ep, const room::room
     if (ep.pending > 0) {
         ep.own[room::floor_to(now_ms, rate_window)] += ep.pending;
     }
-    const std::int64_t in_pool = pool.available();  // read once: see pool_after below
+    std::int64_t in_pool = pool.available();  // read once: see pool_after below
     ep.pending = std::max<std::int64_t>(0, ep.pool_after - in_pool);
     if (ep.share <= 0 || !limits.needs_slots) {
         ep.pool_after = in_pool;
         return;
     }
+    // The limits in force now: a reload that lowers total_active_users during the outage (an
+    // origin struggling) lowers the episode's budget at once, and the slots of the pool beyond
+    // it go back (admissions made stay made).
+    const auto allowed = std::max<std::int64_t>(
+        0,
+        static_cast<std::int64_t>(ep.share * static_cast<double>(std::max<std::int64_t>(
+                                                 0, limits.total_active_users - ep.known_active))) -
+            ep.own_before);
+    if (ep.granted > allowed) {
+        const std::int64_t back = pool.take_up_to(std::min(in_pool, ep.granted - allowed));
+        in_pool -= back;
+        ep.granted -= back;
+    }
+    ep.budget = std::min(ep.budget, std::max<std::int64_t>(0, allowed - ep.granted));
     std::int64_t own = 0;
     std::int64_t allowance = ep.pending;  // allowance admissions still in the minute
     // The other nodes' part of the last known minute still in it now: the room's known

@@ -1093,6 +1093,35 @@ TEST(Degraded, ANodeRestartedDuringAnOutageIsChargedWhatItsLastProcessMayHaveAdm
     EXPECT_GE(admitted, 30u) << "the room is used";
 }
 
+// An operator lowers the room from 1000 places to 100 during an outage (the origin struggles):
+// the allowance follows at its next refill instead of spending the budget the old limit gave.
+TEST(Degraded, AReloadThatLowersTheRoomDuringAnOutageLowersTheAllowance) {
+    room::node_state node;
+    local_store inner;
+    scripted_store st(inner);
+    sync_task sync(node, st, {});
+    sync.set_engine(make_engine(1000, 100'000));
+    room::worker_state ws(node);
+    room::rng rng(43);
+    tick(ws, sync, t0);
+    std::size_t admitted = offer(*make_engine(1000, 100'000), ws, sync, t0 + 100, 50, rng).size();
+    tick(ws, sync, t0 + 1000);
+    ASSERT_EQ(admitted, 50u);
+    st.down = true;
+    auto lowered = make_engine(100, 100'000);
+    for (int s = 2; s <= 15; ++s) {
+        if (s == 5) {
+            sync.set_engine(lowered);  // the reload
+        }
+        tick(ws, sync, t0 + s * 1000);  // the first refills fill the pool by the old limit
+        if (s >= 5) {
+            admitted += offer(*lowered, ws, sync, t0 + s * 1000 + 100, 100, rng).size();
+        }
+    }
+    ASSERT_TRUE(sync.degraded(t0 + 15'000));
+    EXPECT_LE(admitted, 100u);
+}
+
 TEST(Degraded, NodeStartedWhileTheStoreIsDownAdmitsNobodyNewAndDoesNotCrash) {
     auto eng = make_engine(100, 600);
     room::node_state node;

@@ -254,6 +254,8 @@ class sync_task {
         std::int64_t entry_window = 0;  // the rate sub-window the episode began in
         std::int64_t pool_after = 0;    // pool size after the last refill
         std::int64_t budget = 0;        // allowance still allowed this episode (active limit)
+        std::int64_t known_active = 0;  // the room's active visitors in the last known state
+        std::int64_t own_before = 0;    // own admissions since that state, before the episode
         std::int64_t granted = 0;       // allowance put into the pool
         std::int64_t lapsed = 0;        // lease slots taken out of the pool at the start
     };
