@@ -192,6 +192,7 @@ bool slot_pool::try_take(std::int64_t now_ms) {
     while (cur > 0) {
         if (available_.compare_exchange_weak(cur, cur - 1, std::memory_order_acq_rel,
                                              std::memory_order_relaxed)) {
+            taken_.fetch_add(1, std::memory_order_acq_rel);
             return true;
         }
     }

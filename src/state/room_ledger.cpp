@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "refused_tickets.hpp"
 
@@ -127,6 +128,11 @@ room::room_counts room_ledger::counts(const room_limits& l, std::int64_t now_ms)
     room::room_counts c;
     c.as_of_ms = now_ms;
     c.admitted_last_minute = floored_sum(admitted_, room::rate_window_live, l, now_ms);
+    for (const auto& [w, n] : admitted_) {
+        if (n > 0 && room::rate_window_live(w, l, now_ms)) {
+            c.admitted_windows.emplace_back(w, n);
+        }
+    }
     c.active = floored_sum(active_, room::active_window_live, l, now_ms);
     for (const auto& [bw, n] : waiting_) {
         if (!room::waiting_window_live(bw.second, l, now_ms)) {
@@ -186,6 +192,110 @@ std::int64_t room_ledger::held_by(const std::string& node_id) const {
     return it == nodes_.end() ? 0 : it->second.held;
 }
 
+std::int64_t room_ledger::seen_ttl(const room_limits& l, std::int64_t node_ttl_ms) {
+    // room.lua's set_ttls: how long the room's keys live without syncs.
+    return std::max({l.session_ms + l.window_ms, l.window_ms + l.abandon_after_ms,
+                     l.rate_span_ms + l.rate_window_ms, node_ttl_ms,
+                     2 * l.window_ms + std::max({l.session_ms, l.rejoin_ms, l.abandon_after_ms})}) +
+           60'000;
+}
+
+std::pair<std::int64_t, std::int64_t> room_ledger::allowance_bound(const room_limits& l,
+                                                                   const seen_entry& s) {
+    // Its allowance (sync_degraded.cpp): within any sliding minute at most 1 / peers of
+    // new_users_per_minute, and over its episode at most 1 / peers of the active places free in
+    // its last answer. Its last answer may be that of any of its recent syncs (answers).
+    std::int64_t by_rate = l.new_users_per_minute / std::max<std::int64_t>(1, s.peers);
+    std::int64_t by_active = s.free_active / std::max<std::int64_t>(1, s.peers);
+    for (const auto& a : s.answers) {
+        const std::int64_t peers = std::max<std::int64_t>(1, a[1]);
+        by_rate = std::max(by_rate, l.new_users_per_minute / peers);
+        by_active = std::max(by_active, a[2] / peers);
+    }
+    return {by_rate, by_active};
+}
+
+bool room_ledger::ghosts_open(std::int64_t now_ms, std::int64_t node_ttl_ms) const {
+    // The window's end is one node TTL after the last report that opened it, on that node's
+    // clock. One further ahead of this clock than another node TTL comes from a clock that is
+    // wrong (or was written by hand): honoured, it would hold every grant back, every node a
+    // ghost to the others, for as long as the clock is ahead.
+    return now_ms < ghosts_until_ && ghosts_until_ <= now_ms + 2 * node_ttl_ms;
+}
+
+void room_ledger::charge_restarted(const room_limits& l, const seen_entry& old,
+                                   std::int64_t prev_seen, bool forgotten, bool leaving_report,
+                                   std::int64_t now_ms) {
+    // A ghost, or one this report makes one (it leaves degraded mode: prev_seen falls in the
+    // window it opens or widens), or a node marked leaving (see ghost_reserve).
+    const bool ghost = leaving_report || (ghosts_open(now_ms, node_ttl_ms_) &&
+                                          prev_seen > ghosts_from_ && prev_seen < ghosts_to_);
+    const bool leaving =
+        old.leaving && now_ms < prev_seen + node_ttl_ms_ && prev_seen <= now_ms + node_ttl_ms_;
+    if (!ghost && !leaving) {
+        return;
+    }
+    std::pair<std::int64_t, std::int64_t> bound{0, 0};
+    if (ghost) {
+        bound = allowance_bound(l, old);
+        const std::int64_t lease = forgotten ? old.held : 0;
+        bound = {bound.first + lease, bound.second + lease};
+    }
+    if (leaving) {
+        bound = {std::max(bound.first, old.leaving->first),
+                 std::max(bound.second, old.leaving->second)};
+    }
+    if (bound.first > 0) {
+        admitted_[room::floor_to(now_ms, std::max<std::int64_t>(1, l.rate_window_ms))] +=
+            bound.first;
+    }
+    if (bound.second > 0) {
+        active_[room::floor_to(now_ms, room::active_window_ms(l))] += bound.second;
+    }
+}
+
+std::pair<std::int64_t, std::int64_t> room_ledger::ghost_reserve(const room_limits& l,
+                                                                 std::int64_t now_ms,
+                                                                 const std::string& asking) const {
+    std::int64_t rate = 0;
+    std::int64_t active = 0;
+    for (const auto& [id, s] : seen_) {
+        const bool ghost = ghosts_open(now_ms, node_ttl_ms_) && s.last_seen > ghosts_from_ &&
+                           s.last_seen < ghosts_to_;
+        // (A last_seen further ahead of this clock than a node TTL is no clock of a live node.)
+        const bool leaving = s.leaving && id != asking && now_ms < s.last_seen + node_ttl_ms_ &&
+                             s.last_seen <= now_ms + node_ttl_ms_;
+        if (!ghost && !leaving) {
+            continue;
+        }
+        std::pair<std::int64_t, std::int64_t> bound{0, 0};
+        if (ghost) {
+            bound = allowance_bound(l, s);
+        }
+        if (leaving) {
+            bound = {std::max(bound.first, s.leaving->first),
+                     std::max(bound.second, s.leaving->second)};
+        }
+        // A node still live has its lease counted as held already; a ghost forgotten since may
+        // have used its lease unreported too.
+        const std::int64_t lease = ghost && !nodes_.contains(id) ? s.held : 0;
+        rate += lease + bound.first;
+        active += lease + bound.second;
+    }
+    return {rate, active};
+}
+
+std::int64_t room_ledger::free_unheld(const room_limits& l, std::int64_t now_ms,
+                                      const std::string& asking) const {
+    const std::int64_t active = floored_sum(active_, room::active_window_live, l, now_ms);
+    const std::int64_t admitted = floored_sum(admitted_, room::rate_window_live, l, now_ms);
+    const auto [rate_reserve, active_reserve] = ghost_reserve(l, now_ms, asking);
+    const std::int64_t cap =
+        std::max<std::int64_t>(0, std::min(l.total_active_users - active - active_reserve,
+                                           l.new_users_per_minute - admitted - rate_reserve));
+    return std::max<std::int64_t>(0, cap - held_total());
+}
+
 room_grant room_ledger::sync(const std::string& node_id, const std::string& datacenter,
                              const room_report& report, std::int64_t now_ms,
                              std::int64_t node_ttl_ms, std::uint64_t batch) {
@@ -196,10 +306,14 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
         epoch_at_ = now_ms;
     }
     expire_nodes(now_ms, node_ttl_ms);
+    std::erase_if(seen_, [&](const auto& e) {
+        return e.second.last_seen + seen_ttl(l, node_ttl_ms) <= now_ms;
+    });
     room_grant g;
     g.room = report.room;
     g.epoch = epoch_;
     auto known = nodes_.find(node_id);
+    const bool forgotten = known == nodes_.end();
     // Already applied (its answer was lost): counting it again would count its visitors twice.
     // A node forgotten since (silent past its TTL) has its resend applied as new.
     const bool applied_before = batch != 0 && known != nodes_.end() && batch == known->second.batch;
@@ -215,11 +329,54 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
         return g;
     }
     node_entry& me = touch(node_id, datacenter, now_ms);
+    std::optional<std::int64_t> prev_seen;
+    if (auto it = seen_.find(node_id); it != seen_.end()) {
+        prev_seen = it->second.last_seen;
+    }
+    seen_[node_id].last_seen = now_ms;  // it reports now: no ghost of its own
     if (!applied_before) {
         me.batch = batch;
+        if (prev_seen && report.epoch.empty() && !report.full) {
+            charge_restarted(l, seen_[node_id], *prev_seen, forgotten, report.held_exact, now_ms);
+        }
         apply(report.full ? report.live : report.deltas, l, now_ms);
     }
     g.abandoned = prune(l, now_ms);
+    if (!applied_before && report.held_exact && !report.full) {
+        // The node leaves degraded mode: the store was away. Every node live when this one last
+        // synced (seen after its last sync − node TTL) and silent since the first node came back
+        // may have admitted from its allowance what the counts miss; it is reserved for until it
+        // syncs, or one node TTL after the last node back (a node silent that long is gone). A
+        // node back after an outage that began later (it synced since the first came back)
+        // opens the window to now.
+        const std::int64_t from = prev_seen ? *prev_seen - node_ttl_ms : -1;  // -1: every node
+        if (!ghosts_open(now_ms, node_ttl_ms)) {
+            ghosts_from_ = from;
+            ghosts_to_ = now_ms;
+        } else {
+            ghosts_from_ = std::min(ghosts_from_, from);
+            if (!prev_seen || *prev_seen >= ghosts_to_) {
+                ghosts_to_ = now_ms;
+            }
+        }
+        ghosts_until_ = std::max(ghosts_until_, now_ms + node_ttl_ms);
+    }
+    if (!applied_before) {
+        // Leaving degraded mode (a re-report to a store that lost its memory, too): reserved
+        // as a silent node was, by the answers it had, until a report shows that it got an
+        // answer since (see room_ledger.hpp). A node the store has no record of may have had
+        // any answer.
+        seen_entry& se = seen_[node_id];
+        if (report.held_exact) {
+            const auto bound = prev_seen ? allowance_bound(l, se)
+                                         : std::pair{l.new_users_per_minute, l.total_active_users};
+            se.leaving = se.leaving ? std::pair{std::max(se.leaving->first, bound.first),
+                                                std::max(se.leaving->second, bound.second)}
+                                    : bound;
+        } else {
+            se.leaving.reset();
+        }
+    }
     if (!applied_before) {
         me.held = report.full || report.held_exact
                       ? std::max<std::int64_t>(0, report.held)
@@ -249,7 +406,7 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
         // queue visitors while the room still had room.
         const std::int64_t cap = capacity(l, now_ms);
         const std::int64_t free_unheld =
-            now_ms < refill_until_ ? 0 : std::max<std::int64_t>(0, cap - held_total());
+            now_ms < refill_until_ ? 0 : this->free_unheld(l, now_ms, node_id);
         const double share = share_of(me);
         // With other nodes live, a lease takes half of the node's share: the other half stays
         // unheld for top-ups, which go to whichever node runs dry first. Leasing whole shares
@@ -293,6 +450,13 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
     me.last_granted = g.granted;
     g.counts = counts(l, now_ms);
     g.overrides = overrides_;
+    seen_entry& se = seen_[node_id];
+    se.last_seen = now_ms;
+    se.held = me.held;
+    se.peers = static_cast<std::int64_t>(nodes_.size());
+    se.free_active = std::max<std::int64_t>(0, l.total_active_users - g.counts.active);
+    std::erase_if(se.answers, [&](const auto& a) { return a[0] + 2 * node_ttl_ms < now_ms; });
+    se.answers.push_back({now_ms, se.peers, se.free_active});
     return g;
 }
 
@@ -308,8 +472,7 @@ std::int64_t room_ledger::top_up(const std::string& node_id, const std::string& 
         now_ms < refill_until_) {
         return 0;
     }
-    const std::int64_t free_unheld =
-        std::max<std::int64_t>(0, capacity(limits, now_ms) - held_total());
+    const std::int64_t free_unheld = this->free_unheld(limits, now_ms, node_id);
     // With other nodes live, one top-up takes at most half of what nobody holds, and at most
     // the node's share of it or an even split, whichever is more (at least one): the next node
     // to run dry finds some too, and near the limit every node holds about what its traffic
@@ -326,6 +489,9 @@ std::int64_t room_ledger::top_up(const std::string& node_id, const std::string& 
     const std::int64_t g = std::min(want, most);
     me.held += g;
     me.top_up_granted = g;
+    if (auto it = seen_.find(node_id); it != seen_.end()) {
+        it->second.held = me.held;
+    }
     return g;
 }
 

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "waitroom/room/limits.hpp"
+
 namespace waitroom::state {
 
 void sync_task::on_failed(std::int64_t now_ms, const std::vector<room_report>& sent, bool alone) {
@@ -37,7 +39,7 @@ void sync_task::on_failed(std::int64_t now_ms, const std::vector<room_report>& s
                 // the last state the store gave. Without one the node knows nothing of the
                 // room (started while the store was down) and admits nobody new.
                 ep.lapsed = pool.take_up_to(pool.available());
-                ep.last_ms = now_ms - opt_.interval_ms;  // one interval's allowance at once
+                ep.pool_after = pool.available();
                 ep.share = 0;
                 const room::room_state* known = last_known->find(r.room);
                 if (opt_.degraded_allowance && known != nullptr) {
@@ -50,14 +52,52 @@ void sync_task::on_failed(std::int64_t now_ms, const std::vector<room_report>& s
                     own_admitted = std::max<std::int64_t>(0, own_admitted);
                     const auto free_active = std::max<std::int64_t>(
                         0, r.limits.total_active_users - known->counts().active);
+                    ep.known_active = known->counts().active;
+                    ep.own_before = own_admitted;
                     ep.budget = std::max<std::int64_t>(
                         0, static_cast<std::int64_t>(ep.share * static_cast<double>(free_active)) -
                                own_admitted);
-                    // The admissions of the sliding minute still count against the rate: the
-                    // allowance starts that far behind and catches up at the node's share.
-                    ep.credit =
-                        -ep.share * static_cast<double>(known->counts().admitted_last_minute) -
-                        static_cast<double>(own_admitted);
+                    // The room's admissions of the last known minute by sub-window, and this
+                    // node's own part of them (what it reported): each leaves the minute at its
+                    // time, so the allowance grows back as the minute ages instead of starting
+                    // a whole minute behind (a 30 s outage at the limit admitted nobody). A
+                    // store that sends no sub-windows (an older script) gives the minute's
+                    // sum: dated at its time, it leaves the minute no earlier than it really
+                    // does. The slots leased then count all episode, since any node may have
+                    // used them after `known` was taken.
+                    const room::room_counts& kc = known->counts();
+                    ep.known.clear();
+                    ep.own_known.clear();
+                    for (const auto& [w, n] : kc.admitted_windows) {
+                        ep.known[w] += n;
+                    }
+                    if (kc.admitted_windows.empty() && kc.admitted_last_minute > 0) {
+                        ep.known[room::floor_to(
+                            kc.as_of_ms, std::max<std::int64_t>(1, r.limits.rate_window_ms))] +=
+                            kc.admitted_last_minute;
+                    }
+                    if (auto it = reported_.find(r.room); it != reported_.end()) {
+                        for (const auto& [w, n] : it->second.admitted.entries()) {
+                            if (n > 0 && room::rate_window_live(w, r.limits, kc.as_of_ms)) {
+                                ep.own_known[w] += n;
+                            }
+                        }
+                    }
+                    ep.leased = kc.held;
+                }
+            }
+            if (fresh) {
+                ep.entry_window =
+                    room::floor_to(now_ms, std::max<std::int64_t>(1, r.limits.rate_window_ms));
+            }
+            // The node's own admissions from before the episode, read again from every report:
+            // a worker may hand over some made from the lease only after the episode began.
+            // They fell before the lease lapsed, so by the sub-window the episode began in
+            // (that one counted whole: it may hold allowance admissions too, counted twice).
+            ep.pre.clear();
+            for (const auto& [w, n] : r.live.admitted.entries()) {
+                if (n > 0 && w <= ep.entry_window) {
+                    ep.pre[w] += n;
                 }
             }
             refill(r.room, ep, r.limits, now_ms);
@@ -75,29 +115,93 @@ void sync_task::refill(const std::string& room_id, episode& ep, const room::room
     pool.extend_until(now_ms + opt_.lease_ttl_ms);
     // The store is down: a dry pool queues the visitor instead of asking it for a top-up.
     pool.suspend_top_ups_until(now_ms + opt_.interval_ms);
+    // Slots that left the pool since the last refill were admissions made before it, and this
+    // sync began after that refill's answer (no sync runs while one is in flight): dated now
+    // they stay in the minute at least as long as they really do. Those that left since are
+    // counted whole until the next refill dates them.
+    const std::int64_t rate_window = std::max<std::int64_t>(1, limits.rate_window_ms);
+    if (ep.pending > 0) {
+        ep.own[room::floor_to(now_ms, rate_window)] += ep.pending;
+    }
+    std::int64_t in_pool = pool.available();  // read once: see pool_after below
+    ep.pending = std::max<std::int64_t>(0, ep.pool_after - in_pool);
     if (ep.share <= 0 || !limits.needs_slots) {
-        ep.last_ms = now_ms;
+        ep.pool_after = in_pool;
         return;
     }
-    const double span = static_cast<double>(std::max<std::int64_t>(1, limits.rate_span_ms));
-    const double rate = ep.share * static_cast<double>(limits.new_users_per_minute) / span;
-    const double depth = std::max(1.0, rate * static_cast<double>(opt_.interval_ms));
-    const std::int64_t in_pool = pool.available();
-    const double elapsed = static_cast<double>(std::max<std::int64_t>(0, now_ms - ep.last_ms));
-    ep.last_ms = now_ms;
-    // A token bucket one interval deep: an idle node does not save up a burst.
-    ep.credit =
-        std::min(ep.credit + rate * elapsed, std::max(0.0, depth - static_cast<double>(in_pool)));
-    std::int64_t add = std::min<std::int64_t>(
-        {static_cast<std::int64_t>(std::floor(std::max(0.0, ep.credit))),
-         std::max<std::int64_t>(0, static_cast<std::int64_t>(std::floor(depth)) - in_pool),
-         ep.budget});
+    // The limits in force now: a reload that lowers total_active_users during the outage (an
+    // origin struggling) lowers the episode's budget at once, and the slots of the pool beyond
+    // it go back (admissions made stay made).
+    const auto allowed = std::max<std::int64_t>(
+        0,
+        static_cast<std::int64_t>(ep.share * static_cast<double>(std::max<std::int64_t>(
+                                                 0, limits.total_active_users - ep.known_active))) -
+            ep.own_before);
+    if (ep.granted > allowed) {
+        const std::int64_t back = pool.take_up_to(std::min(in_pool, ep.granted - allowed));
+        in_pool -= back;
+        ep.granted -= back;
+    }
+    ep.budget = std::min(ep.budget, std::max<std::int64_t>(0, allowed - ep.granted));
+    std::int64_t own = 0;
+    std::int64_t allowance = ep.pending;  // allowance admissions still in the minute
+    // The other nodes' part of the last known minute still in it now: the room's known
+    // admissions still in it, less this node's own (summed over the nodes, these are ≥ 0).
+    double others = ep.share * static_cast<double>(ep.leased);
+    for (auto* m : {&ep.known, &ep.own_known}) {
+        const double sign = m == &ep.known ? ep.share : -1.0;
+        for (auto it = m->begin(); it != m->end();) {
+            if (room::rate_window_live(it->first, limits, now_ms)) {
+                others += sign * static_cast<double>(it->second);
+                ++it;
+            } else {
+                it = m->erase(it);
+            }
+        }
+    }
+    for (auto* m : {&ep.pre, &ep.own}) {
+        for (auto it = m->begin(); it != m->end();) {
+            if (room::rate_window_live(it->first, limits, now_ms)) {
+                own += it->second;
+                allowance += m == &ep.own ? it->second : 0;
+                ++it;
+            } else {
+                it = m->erase(it);
+            }
+        }
+    }
+    own += ep.pending;
+    // The slots in the pool count as admitted now: they may be taken at any moment. Summed over
+    // the nodes of the last known state (shares summing to 1), the admissions in the minute are
+    // their own admissions in it plus the pools, and the `others` terms sum to the slots leased
+    // then plus the known minute's admissions still in it less the nodes' own parts of them
+    // (never below 0: the known minute holds every node's reported part): so the room's minute
+    // stays within new_users_per_minute, whenever each admission fell in it. That holds when the
+    // nodes' last answers saw the same admissions; slots granted to one node after another's
+    // last answer are in none of the other's terms (a known limit, see README).
+    const double room_left = ep.share * static_cast<double>(limits.new_users_per_minute) - others -
+                             static_cast<double>(own + in_pool);
+    // And on its own, whatever the others did: its allowance admissions in the minute plus its
+    // pool stay within share × new_users_per_minute, as the budget keeps the episode's within
+    // share × the free active places. The store reserves exactly these bounds for a node that
+    // has not reported since an outage (room_ledger::ghost_reserve) while another is back.
+    const auto own_cap = static_cast<std::int64_t>(
+        std::floor(ep.share * static_cast<double>(limits.new_users_per_minute)));
+    // No pace beyond these: like a lease at a spike's start, what is free of the node's minute
+    // goes into its pool at once. Pacing it (one interval's share per refill, at least a slot)
+    // left most of a freed minute unused through a 30 s outage (idle 3.1 % on the worst seed of
+    // outage-30s; 2.8 % without it), and the limits hold either way: they are bounds on the
+    // minute, not on its spread.
+    const std::int64_t add =
+        std::min<std::int64_t>({static_cast<std::int64_t>(std::floor(std::max(0.0, room_left))),
+                                own_cap - allowance - in_pool, ep.budget});
     if (add > 0) {
         pool.add(add);
-        ep.credit -= static_cast<double>(add);
         ep.budget -= add;
         ep.granted += add;
     }
+    // Not read back: a slot taken by a worker meanwhile must show as consumed next time.
+    ep.pool_after = in_pool + std::max<std::int64_t>(0, add);
 }
 
 void sync_task::notify(bool degraded, std::int64_t now_ms) {
@@ -112,8 +216,7 @@ void sync_task::notify(bool degraded, std::int64_t now_ms) {
 }
 
 bool sync_task::end_episodes(const std::vector<room_report>& sent, const std::vector<adjust>& adj,
-                             const std::vector<room_report>& failing,
-                             std::map<std::string, std::int64_t>& holdback) {
+                             const std::vector<room_report>& failing) {
     std::lock_guard lock(mu_);
     // The store has the deltas, including the admissions made while degraded. Allowance
     // left in a pool is dropped: the store never leased it.
@@ -122,13 +225,13 @@ bool sync_task::end_episodes(const std::vector<room_report>& sent, const std::ve
         if (!adj[i].in_episode || it == episodes_by_room_.end()) {
             continue;
         }
-        std::int64_t leftover = node_.pool(sent[i].room).take_up_to(it->second.granted);
-        std::int64_t consumed = std::max<std::int64_t>(0, it->second.granted - leftover);
-        degraded_admissions_ += static_cast<std::uint64_t>(consumed);
-        // Allowance admissions the report did not cover are still in some worker: the
-        // store does not know them yet. Like a leased slot used but not yet reported, they
-        // must count as held until their deltas arrive, so they come out of the new lease.
-        holdback[sent[i].room] = std::max<std::int64_t>(0, consumed - adj[i].cancelled_episode);
+        // The report took what was left out of the pool; nothing was added since.
+        const std::int64_t leftover =
+            adj[i].allowance_left +
+            node_.pool(sent[i].room)
+                .take_up_to(std::max<std::int64_t>(0, it->second.granted - adj[i].allowance_left));
+        degraded_admissions_ +=
+            static_cast<std::uint64_t>(std::max<std::int64_t>(0, it->second.granted - leftover));
         episodes_by_room_.erase(it);
     }
     // Rooms removed by a reload while degraded: their allowance simply goes. The others go on.

@@ -178,13 +178,12 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
         adjust a;
         if (auto it = lapsed.find(r.id()); it != lapsed.end()) {
             // Degraded: the pool holds only allowance, which the store never leased, so none
-            // of it goes back; the lease that lapsed does. The slots_used of allowance
-            // admissions must not lower the store's count of this node's held slots.
+            // of it goes back; the lease that lapsed does. The allowance ends with this report:
+            // what is left of it comes out of the pool now (back in if the sync fails), so
+            // every allowance admission is in this report's deltas or in `held` below.
             a.in_episode = true;
             rr.slots_returned = it->second;
-            std::int64_t consumed = std::max<std::int64_t>(0, granted[r.id()] - pool.available());
-            a.cancelled_episode = std::min(consumed, rr.deltas.slots_used);
-            rr.deltas.slots_used -= a.cancelled_episode;
+            a.allowance_left = pool.take_up_to(granted[r.id()]);
         } else {
             // An expired lease is given back whole: the store may have forgotten it already,
             // and if not, this keeps its count of held slots right. Otherwise the node gives
@@ -201,14 +200,21 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
                 rr.slots_returned = pool.take_up_to(give_back);
             }
         }
-        // A store that lost its memory lost this node's lease too: a re-report claims what the
-        // pool holds of it (none while degraded: the pool holds only allowance).
-        rr.held = a.in_episode ? 0 : pool.available();
-        // Leaving degraded mode, the node holds none of the store's lease: whatever the store
-        // granted it in answers lost in the outage is in no pool, and stops counting as held.
-        rr.held_exact = a.in_episode;
+        a.slots_used = rr.deltas.slots_used;
         {
             std::lock_guard lock(mu_);
+            // A store that lost its memory lost this node's lease too: a re-report claims what
+            // the pool holds of it (none while degraded: the pool holds only allowance), plus
+            // the slots used and not reported yet (still in a worker, or taken since the deltas
+            // were): the store counts them as held until their slots_used arrive. Leaving
+            // degraded mode, the node holds none of the store's lease: whatever the store
+            // granted it in answers lost in the outage is in no pool, and stops counting as held
+            // (held_exact); its allowance admissions not in this report count as held instead,
+            // so no grant meanwhile leaves them out.
+            const std::int64_t unreported = std::max<std::int64_t>(
+                0, pool.taken() - uses_reported_[r.id()] - rr.deltas.slots_used);
+            rr.held = (a.in_episode ? 0 : pool.available()) + unreported;
+            rr.held_exact = a.in_episode;
             if (auto it = epochs_.find(r.id()); it != epochs_.end()) {
                 rr.epoch = it->second;
             }
@@ -224,11 +230,6 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
                         rr.live.revoked.push_back({ticket, k.window});
                     }
                 }
-            }
-            if (auto it = cancel_used_.find(r.id()); it != cancel_used_.end()) {
-                a.cancelled_pending = std::min(it->second, rr.deltas.slots_used);
-                rr.deltas.slots_used -= a.cancelled_pending;
-                it->second -= a.cancelled_pending;
             }
         }
         limits[r.id()] = rr.limits;
@@ -294,9 +295,13 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
         res.ec = res.rooms.front().ec;
     }
     if (res.ec || res.rooms.size() != sent.size()) {
-        // Per room: keep the report for a resend under its batch, or put its deltas back. Only
-        // while the lease holds: past it the failure path below starts degraded mode, which
-        // reckons with every delta back in the node (merged, as before batch ids).
+        // Per room: keep the report for a resend under its batch, or put its deltas back. While
+        // the lease holds; past it the failure path below starts degraded mode, which reckons
+        // with every delta back in the node (merged, as before batch ids), but for a report
+        // leaving degraded mode: the store may have applied it and only its answer was lost, and
+        // merged into the next report its admissions of the outage would count twice. Resent as
+        // it was, it also keeps the store reserving for the node (room_ledger.hpp) until an
+        // answer ends the episode; the new deltas wait in the node meanwhile.
         // Only a store that was never reached surely applied nothing, and only for a report
         // sent for the first time. An answer that did not parse may follow rooms that ran:
         // putting their handed-back slots in the pool again would hold slots the store leases
@@ -307,18 +312,25 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
             within_lease = now_ms - last_success_ms_ <= opt_.lease_ttl_ms;
         }
         std::vector<bool> keep(sent.size(), false);
+        std::vector<room_report> for_episodes = sent;  // what the degraded episodes reckon with
         std::vector<room_report> alone;  // rooms in an episode of their own: refilled below
         {
             std::lock_guard lock(mu_);
             for (std::size_t i = 0; i < sent.size(); ++i) {
                 room_report& r = sent[i];
-                keep[i] = within_lease && !adj[i].removed &&
+                keep[i] = (within_lease || adj[i].in_episode) && !adj[i].removed &&
                           (r.batch != 0 || res.ec != errc::unavailable);
                 if (keep[i]) {
                     // Outcome unknown: its returned slots stay returned and its deltas stay out
-                    // of the node until the resend is answered.
+                    // of the node until the resend is answered (so does the allowance a report
+                    // leaving degraded mode took out of the pool: the refills count it as used).
+                    // The episodes see the admissions that wait in the node meanwhile too.
+                    if (auto hb = held_back_.find(r.room); hb != held_back_.end()) {
+                        for_episodes[i].deltas.admitted.merge(hb->second);
+                        for_episodes[i].live.admitted.merge(hb->second);
+                    }
                     if (episodes_by_room_.contains(r.room)) {
-                        alone.push_back(r);
+                        alone.push_back(for_episodes[i]);
                     }
                     continue;
                 }
@@ -328,7 +340,7 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
                 // back whole at the next successful sync, so the store's count of held slots
                 // stays right.
                 if (adj[i].in_episode) {
-                    // the slots it handed back are the episode's lapsed lease, still set aside
+                    node_.pool(r.room).add(adj[i].allowance_left);
                 } else if (auto ep = episodes_by_room_.find(r.room);
                            ep != episodes_by_room_.end()) {
                     // In an episode of its own already (a resend built before it began): the
@@ -337,13 +349,9 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
                 } else {
                     node_.pool(r.room).add(r.slots_returned);
                 }
-                r.deltas.slots_used += adj[i].cancelled_episode + adj[i].cancelled_pending;
-                if (adj[i].cancelled_pending > 0) {
-                    cancel_used_[r.room] += adj[i].cancelled_pending;
-                }
             }
         }
-        on_failed(now_ms, sent);
+        on_failed(now_ms, for_episodes);
         if (within_lease && !alone.empty()) {
             on_failed(now_ms, alone, true);  // the node's lease holds, these rooms' did not
         }
@@ -431,8 +439,7 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
     const std::shared_ptr<const room::state_snapshot> previous = node_.snapshot();
     std::map<std::string, std::int64_t> releases;
     std::map<std::string, std::int64_t> demand;
-    std::map<std::string, std::int64_t> holdback;  // room → slots kept out of the new lease
-    const bool left_degraded = end_episodes(sent, adj, failing, holdback);
+    const bool left_degraded = end_episodes(sent, adj, failing);
     std::vector<std::string> recovered;  // rooms the store had failed alone, settled again
     std::vector<bool> in_episode(sent.size(), false);  // still: a resend settled, see end_episodes
     {
@@ -522,15 +529,6 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
         // of this grant: the pool holds the allowance only).
         if (!in_episode[i]) {
             pool.add(g.granted);
-            if (auto it = holdback.find(g.room); it != holdback.end()) {
-                std::int64_t covered = pool.take_up_to(it->second);
-                if (covered < it->second) {
-                    // A lease too small to cover them: their slots_used must not lower the
-                    // count of slots the store believes held when they arrive.
-                    std::lock_guard lock(mu_);
-                    cancel_used_[g.room] += it->second - covered;
-                }
-            }
             pool.extend_until(now_ms + opt_.lease_ttl_ms);
             pool.suspend_top_ups_until(0);  // fresh state: a dry pool may ask again
             if (g.release > 0) {
@@ -581,6 +579,7 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
             epochs_[sent[i].room] = std::move(res.rooms[i].epoch);
             reported_[sent[i].room] = std::move(sent[i].live);
             reported_[sent[i].room].revoked.clear();  // windows only: revocations are revoked_
+            uses_reported_[sent[i].room] += adj[i].slots_used;
         }
         top_up_asked_.clear();  // the lease now follows the demand: top-ups start small again
     }

@@ -512,6 +512,79 @@ TEST_F(MultiNode, RidesOutAClobberedRoomKeyInThatRoomAloneAndRecoversWhenItIsFix
     EXPECT_TRUE(all_running());
 }
 
+// Redis unreachable but not restarted (frozen: it keeps its memory), under load. The nodes ride
+// the outage out on their allowances; once each has synced again none of them queues a visitor
+// while the room has a place (the store keeps places free only for a node that has not reported
+// since, and none is left), and through it all the room never holds more than its limit.
+TEST_F(MultiNode, QueuesNobodyBelowTheLimitOnceTheNodesAreBackFromAnOutage) {
+    ASSERT_NO_FATAL_FAILURE(
+        start_nodes("total_active_users: 8, new_users_per_minute: 1000, session_duration: 5m, "
+                    "refresh_interval: 20s"));
+    std::vector<visitor> crowd(24);
+    std::vector<bool> in(crowd.size(), false);
+    std::size_t admitted = 0;
+    auto offer = [&](std::size_t k) {
+        auto r = send(crowd[k]);
+        if (!from_origin(r)) {
+            EXPECT_TRUE(is_queue_page(r)) << describe(r);
+            return false;
+        }
+        if (!in[k]) {
+            in[k] = true;
+            ++admitted;
+        }
+        return true;
+    };
+    auto store_counts = [&](std::size_t n) {
+        auto r = admin(0, http::verb::get, "/rooms/shop/status");
+        auto j = json::parse(r.body, nullptr, false);
+        return !j.is_discarded() &&
+               j.value("estimated_total_active_users", -1) == static_cast<int>(n);
+    };
+    for (std::size_t k = 0; k < 3; ++k) {
+        ASSERT_TRUE(offer(k)) << "visitor " << k + 1;
+    }
+    ASSERT_TRUE(poll_until(10s, 50ms, [&] { return store_counts(3); }));
+
+    redis_.pause();
+    ASSERT_TRUE(poll_until(15s, 50ms, [&] { return all_ready(false); }))
+        << "a node still says ready without its store";
+    for (int round = 0; round < 10; ++round) {
+        for (std::size_t k = 3; k < crowd.size(); ++k) {
+            offer(k);
+        }
+        std::this_thread::sleep_for(100ms);  // the rounds span several sync intervals
+    }
+    EXPECT_LE(admitted, 8u) << "the degraded nodes admitted past the limit";
+
+    redis_.resume();
+    ASSERT_TRUE(poll_until(15s, 50ms, [&] { return all_ready(true); }))
+        << "a node stayed not ready after the store returned:\n"
+        << nodes_[0].proc->output();
+    ASSERT_TRUE(poll_until(10s, 50ms, [&] { return store_counts(admitted); }))
+        << "the store does not count the sessions admitted in the outage";
+    // Every node has reported: each next visitor in arrival order gets in while a place is
+    // free, on whichever node it reaches (at once, or within a few sync intervals when the
+    // place is still in another node's lease), and nobody past the limit does.
+    int late = 0;
+    for (std::size_t k = 3; k < crowd.size(); ++k) {
+        if (in[k]) {
+            continue;
+        }
+        if (admitted >= 8) {
+            EXPECT_FALSE(offer(k)) << "admitted past the limit";
+        } else if (!offer(k)) {
+            ++late;
+            EXPECT_TRUE(poll_until(3s, 100ms, [&] { return offer(k); }))
+                << "queued with " << admitted << " of 8 places taken";
+        }
+    }
+    EXPECT_LE(late, 1) << "visitors queued below the limit after the store came back";
+    EXPECT_EQ(admitted, 8u);
+    EXPECT_TRUE(poll_until(10s, 50ms, [&] { return store_counts(8); }));
+    EXPECT_TRUE(all_running());
+}
+
 // Behind Redis Sentinel, the master SIGKILLed under load: the nodes ride out the failover
 // degraded (the admitted keep passing; the two free places are not given from the allowance,
 // which is a third of them per node, rounded down), then follow the sentinels to the promoted

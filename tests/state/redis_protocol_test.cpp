@@ -100,6 +100,12 @@ TEST(RedisProtocol, FullSyncCommandCarriesTheLiveWindowsAndTheHeldSlotsInsteadOf
     c = sync_command("wr", n, r);
     EXPECT_EQ(c[29], "-1");
     EXPECT_EQ(c[c.size() - 2], "3");  // exact held slots
+    // A re-report leaving degraded mode says so too: the script keeps the node reserved until
+    // a report shows that it got an answer.
+    r.full = true;
+    c = sync_command("wr", n, r);
+    EXPECT_EQ(c[29], "3");
+    EXPECT_EQ(c[c.size() - 2], "3");
 }
 
 TEST(RedisProtocol, TopUpCommandNamesTheEpochTheNodeKnowsAndItsId) {
@@ -166,6 +172,26 @@ TEST(RedisProtocol, DecodesAGrantWithWaitingBucketsAndDatacenters) {
     v.elements.push_back(integer(0));
     v.elements[9] = array({text("7x")});
     EXPECT_TRUE(parse_grant(v, "shop", 42, g)) << "a ticket that is not a number";
+}
+
+TEST(RedisProtocol, DecodesTheMinutesAdmissionsBySubWindowAndRefusesBadOnes) {
+    auto v = array({integer(3), integer(0), integer(5), integer(6), integer(9), array({}),
+                    array({text("dc1"), integer(1)}), array({integer(-1), integer(-1)}),
+                    text("1000/edge-1"), array({}), integer(0),
+                    array({integer(2000), integer(2), integer(1000), integer(4)})});
+    room_grant g;
+    ASSERT_FALSE(parse_grant(v, "shop", 42, g));
+    EXPECT_EQ(g.counts.admitted_windows,
+              (std::vector<std::pair<std::int64_t, std::int64_t>>{{1000, 4}, {2000, 2}}));
+    v.elements[11] = array({integer(1000)});
+    EXPECT_TRUE(parse_grant(v, "shop", 42, g)) << "a sub-window without its count";
+    v.elements[11] = array({integer(1000), integer(-3)});
+    EXPECT_TRUE(parse_grant(v, "shop", 42, g)) << "a negative count";
+    v.elements[11] = text("1000");
+    EXPECT_TRUE(parse_grant(v, "shop", 42, g)) << "not a list";
+    v.elements.pop_back();
+    ASSERT_FALSE(parse_grant(v, "shop", 42, g)) << "an older script's answer";
+    EXPECT_TRUE(g.counts.admitted_windows.empty());
 }
 
 TEST(RedisProtocol, OverridesCommandSaysWhatToDoWithEachSwitch) {

@@ -122,6 +122,235 @@ TEST(Ledger, TopUpGivesNothingToANodeOfAnotherEpoch) {
     EXPECT_EQ(ledger.top_up("b", "dc", l, 1, t0 + 10), 1) << "a node that knows none yet";
 }
 
+// A report of a node that has had an answer of the ledger (its epoch: a's first sync at t0). One
+// naming no epoch comes from a process that never had one: a restarted node.
+room_report known_report(const room::room_limits& l, std::int64_t demand = 100) {
+    room_report r = busy_report(l, demand);
+    r.epoch = std::to_string(t0) + "/a";
+    return r;
+}
+
+// A report from a node leaving degraded mode: it holds none of the store's lease, and its
+// deltas carry what it admitted from its allowance.
+room_report back_report(const room::room_limits& l, std::int64_t at, std::int64_t admitted) {
+    room_report r = known_report(l, 2);
+    r.deltas.admitted.add(at, admitted);
+    r.deltas.active.add(room::floor_to(at, 10'000), admitted);
+    r.held_exact = true;
+    return r;
+}
+
+// Nodes a, b and c sync every second for 8 s, each admitting 30 at first, and lease a few
+// slots: each knows the other two (its allowance is a third), and the store has no answer of
+// theirs left from before (the first ones, which b and a had with fewer nodes live, are older
+// than two node TTLs: see RecentAnswersOfANodeSizeItsReserve).
+void three_nodes_before_an_outage(room_ledger& ledger, const room::room_limits& l) {
+    for (std::int64_t at = t0; at <= t0 + 7000; at += 1000) {
+        for (const char* id : {"a", "b", "c"}) {
+            auto r = known_report(l, 2);
+            if (at == t0) {
+                r.deltas.admitted.add(t0, 30);
+                r.deltas.active.add(t0, 30);
+            }
+            ledger.sync(id, "dc", r, at, 3000);
+        }
+    }
+}
+
+// Tops node `id` up until the store has nothing left to grant (with other nodes live one top-up
+// takes at most half of what nobody holds).
+void take_all(room_ledger& ledger, const char* id, const room::room_limits& l, std::int64_t at) {
+    for (int i = 0; i < 64 && ledger.top_up(id, "dc", l, 1000, at) > 0; ++i) {
+    }
+}
+
+// With nobody else to wait for, a node back from an outage is granted at once: no queueing
+// below the limits because the store was away.
+TEST(Ledger, ANodeAloneBackFromAnOutageIsGrantedAtOnce) {
+    room_ledger ledger;
+    auto l = limits(1000, 600);
+    ledger.sync("a", "dc", known_report(l), t0, 3000);
+    auto g = ledger.sync("a", "dc", back_report(l, t0 + 20'000, 50), t0 + 30'000, 3000);
+    EXPECT_GT(g.granted, 0);
+    EXPECT_GT(ledger.top_up("a", "dc", l, 5, t0 + 30'100), 0);
+}
+
+// The first node back is granted all but what the silent nodes may have admitted unreported:
+// their lease then and a third of new_users_per_minute each. As each reports leaving degraded
+// mode, its lease goes from the reserve; the rest goes with its next report, which shows that
+// it got an answer (see ANodeWhoseAnswerIsLostAfterItLeftDegradedModeStaysReserved).
+TEST(Ledger, ANodeBackFromAnOutageIsGrantedAllButWhatTheSilentNodesMayHaveAdmitted) {
+    room_ledger ledger;
+    auto l = limits(1000, 600);
+    three_nodes_before_an_outage(ledger, l);
+    const std::int64_t lease_b = ledger.held_by("b"), lease_c = ledger.held_by("c");
+    const std::int64_t back = t0 + 31'000;
+    ledger.sync("a", "dc", back_report(l, back - 5000, 20), back, 3000);
+    ASSERT_EQ(ledger.held_by("b"), 0) << "the store forgot the silent nodes";
+    take_all(ledger, "a", l, back + 100);
+    auto counted = [&](std::int64_t at) {
+        return ledger.counts(l, at).admitted_last_minute + ledger.held_total();
+    };
+    EXPECT_EQ(counted(back + 100), 600 - (lease_b + 200) - (lease_c + 200));
+
+    // b reports what it admitted (within its third): its lease is no longer reserved, its
+    // allowance is until its next report (which leaves a nothing more here: 150 of those 200
+    // are counted in the minute already).
+    const std::int64_t before_b = counted(back + 100);
+    ledger.sync("b", "dc", back_report(l, back - 5000, 150), back + 400, 3000);
+    take_all(ledger, "a", l, back + 500);
+    EXPECT_EQ(counted(back + 500), before_b + 150);
+    ledger.sync("b", "dc", known_report(l, 2), back + 600, 3000);
+    take_all(ledger, "a", l, back + 650);
+    EXPECT_EQ(counted(back + 650), 600 - (lease_c + 200));
+    ledger.sync("c", "dc", back_report(l, back - 5000, 100), back + 700, 3000);
+    ledger.sync("c", "dc", known_report(l, 2), back + 750, 3000);
+    take_all(ledger, "a", l, back + 800);
+    EXPECT_EQ(counted(back + 800), 600) << "everyone reported: nothing is reserved";
+}
+
+// b reports leaving degraded mode and the store applies it, but its answer is lost (a timeout:
+// Redis answered after b gave up): b stays degraded and keeps admitting from its allowance.
+// Those admissions must stay reserved until b shows that it got an answer, or a is granted the
+// same places: b's reserve is kept while its reports still leave degraded mode, and goes with
+// its first report that does not (or one node TTL after its last report).
+TEST(Ledger, ANodeWhoseAnswerIsLostAfterItLeftDegradedModeStaysReserved) {
+    room_ledger ledger;
+    auto l = limits(1000, 600);  // the rate limit binds
+    three_nodes_before_an_outage(ledger, l);
+    const std::int64_t lease_c = ledger.held_by("c");
+    const std::int64_t back = t0 + 31'000;
+    // a syncs, then takes whatever the store will grant it: what is left is reserved.
+    auto free_for_a = [&](std::int64_t at) {
+        ledger.sync("a", "dc", known_report(l, 2), at, 3000);
+        take_all(ledger, "a", l, at + 50);
+        return 600 - (ledger.counts(l, at + 50).admitted_last_minute + ledger.held_total());
+    };
+    ledger.sync("a", "dc", back_report(l, back - 5000, 20), back, 3000);
+    ledger.sync("b", "dc", back_report(l, back - 5000, 30), back + 400, 3000);  // answer lost
+    EXPECT_EQ(free_for_a(back + 450), (lease_c + 200) + 200) << "b may still admit its third";
+    // Lost again: b reports what it admitted meanwhile, still leaving degraded mode. Its
+    // reserve is now the most any of its answers allows, the lost one (half: a and b were live)
+    // included, since the store cannot tell whether b had it.
+    ledger.sync("b", "dc", back_report(l, back + 1000, 30), back + 1400, 3000);
+    EXPECT_EQ(ledger.sync("a", "dc", known_report(l, 2), back + 1450, 3000).granted, 0);
+    EXPECT_EQ(ledger.top_up("a", "dc", l, 1000, back + 1500), 0)
+        << "170 admitted, c's 203 and b's 300 reserved: nothing is free";
+    // Its answer came: its next report is an ordinary one, and nothing of b is reserved.
+    ledger.sync("b", "dc", known_report(l, 2), back + 2400, 3000);
+    EXPECT_EQ(free_for_a(back + 2450), lease_c + 200) << "c, silent, still is";
+
+    // c reports leaving degraded mode and is never heard of again: reserved for one node TTL.
+    ledger.sync("c", "dc", back_report(l, back - 5000, 10), back + 2600, 3000);
+    ledger.sync("b", "dc", known_report(l, 2), back + 3400, 3000);
+    EXPECT_EQ(free_for_a(back + 5500), 200);
+    ledger.sync("b", "dc", known_report(l, 2), back + 5600, 3000);
+    EXPECT_EQ(free_for_a(back + 5600), 0);
+}
+
+// A node's own reserve never holds its own grants back: it uses either their slots (the answer
+// came) or its allowance (the answer and the slots were lost), never both. So a node alone whose
+// answers are lost is granted at once as soon as one comes.
+TEST(Ledger, ANodeLeavingDegradedModeIsNotHeldBackByItsOwnReserve) {
+    room_ledger ledger;
+    auto l = limits(1000, 600);
+    ledger.sync("a", "dc", known_report(l), t0, 3000);
+    ledger.sync("a", "dc", back_report(l, t0 + 20'000, 50), t0 + 30'000, 3000);  // answer lost
+    auto g = ledger.sync("a", "dc", back_report(l, t0 + 30'500, 5), t0 + 31'000, 3000);
+    EXPECT_GT(g.granted, 0);
+    EXPECT_GT(ledger.top_up("a", "dc", l, 1000, t0 + 31'100), 0);
+    // Nobody else is granted a's reserve meanwhile (a was alone: its allowance was the rate).
+    ledger.sync("b", "dc", known_report(l), t0 + 31'200, 3000);
+    take_all(ledger, "b", l, t0 + 31'300);
+    EXPECT_EQ(ledger.held_by("b"), 0);
+}
+
+// Hostile: a node whose clock is a minute ahead leaves degraded mode. The ghost window it opens
+// ends a minute ahead of the others' clocks, and every node would be a ghost to the others (each
+// last seen before its end) that long: the room held below its limits for a minute. A window
+// ending more than a node TTL ahead of the reader's clock is no window.
+TEST(Ledger, ANodeWhoseClockIsAheadHoldsNothingBackForTheOthers) {
+    room_ledger ledger;
+    auto l = limits(1000, 600);
+    three_nodes_before_an_outage(ledger, l);
+    const std::int64_t back = t0 + 31'000;
+    ledger.sync("a", "dc", known_report(l, 2), back, 3000);
+    ledger.sync("b", "dc", known_report(l, 2), back + 100, 3000);
+    ledger.sync("c", "dc", back_report(l, back + 60'000, 10), back + 60'200, 3000);
+    ledger.sync("c", "dc", known_report(l, 2), back + 61'200, 3000);  // its answer came
+    ledger.sync("a", "dc", known_report(l, 2), back + 1000, 3000);
+    ledger.sync("b", "dc", known_report(l, 2), back + 1100, 3000);
+    take_all(ledger, "a", l, back + 1200);
+    EXPECT_EQ(ledger.counts(l, back + 1200).admitted_last_minute + ledger.held_total(), 600);
+}
+
+// A sync sent just before Redis froze runs when it resumes, after its node gave up on it: the
+// node sizes its allowance from the answer before, which the store must still reserve for. Here
+// a node d joins just before the outage, and c's last sync, whose answer c never got, saw four
+// nodes: c still admits its third, not a quarter (the integration test admitted a 9th visitor
+// into a room of 8 when the store reserved by the lost answer's free places).
+TEST(Ledger, RecentAnswersOfANodeSizeItsReserve) {
+    room_ledger ledger;
+    auto l = limits(100'000, 12'000);  // the rate limit binds
+    three_nodes_before_an_outage(ledger, l);
+    ledger.sync("d", "dc", known_report(l, 2), t0 + 7100, 3000);
+    ledger.sync("c", "dc", known_report(l, 2), t0 + 7300, 3000);  // its answer is lost
+    const std::int64_t lease_b = ledger.held_by("b"), lease_c = ledger.held_by("c"),
+                       lease_d = ledger.held_by("d");
+    const std::int64_t back = t0 + 31'000;
+    ledger.sync("a", "dc", back_report(l, back - 5000, 20), back, 3000);
+    ASSERT_EQ(ledger.held_by("c"), 0) << "the store forgot the silent nodes";
+    take_all(ledger, "a", l, back + 100);
+    const std::int64_t counted =
+        ledger.counts(l, back + 100).admitted_last_minute + ledger.held_total();
+    // b and c a third each (c by the answer it had), d a quarter (it never had another).
+    EXPECT_EQ(counted, 12'000 - (lease_b + 4000) - (lease_c + 4000) - (lease_d + 3000));
+}
+
+// A node that never comes back (it died in the outage) is reserved for one node TTL after the
+// last node back, no longer.
+TEST(Ledger, ASilentNodeIsReservedForOneNodeTtlAfterTheLastNodeBack) {
+    room_ledger ledger;
+    auto l = limits(1000, 600);
+    three_nodes_before_an_outage(ledger, l);
+    const std::int64_t back = t0 + 31'000;
+    ledger.sync("a", "dc", back_report(l, back - 5000, 20), back, 3000);
+    ledger.sync("b", "dc", back_report(l, back - 5000, 20), back + 500, 3000);
+    auto counted = [&](std::int64_t at) {
+        return ledger.counts(l, at).admitted_last_minute + ledger.held_total();
+    };
+    take_all(ledger, "a", l, back + 3400);
+    EXPECT_LT(counted(back + 3400), 600);
+    take_all(ledger, "b", l, back + 3500);
+    EXPECT_EQ(counted(back + 3500), 600);
+}
+
+// Hostile: whoever makes one node lose the store (load, a network fault) does not hold the
+// room below its limits. The nodes that kept syncing are reserved for only until their next
+// sync shows them reporting, and a node alone in its outage reserves nothing for itself.
+TEST(Ledger, ANodeBackFromItsOwnOutageHoldsTheOthersBackOnlyUntilTheyNextSync) {
+    room_ledger ledger;
+    auto l = limits(1000, 600);
+    three_nodes_before_an_outage(ledger, l);
+    std::int64_t at = t0 + 1000;
+    for (int s = 2; s <= 31; ++s) {  // b and c keep syncing; a cannot reach the store
+        at = t0 + s * 1000;
+        ledger.sync("b", "dc", known_report(l, 2), at, 3000);
+        ledger.sync("c", "dc", known_report(l, 2), at + 300, 3000);
+    }
+    const std::int64_t back = at + 500;
+    ledger.sync("a", "dc", back_report(l, back - 5000, 20), back, 3000);
+    auto counted = [&](std::int64_t t) {
+        return ledger.counts(l, t).admitted_last_minute + ledger.held_total();
+    };
+    take_all(ledger, "a", l, back + 10);
+    EXPECT_LT(counted(back + 10), 600) << "b and c might have run degraded too";
+    ledger.sync("b", "dc", known_report(l, 2), back + 500, 3000);
+    ledger.sync("c", "dc", known_report(l, 2), back + 800, 3000);
+    take_all(ledger, "a", l, back + 900);
+    EXPECT_EQ(counted(back + 900), 600);
+}
+
 TEST(Ledger, MovesBetweenWindowsKeepTheTotal) {
     room_ledger ledger;
     auto l = limits(100, 100);

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "waitroom/config/config.hpp"
 #include "waitroom/room/engine.hpp"
 #include "waitroom/state/error.hpp"
@@ -390,15 +393,17 @@ TEST(SyncTask, LapsedLeaseIsNotUsedAndGoesBackWhenTheStoreReturns) {
     EXPECT_FALSE(pool.try_take(t0 + 2600));
     // Back within the store's node TTL: the lapsed 9 are returned, a fresh lease granted, and
     // the store never counts more than the capacity as held. Leaving degraded mode, the node
-    // says exactly what it holds of the store's lease (nothing): the store's count is then the
-    // fresh lease, of which one slot was taken since (not reported yet).
+    // says exactly what it holds of the store's lease (nothing) and what it admitted without
+    // reporting it yet (the slot taken before the lease lapsed): the store's count is then that
+    // slot and the fresh lease, of which one slot was taken since (not reported yet either).
     st.down = false;
     sync.run_once(t0 + 2800);
     st.release_all();
     EXPECT_FALSE(sync.degraded(t0 + 2800));
+    EXPECT_EQ(st.inner.held_total("shop"), pool.available() + 1);
     EXPECT_TRUE(pool.try_take(t0 + 2900));
     EXPECT_LE(st.inner.held_total("shop"), 10);
-    EXPECT_EQ(pool.available() + 1, st.inner.held_total("shop"));
+    EXPECT_EQ(pool.available() + 2, st.inner.held_total("shop"));
 }
 
 TEST(SyncTask, ConcurrentTopUpsShareOneStoreCall) {
@@ -569,7 +574,24 @@ void tick(room::worker_state& ws, sync_task& sync, std::int64_t now) {
     sync.run_once(now);
 }
 
-TEST(Degraded, NodeKeepsAdmittingFromItsAllowanceButNoMoreThanItsShareEachInterval) {
+// The most admissions any 60-second span (t − 60 s, t] holds, over a log of admission times.
+std::size_t busiest_minute(std::vector<std::int64_t> at) {
+    std::sort(at.begin(), at.end());
+    std::size_t most = 0;
+    for (std::size_t first = 0, last = 0; last < at.size(); ++last) {
+        while (at[first] <= at[last] - 60'000) {
+            ++first;
+        }
+        most = std::max(most, last - first + 1);
+    }
+    return most;
+}
+
+void log_admissions(std::vector<std::int64_t>& log, std::size_t n, std::int64_t at) {
+    log.insert(log.end(), n, at);
+}
+
+TEST(Degraded, NodeKeepsAdmittingFromItsAllowanceButNoMoreThanTheRateInAnyMinute) {
     auto eng = make_engine(1000, 600);  // 10 new visitors per second
     room::node_state node;
     local_store inner;
@@ -589,15 +611,15 @@ TEST(Degraded, NodeKeepsAdmittingFromItsAllowanceButNoMoreThanItsShareEachInterv
     EXPECT_FALSE(sync.degraded(t0 + 1500));
     EXPECT_EQ(sync.degraded_since_ms(), 0);
     std::int64_t degraded_total = 0;
-    for (int i = 0; i < 8; ++i) {
+    std::vector<std::int64_t> log(5, t0 + 100);
+    for (int i = 0; i < 70; ++i) {
         const std::int64_t now = t0 + 3000 + i * 1000;
         tick(w, sync, now);
         ASSERT_TRUE(sync.degraded(now));
         ASSERT_NE(sync.degraded_since_ms(), 0);
-        auto got = offer(*eng, w, sync, now + 10, 50, rng);
-        // One node alone: its share is the whole limit, 600/min → 10 per 1 s interval.
-        EXPECT_LE(got.size(), 10u) << "interval " << i;
-        EXPECT_GT(got.size(), 0u) << "interval " << i;
+        // A flood: 200 new visitors a second, twenty times the rate.
+        auto got = offer(*eng, w, sync, now + 10, 200, rng);
+        log_admissions(log, got.size(), now + 10);
         degraded_total += static_cast<std::int64_t>(got.size());
         // Visitors admitted before the outage keep passing, whatever the pool holds.
         for (const auto& c : before) {
@@ -605,11 +627,15 @@ TEST(Degraded, NodeKeepsAdmittingFromItsAllowanceButNoMoreThanItsShareEachInterv
             EXPECT_EQ(d.what, room::action::admit);
         }
     }
+    // One node alone: its share is the whole limit, 600 in any 60 s span, the 5 admitted just
+    // before the outage included; what the minute frees is admitted, not held back.
+    EXPECT_LE(busiest_minute(log), 600u);
+    EXPECT_GE(degraded_total, 600 - 5 + 400);
     EXPECT_EQ(sync.degraded_room("shop").share, 1.0);
     EXPECT_EQ(sync.degraded_admissions(), static_cast<std::uint64_t>(degraded_total));
     // The dead store is asked once per interval (the sync), never per visitor.
     EXPECT_EQ(st.top_up_calls, top_ups_before);
-    EXPECT_EQ(sync.failed_syncs(), 9u);
+    EXPECT_EQ(sync.failed_syncs(), 71u);
 }
 
 TEST(Degraded, AdmissionsWhileDegradedNeverExceedTheShareOfTheFreeActiveCapacity) {
@@ -733,9 +759,6 @@ TEST(Degraded, TwoNodesInTheLastKnownStateEachGetHalf) {
         tick(wb, b, now);
         auto ga = offer(*eng, wa, a, now + 10, 50, rng).size();
         auto gb = offer(*eng, wb, b, now + 10, 50, rng).size();
-        // Half of 600/min each: 5 per interval.
-        EXPECT_LE(ga, 5u);
-        EXPECT_LE(gb, 5u);
         total_a += static_cast<std::int64_t>(ga);
         total_b += static_cast<std::int64_t>(gb);
     }
@@ -744,6 +767,359 @@ TEST(Degraded, TwoNodesInTheLastKnownStateEachGetHalf) {
     // Half of the 40 free each, so the two together stay within the room's limit.
     EXPECT_EQ(total_a, 20);
     EXPECT_EQ(total_b, 20);
+}
+
+TEST(Degraded, AfterAMinuteAtTheRateLimitTheAllowanceComesBackAsThatMinuteAgesOut) {
+    auto eng = make_engine(100'000, 600);  // only the rate binds: 10 new visitors a second
+    room::node_state node;
+    local_store inner;
+    scripted_store st(inner);
+    sync_task sync(node, st, {});
+    sync.set_engine(eng);
+    room::worker_state w(node);
+    room::rng rng(13);
+    std::vector<std::int64_t> log;  // every admission's time: the sliding minute's ground truth
+    tick(w, sync, t0);
+    // A minute at the limit, the admissions spread over it.
+    for (int s = 0; s < 60; ++s) {
+        const std::int64_t now = t0 + s * 1000;
+        if (s > 0) {
+            tick(w, sync, now);
+        }
+        log_admissions(log, offer(*eng, w, sync, now + 100, 10, rng).size(), now + 100);
+    }
+    tick(w, sync, t0 + 60'000);
+    ASSERT_EQ(node.snapshot()->find("shop")->counts().admitted_last_minute, 600);
+
+    // The store goes away; three times as many visitors come as the rate allows.
+    st.down = true;
+    std::int64_t by_half_minute = 0;
+    for (int s = 61; s < 240; ++s) {
+        const std::int64_t now = t0 + s * 1000;
+        tick(w, sync, now);
+        const auto got = offer(*eng, w, sync, now + 100, 30, rng).size();
+        log_admissions(log, got, now + 100);
+        if (s <= 90) {
+            by_half_minute += static_cast<std::int64_t>(got);
+        }
+    }
+    ASSERT_TRUE(sync.degraded(t0 + 239'000));
+    // Half a minute into the outage about half of the minute before it has aged out: the node
+    // admits again (it used to start a whole minute behind and admit nobody for that minute).
+    EXPECT_GE(by_half_minute, 200);
+    // And no 60-second span ever admits more than the limit, through the outage and after.
+    EXPECT_LE(busiest_minute(log), 600u);
+    // Three minutes of outage at full demand: the sliding minute is used, not saved.
+    EXPECT_GE(static_cast<std::int64_t>(log.size()), 600 + 170 * 10 * 9 / 10);
+}
+
+TEST(Degraded, AdmissionsAtTheStartOfTheMinuteHoldTheAllowanceBackUntilTheyAgeOut) {
+    auto eng = make_engine(100'000, 600);
+    room::node_state node;
+    local_store inner;
+    scripted_store st(inner);
+    sync_task sync(node, st, {});
+    sync.set_engine(eng);
+    room::worker_state w(node);
+    room::rng rng(17);
+    std::vector<std::int64_t> log;
+    tick(w, sync, t0);
+    // The whole minute's admissions at its start (a spike), then nobody new (and nobody queued:
+    // a queue from before the outage would rightly hold the new visitors back).
+    for (int s = 0; s < 2; ++s) {
+        const std::int64_t now = t0 + s * 1000;
+        if (s > 0) {
+            tick(w, sync, now);
+        }
+        log_admissions(log, offer(*eng, w, sync, now + 100, 300, rng).size(), now + 100);
+    }
+    for (int s = 2; s <= 30; ++s) {
+        tick(w, sync, t0 + s * 1000);
+    }
+    ASSERT_EQ(node.snapshot()->find("shop")->counts().admitted_last_minute, 600);
+
+    st.down = true;
+    std::int64_t before_they_age = 0, soon_after = 0;
+
+    for (int s = 31; s < 100; ++s) {
+        const std::int64_t now = t0 + s * 1000;
+        tick(w, sync, now);
+        const auto got = offer(*eng, w, sync, now + 100, 30, rng).size();
+        log_admissions(log, got, now + 100);
+        (s < 60 ? before_they_age : soon_after) += static_cast<std::int64_t>(got);
+    }
+    // Half a minute into the outage the minute is still full: assuming its admissions spread
+    // over it would have admitted here, and overshot.
+    EXPECT_EQ(before_they_age, 0);
+    EXPECT_LE(busiest_minute(log), 600u);
+    // Once they age out the node admits again at its rate, not a minute after the outage began.
+    EXPECT_GE(soon_after, 300);
+}
+
+// Two nodes that both know both (each one's allowance is half of the room's limits).
+struct two_nodes {
+    explicit two_nodes(std::shared_ptr<room::engine> e) : eng(std::move(e)), st(inner) {
+        a.set_engine(eng);
+        b.set_engine(eng);
+        tick(wa, a, t0);
+        tick(wb, b, t0);
+        tick(wa, a, t0 + 500);
+        tick(wb, b, t0 + 600);
+    }
+    static sync_options named(const char* id) {
+        sync_options o;
+        o.node_id = id;
+        return o;
+    }
+    std::shared_ptr<room::engine> eng;
+    local_store inner;
+    scripted_store st;
+    room::node_state node_a, node_b;
+    sync_task a{node_a, st, named("a")}, b{node_b, st, named("b")};
+    room::worker_state wa{node_a}, wb{node_b};
+};
+
+// The argument of sync_task::refill, tested: with the rate binding and both nodes flooded
+// through a three-minute outage, no 60-second span admits more than the limit over the two
+// nodes together (before the outage included), and neither more than its half.
+TEST(Degraded, TwoFloodedNodesTogetherStayWithinTheRateInAnyMinute) {
+    two_nodes n(make_engine(100'000, 600));
+    room::rng rng(29);
+    std::vector<std::int64_t> all, only_a, only_b;
+    log_admissions(all, offer(*n.eng, n.wa, n.a, t0 + 700, 250, rng).size(), t0 + 700);
+    log_admissions(all, offer(*n.eng, n.wb, n.b, t0 + 800, 250, rng).size(), t0 + 800);
+    tick(n.wa, n.a, t0 + 1500);
+    tick(n.wb, n.b, t0 + 1600);
+    ASSERT_EQ(all.size(), 500u);
+    n.st.down = true;
+    for (int s = 2; s < 180; ++s) {
+        const std::int64_t now = t0 + s * 1000;
+        tick(n.wa, n.a, now);
+        tick(n.wb, n.b, now + 300);
+        const auto ga = offer(*n.eng, n.wa, n.a, now + 10, 100, rng).size();
+        const auto gb = offer(*n.eng, n.wb, n.b, now + 310, 100, rng).size();
+        log_admissions(only_a, ga, now + 10);
+        log_admissions(only_b, gb, now + 310);
+        log_admissions(all, ga, now + 10);
+        log_admissions(all, gb, now + 310);
+    }
+    EXPECT_LE(busiest_minute(all), 600u);
+    EXPECT_LE(busiest_minute(only_a), 300u);
+    EXPECT_LE(busiest_minute(only_b), 300u);
+    EXPECT_GE(all.size(), 500u + 2 * 300) << "each node used its half of two minutes at least";
+}
+
+// A node back from an outage while another has not reported yet may be granted nothing (the
+// store keeps the other's possible admissions free). Its own allowance admissions still in a
+// worker must then count as held all the same, or the store would grant their places again.
+TEST(Degraded, AllowanceAdmissionsStillInAWorkerCountAsHeldWhenTheStoreReturns) {
+    two_nodes n(make_engine(100'000, 120));
+    room::rng rng(21);
+    // The minute nearly full before the outage (a's visitors).
+    ASSERT_EQ(offer(*n.eng, n.wa, n.a, t0 + 700, 58, rng).size(), 58u);
+    tick(n.wa, n.a, t0 + 1500);
+    n.st.down = true;
+    std::int64_t late = 0;
+    for (int s = 3; s <= 8; ++s) {
+        const std::int64_t now = t0 + s * 1000;
+        n.a.run_once(now);  // the worker does not hand its deltas over: all still in it
+        late += static_cast<std::int64_t>(offer(*n.eng, n.wa, n.a, now + 10, 5, rng).size());
+    }
+    ASSERT_GT(late, 0);
+    ASSERT_TRUE(n.a.degraded(t0 + 8500));
+    // The store returns; b (half of the rate: 60) has not reported yet, so nothing is free.
+    n.st.down = false;
+    n.a.run_once(t0 + 9000);
+    ASSERT_FALSE(n.a.degraded(t0 + 9000));
+    EXPECT_EQ(n.node_a.pool("shop").available(), 0);
+    EXPECT_EQ(n.inner.held_total("shop"), late);
+    // Their deltas arrive: admitted, no longer held.
+    tick(n.wa, n.a, t0 + 10'000);
+    const room::room_limits lim = n.eng->rooms()[0].limits_at(t0 + 10'000);
+    EXPECT_EQ(n.inner.counts("shop", lim, t0 + 10'000).admitted_last_minute, 58 + late);
+    EXPECT_EQ(n.inner.held_total("shop"), n.node_a.pool("shop").available());
+}
+
+// The store reserves for a node that has not reported since an outage the most its allowance
+// can admit: half of the rate here, whatever the node did before. Node a made the whole minute
+// before the outage; once that minute ages out its allowance is still its half, not the rate.
+TEST(Degraded, AnAllowanceStaysWithinTheNodesShareOfTheRateWhateverItAdmittedBefore) {
+    two_nodes n(make_engine(100'000, 60));
+    room::rng rng(23);
+    ASSERT_EQ(offer(*n.eng, n.wa, n.a, t0 + 700, 60, rng).size(), 60u);
+    tick(n.wa, n.a, t0 + 1500);
+    n.st.down = true;
+    std::vector<std::int64_t> log;
+    for (int s = 2; s < 200; ++s) {
+        const std::int64_t now = t0 + s * 1000;
+        tick(n.wa, n.a, now);
+        log_admissions(log, offer(*n.eng, n.wa, n.a, now + 10, 10, rng).size(), now + 10);
+    }
+    ASSERT_TRUE(n.a.degraded(t0 + 199'000));
+    EXPECT_LE(busiest_minute(log), 30u);
+    EXPECT_GE(log.size(), 60u) << "the allowance is used: two minutes of it";
+}
+
+// Hostile: b's report leaving degraded mode is applied but its answer is lost (Redis answered
+// after b gave up), twice. b stays degraded and admits its unused allowance (half the rate),
+// while a, back first, is flooded and tops up: the store must keep b's allowance out of a's
+// grants until b's report shows it got an answer, or the two admit 180 in a minute of 120.
+TEST(Degraded, ANodeWhoseAnswerLeavingDegradedModeIsLostIsStillReservedFor) {
+    auto eng = make_engine(100'000, 120);
+    local_store inner;
+    scripted_store sa(inner), sb(inner);
+    room::node_state node_a, node_b;
+    sync_task a(node_a, sa, two_nodes::named("a")), b(node_b, sb, two_nodes::named("b"));
+    a.set_engine(eng);
+    b.set_engine(eng);
+    room::worker_state wa(node_a), wb(node_b);
+    room::rng rng(31);
+    for (std::int64_t at : {t0, t0 + 500}) {  // each knows both: its allowance is half
+        tick(wa, a, at);
+        tick(wb, b, at + 100);
+    }
+    sa.down = sb.down = true;
+    for (int s = 1; s <= 6; ++s) {  // a quiet outage: both allowances fill their pools
+        tick(wa, a, t0 + s * 1000);
+        tick(wb, b, t0 + s * 1000 + 300);
+    }
+    ASSERT_TRUE(a.degraded(t0 + 6500));
+    ASSERT_TRUE(b.degraded(t0 + 6500));
+    sa.down = sb.down = false;
+    std::vector<std::int64_t> all;
+    for (int s = 7; s <= 70; ++s) {
+        const std::int64_t now = t0 + s * 1000;
+        tick(wa, a, now);
+        // b's first two reports leaving degraded mode are applied, their answers lost.
+        sb.lose_next = s <= 8;
+        tick(wb, b, now + 300);
+        for (std::int64_t k = 0; k < 4; ++k) {
+            const std::int64_t at = now + 400 + 150 * k;
+            log_admissions(all, offer(*eng, wa, a, at, 40, rng).size(), at);
+            log_admissions(all, offer(*eng, wb, b, at + 10, 40, rng).size(), at + 10);
+        }
+        if (s == 8) {
+            ASSERT_TRUE(b.degraded(now + 400)) << "its answers were lost";
+        }
+    }
+    EXPECT_FALSE(b.degraded(t0 + 71'000));
+    EXPECT_LE(busiest_minute(all), 120u);
+    EXPECT_GE(all.size(), 120u) << "the room is used";
+}
+
+// The report leaving degraded mode is applied and its answer lost: the node resends it as it was,
+// under its batch, until an answer comes, and its later admissions go in the report after. So
+// its admissions of the outage count once (merged into a new report they counted twice, and
+// the store held their places a whole session for nobody).
+TEST(Degraded, AReportLeavingDegradedModeWhoseAnswerIsLostIsResentAndCountsOnce) {
+    auto eng = make_engine(1000, 600);
+    room::node_state node;
+    local_store inner;
+    scripted_store st(inner);
+    sync_task sync(node, st, {});
+    sync.set_engine(eng);
+    room::worker_state ws(node);
+    room::rng rng(37);
+    tick(ws, sync, t0);
+    st.down = true;
+    std::size_t admitted = 0;
+    for (int s = 1; s <= 5; ++s) {
+        tick(ws, sync, t0 + s * 1000);
+        admitted += offer(*eng, ws, sync, t0 + s * 1000 + 100, 4, rng).size();
+    }
+    ASSERT_TRUE(sync.degraded(t0 + 5500));
+    ASSERT_GT(admitted, 0u);
+    st.down = false;
+    st.lose_next = true;
+    tick(ws, sync, t0 + 6000);  // applied, answer lost
+    ASSERT_TRUE(sync.degraded(t0 + 6000));
+    admitted += offer(*eng, ws, sync, t0 + 6100, 3, rng).size();
+    for (int s = 7; s <= 9; ++s) {
+        tick(ws, sync, t0 + s * 1000);
+        admitted += offer(*eng, ws, sync, t0 + s * 1000 + 100, 2, rng).size();
+    }
+    tick(ws, sync, t0 + 10'000);
+    EXPECT_FALSE(sync.degraded(t0 + 10'000));
+    const room::room_limits lim = eng->rooms()[0].limits_at(t0 + 10'000);
+    const auto c = inner.counts("shop", lim, t0 + 10'000);
+    EXPECT_EQ(c.admitted_last_minute, static_cast<std::int64_t>(admitted));
+    EXPECT_EQ(c.active, static_cast<std::int64_t>(admitted));
+}
+
+// Hostile: b admits half of the room's free places from its allowance during an outage, then its
+// process restarts (a deploy, a crash) before the store is back: the new process knows nothing
+// of those admissions. The store charges what b's previous process may have admitted when b's
+// first report names no epoch, or a is granted the same places (60 in a room of 40).
+TEST(Degraded, ANodeRestartedDuringAnOutageIsChargedWhatItsLastProcessMayHaveAdmitted) {
+    auto eng = make_engine(40, 600);
+    local_store inner;
+    scripted_store sa(inner), sb(inner);
+    room::node_state node_a, node_b;
+    sync_task a(node_a, sa, two_nodes::named("a")), b(node_b, sb, two_nodes::named("b"));
+    a.set_engine(eng);
+    b.set_engine(eng);
+    room::worker_state wa(node_a), wb(node_b);
+    room::rng rng(41);
+    for (std::int64_t at : {t0, t0 + 500}) {
+        tick(wa, a, at);
+        tick(wb, b, at + 100);
+    }
+    sa.down = sb.down = true;
+    std::size_t admitted = 0;
+    for (int s = 1; s <= 4; ++s) {
+        tick(wa, a, t0 + s * 1000);
+        tick(wb, b, t0 + s * 1000 + 300);
+    }
+    admitted += offer(*eng, wb, b, t0 + 4400, 30, rng).size();
+    ASSERT_EQ(admitted, 20u) << "half of the 40 free places";
+    // b's process restarts; the new one starts while the store is still down.
+    room::node_state node_b2;
+    sync_task b2(node_b2, sb, two_nodes::named("b"));
+    b2.set_engine(eng);
+    room::worker_state wb2(node_b2);
+    tick(wb2, b2, t0 + 5300);
+    tick(wb2, b2, t0 + 6300);
+    sa.down = sb.down = false;
+    for (int s = 7; s <= 20; ++s) {
+        const std::int64_t now = t0 + s * 1000;
+        tick(wa, a, now);
+        tick(wb2, b2, now + 300);
+        for (std::int64_t k = 0; k < 3; ++k) {
+            admitted += offer(*eng, wa, a, now + 400 + 150 * k, 20, rng).size();
+            admitted += offer(*eng, wb2, b2, now + 410 + 150 * k, 20, rng).size();
+        }
+    }
+    EXPECT_LE(admitted, 40u);
+    EXPECT_GE(admitted, 30u) << "the room is used";
+}
+
+// An operator lowers the room from 1000 places to 100 during an outage (the origin struggles):
+// the allowance follows at its next refill instead of spending the budget the old limit gave.
+TEST(Degraded, AReloadThatLowersTheRoomDuringAnOutageLowersTheAllowance) {
+    room::node_state node;
+    local_store inner;
+    scripted_store st(inner);
+    sync_task sync(node, st, {});
+    sync.set_engine(make_engine(1000, 100'000));
+    room::worker_state ws(node);
+    room::rng rng(43);
+    tick(ws, sync, t0);
+    std::size_t admitted = offer(*make_engine(1000, 100'000), ws, sync, t0 + 100, 50, rng).size();
+    tick(ws, sync, t0 + 1000);
+    ASSERT_EQ(admitted, 50u);
+    st.down = true;
+    auto lowered = make_engine(100, 100'000);
+    for (int s = 2; s <= 15; ++s) {
+        if (s == 5) {
+            sync.set_engine(lowered);  // the reload
+        }
+        tick(ws, sync, t0 + s * 1000);  // the first refills fill the pool by the old limit
+        if (s >= 5) {
+            admitted += offer(*lowered, ws, sync, t0 + s * 1000 + 100, 100, rng).size();
+        }
+    }
+    ASSERT_TRUE(sync.degraded(t0 + 15'000));
+    EXPECT_LE(admitted, 100u);
 }
 
 TEST(Degraded, NodeStartedWhileTheStoreIsDownAdmitsNobodyNewAndDoesNotCrash) {

@@ -151,8 +151,10 @@ command sync_command(std::string_view prefix, const node_report& node, const roo
         c.push_back(std::to_string(rev.window));
     }
     // The last two arguments (the script reads them from the end).
-    c.push_back(r.held_exact && !r.full ? std::to_string(std::max<std::int64_t>(0, r.held))
-                                        : std::string("-1"));
+    // A re-report sends it too, leaving degraded mode: the script keeps the node reserved until
+    // a report shows that it got an answer (older scripts ignore it with a re-report).
+    c.push_back(r.held_exact ? std::to_string(std::max<std::int64_t>(0, r.held))
+                             : std::string("-1"));
     c.push_back(std::to_string(r.lost_top_up));
     return c;
 }
@@ -321,7 +323,9 @@ std::error_code parse_grant(const value& v, const std::string& room, std::int64_
         out.stale = true;
         return {};
     }
-    if (v.type != value::kind::array || v.elements.size() != 11 ||
+    // 12 elements; 11 from a script without the minute's sub-windows (its degraded allowance
+    // then dates the minute's sum at the answer, see sync_degraded.cpp).
+    if (v.type != value::kind::array || (v.elements.size() != 11 && v.elements.size() != 12) ||
         v.elements[8].type != value::kind::string) {
         return bad;
     }
@@ -369,6 +373,21 @@ std::error_code parse_grant(const value& v, const std::string& room, std::int64_
         out.counts.revoked.push_back(ticket);
     }
     std::sort(out.counts.revoked.begin(), out.counts.revoked.end());
+    if (e.size() == 12) {
+        const value& windows = e[11];
+        if (windows.type != value::kind::array || windows.elements.size() % 2 != 0) {
+            return bad;
+        }
+        for (std::size_t i = 0; i < windows.elements.size(); i += 2) {
+            std::int64_t w = 0;
+            std::int64_t n = 0;
+            if (!as_int(windows.elements[i], w) || !as_int(windows.elements[i + 1], n) || n < 0) {
+                return bad;
+            }
+            out.counts.admitted_windows.emplace_back(w, n);
+        }
+        std::sort(out.counts.admitted_windows.begin(), out.counts.admitted_windows.end());
+    }
     return parse_overrides(e[7], out.overrides);
 }
 

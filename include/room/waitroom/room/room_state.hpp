@@ -33,6 +33,9 @@ struct room_counts {
     std::int64_t active = 0;                // admitted visitors holding a session
     std::int64_t admitted_last_minute = 0;  // new admissions in the sliding minute
     std::int64_t held = 0;                  // slots leased to nodes and not yet reported used
+    // The sliding minute's admissions by rate sub-window (start, admissions), ascending: when
+    // each leaves the minute (degraded mode admits as they do). Empty from an older store.
+    std::vector<std::pair<std::int64_t, std::int64_t>> admitted_windows;
     std::vector<std::pair<std::int64_t, std::int64_t>> waiting;  // (bucket, queued) ascending
     std::vector<datacenter_nodes> datacenters;                   // live nodes
     std::vector<std::uint64_t> revoked;  // tickets of revoked sessions still refused, ascending
@@ -153,6 +156,9 @@ class slot_pool {
     // snapshot still shows free, and the visitors ahead still need (engine, the front).
     std::int64_t taken_behind() const { return taken_behind_.load(std::memory_order_relaxed); }
     void note_taken_behind() { taken_behind_.fetch_add(1, std::memory_order_relaxed); }
+    // Slots taken by try_take over the pool's life: the sync task tells the store how many of
+    // them it has not reported yet.
+    std::int64_t taken() const { return taken_.load(std::memory_order_acquire); }
     // A top-up that granted nothing stops further top-ups until `until_ms` (store load bound).
     bool top_up_allowed(std::int64_t now_ms) const {
         return now_ms >= no_top_up_until_.load(std::memory_order_relaxed);
@@ -164,6 +170,7 @@ class slot_pool {
   private:
     std::atomic<std::int64_t> available_{0};
     std::atomic<std::int64_t> taken_behind_{0};
+    std::atomic<std::int64_t> taken_{0};
     std::atomic<std::int64_t> no_top_up_until_{0};
     std::atomic<std::int64_t> expires_at_{0};
 };

@@ -8,10 +8,13 @@
 // keeps the room's run-time switches, which every sync answer carries.
 // The local store uses it directly; the Redis script mirrors it.
 
+#include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "waitroom/state/store.hpp"
 
@@ -27,6 +30,21 @@ class room_ledger {
     // counts the node's live windows and sets its held slots instead of applying deltas. After
     // a stale report the ledger grants nothing until one node TTL after its epoch began: by
     // then every live node has re-reported.
+    // A node that reports leaving degraded mode (`held_exact`) shows that the store was away:
+    // the other nodes that were live then and have not synced since may hold admissions from
+    // their own allowances that the counts miss. Until they sync, or one node TTL after the
+    // last such report, each of them is reserved the most it can hold unreported (its lease
+    // then, plus its allowance: 1 / the nodes of its answer of new_users_per_minute and of
+    // the free active places then, the most any of its answers in the last two node TTLs
+    // allows, since the last ones may have been lost), and grants come only from the capacity
+    // left. A node alone has no other node to wait for: nothing is reserved.
+    // The node that reports leaving degraded mode stays reserved so too (the most of its reserve
+    // as a silent node at each such report) until a report of its shows that it got an answer
+    // since: one not `held_exact`, which a node sends only once an answer ended its episode. Its
+    // answer may be lost, and then it goes on admitting from its allowance, which the counts
+    // miss. (Or for one node TTL after its last report: a node silent that long is gone.) Its
+    // own reserve never limits its own grants: it uses either their slots (the answer came, its
+    // episode is over) or its allowance (the answer and its slots were lost), never both.
     room_grant sync(const std::string& node_id, const std::string& datacenter,
                     const room_report& report, std::int64_t now_ms, std::int64_t node_ttl_ms,
                     std::uint64_t batch = 0);
@@ -71,6 +89,48 @@ class room_ledger {
                       std::int64_t now_ms);
     // The node's share of the live nodes' decayed demand (an even split while nobody asked).
     double share_of(const node_entry& me) const;
+    // What the last sync of a node left: kept for as long as the room's Redis keys would live
+    // without syncs, since a store outage may outlast the node TTL by that much.
+    struct seen_entry {
+        std::int64_t last_seen = 0;
+        std::int64_t held = 0;         // its lease after that sync (and its top-ups since)
+        std::int64_t peers = 1;        // live nodes in its answer: its allowance is 1 / peers
+        std::int64_t free_active = 0;  // total_active_users − active in its answer
+        // {last_seen, peers, free_active} of each of its syncs in the two node TTLs before its
+        // last, this one included: the node sizes its allowance from the last answer it got,
+        // and the answers of the syncs the store ran last may have been lost (a sync sent just
+        // before Redis froze runs when it resumes, after the node gave up on it), so it is
+        // reserved the most any of these answers allows.
+        std::vector<std::array<std::int64_t, 3>> answers;
+        // {rate limit, active limit} it is reserved while it may still be degraded: set by its
+        // reports leaving degraded mode, cleared by its first report that is not (see sync).
+        std::optional<std::pair<std::int64_t, std::int64_t>> leaving;
+    };
+    // The most a node may admit from its allowance unreported, by what the store answered it
+    // (its last sync and its recent answers): {rate limit, active limit}.
+    static std::pair<std::int64_t, std::int64_t> allowance_bound(const room::room_limits& l,
+                                                                 const seen_entry& s);
+    // How long the room's Redis keys live without syncs (room.lua's set_ttls).
+    static std::int64_t seen_ttl(const room::room_limits& l, std::int64_t node_ttl_ms);
+    // Slots kept from grants for the nodes that may hold unreported allowance admissions:
+    // {rate limit, active limit} (see sync). `asking` (the node the grant is for, or empty) is
+    // not reserved for its own leaving degraded mode.
+    std::pair<std::int64_t, std::int64_t> ghost_reserve(const room::room_limits& l,
+                                                        std::int64_t now_ms,
+                                                        const std::string& asking = {}) const;
+    // A report naming no epoch comes from a process that has had no answer for the room: the
+    // node restarted. If it was a ghost, or leaving degraded mode, its previous process may have
+    // admitted from its allowance what it never reported, and never will (the new process knows
+    // nothing of it): the most it can have admitted (as ghost_reserve reserves it, by `old`, the
+    // node's record as its last sync left it) is added to the counts now, in this moment's
+    // windows, and ages out as admissions do, instead of being forgotten with the reserve.
+    void charge_restarted(const room::room_limits& l, const seen_entry& old, std::int64_t prev_seen,
+                          bool forgotten, bool leaving_report, std::int64_t now_ms);
+    // The ghost window holds now (see ghosts_until_).
+    bool ghosts_open(std::int64_t now_ms, std::int64_t node_ttl_ms) const;
+    // capacity() less the ghosts' reserve, less the slots leased.
+    std::int64_t free_unheld(const room::room_limits& l, std::int64_t now_ms,
+                             const std::string& asking) const;
 
     std::map<std::int64_t, std::int64_t> admitted_;  // rate sub-window → admissions
     std::map<std::int64_t, std::int64_t> active_;    // window → admitted visitors
@@ -86,6 +146,12 @@ class room_ledger {
     std::string epoch_;  // "<now_ms>/<node id>" of the first sync, as the Redis script makes it
     std::int64_t epoch_at_ = 0;
     std::int64_t refill_until_ = 0;  // no grant before (set by the first stale report)
+    std::map<std::string, seen_entry> seen_;
+    // The ghosts are the nodes last seen in (ghosts_from_, ghosts_to_), reserved for until
+    // ghosts_until_: set by reports of nodes leaving degraded mode.
+    std::int64_t ghosts_from_ = 0;
+    std::int64_t ghosts_to_ = 0;
+    std::int64_t ghosts_until_ = 0;
 };
 
 }  // namespace waitroom::state

@@ -117,11 +117,14 @@ class sync_task {
     bool degraded(std::int64_t now_ms) const;
     // Degraded mode (DESIGN.md §4). An episode starts at the first failed sync past the lease
     // TTL and ends with the next successful sync. Meanwhile each failed sync refills a room's
-    // pool from an allowance: share = 1 / live nodes in the last known state; about
-    // share × new_users_per_minute per minute (pool at most one interval's worth, starting behind
-    // by the share of the last known sliding minute); at most share × (total_active_users −
-    // last known active) − own admissions since that state, for the whole episode. A room never
-    // synced gets nothing. Admitted visitors never need a slot, so they keep passing.
+    // pool from an allowance: share = 1 / live nodes in the last known state; within a sliding
+    // minute of its own (the node's own admissions count until they age out, its share of the
+    // other nodes' in the last known minute until they do, by sub-window, and of the slots
+    // leased then all episode), its allowance admissions in any minute at most
+    // share × new_users_per_minute; at most share × (total_active_users − last known active) −
+    // own admissions since that state, for the whole episode (room_ledger reserves exactly
+    // these bounds for a node not back yet). A room never synced gets nothing. Admitted
+    // visitors never need a slot, so they keep passing.
     // degraded_since_ms: 0 = not degraded.
     std::int64_t degraded_since_ms() const;
     // Syncs that failed, in total and since the last success (for the metric and /readyz).
@@ -147,8 +150,8 @@ class sync_task {
 
     // What a report changed that a failure must undo.
     struct adjust {
-        std::int64_t cancelled_episode = 0;  // allowance slots_used removed from the report
-        std::int64_t cancelled_pending = 0;  // same, from cancel_used_
+        std::int64_t allowance_left = 0;  // degraded: allowance taken out of the pool by it
+        std::int64_t slots_used = 0;      // its slots_used, added to uses_reported_ once applied
         bool in_episode = false;
         bool removed = false;  // a resend of a room a reload removed: not kept if it fails again
     };
@@ -196,6 +199,10 @@ class sync_task {
     // A store that lost its memory answers with another epoch, and these go to it again.
     std::map<std::string, std::string> epochs_;
     std::map<std::string, room::room_deltas> reported_;
+    // room → the slot uses (slots_used) of every report the store applied: the pool's taken()
+    // less this is what the node used and has not reported, which a report that sets the
+    // store's count of its held slots (held_exact, full) counts as held.
+    std::map<std::string, std::int64_t> uses_reported_;
     // The revoked sessions of each room this node knows: the store's last list and the node's
     // own revocations (with the window each named), each kept from when the node first knew of
     // it for as long as the store keeps it (room::revocation_live), at most
@@ -230,11 +237,27 @@ class sync_task {
     // lease is taken out at the start and handed back to the store when it returns.
     struct episode {
         double share = 1;
-        double credit = 0;         // allowance earned and not yet put in the pool
-        std::int64_t budget = 0;   // allowance still allowed this episode (active limit)
-        std::int64_t granted = 0;  // allowance put into the pool
-        std::int64_t lapsed = 0;   // lease slots taken out of the pool at the start
-        std::int64_t last_ms = 0;  // last refill
+        // The rate limit is a sliding minute, so the allowance is one too: this node's own
+        // admissions still in the minute (before the episode, by the sub-window they fell in;
+        // during it, the slots that left the pool, dated by the sync after the refill that saw
+        // them go) plus what the pool holds, plus the others' part, stay within
+        // share × new_users_per_minute. The others' part is share × (the last known minute's
+        // admissions still in it + the slots leased then) − this node's own part of them:
+        // summed over the nodes never below 0, so the nodes together stay within the limit
+        // (see refill). Everything leaves as it ages out, but the leased slots.
+        std::map<std::int64_t, std::int64_t> known;      // rate sub-window → the room's
+        std::map<std::int64_t, std::int64_t> own_known;  // rate sub-window → this node's part
+        std::int64_t leased = 0;                         // slots leased then
+        std::map<std::int64_t, std::int64_t> pre;  // rate sub-window → own admissions before
+        std::map<std::int64_t, std::int64_t> own;  // rate sub-window → allowance admissions
+        std::int64_t pending = 0;       // allowance admissions not dated yet (see refill)
+        std::int64_t entry_window = 0;  // the rate sub-window the episode began in
+        std::int64_t pool_after = 0;    // pool size after the last refill
+        std::int64_t budget = 0;        // allowance still allowed this episode (active limit)
+        std::int64_t known_active = 0;  // the room's active visitors in the last known state
+        std::int64_t own_before = 0;    // own admissions since that state, before the episode
+        std::int64_t granted = 0;       // allowance put into the pool
+        std::int64_t lapsed = 0;        // lease slots taken out of the pool at the start
     };
 
     // Counts a failed sync; past the lease TTL, starts or continues the episode and refills.
@@ -243,15 +266,13 @@ class sync_task {
     void on_failed(std::int64_t now_ms, const std::vector<room_report>& sent, bool alone = false);
     void refill(const std::string& room_id, episode& ep, const room::room_limits& limits,
                 std::int64_t now_ms);
-    // Ends the episode at a successful sync: drops the allowance left in the pools and fills
-    // `holdback` (room → allowance admissions the report did not cover, kept out of the new
-    // lease). `sent` holds the rooms the sync settled; the episodes of rooms in `failing` (the
-    // store failed them alone) go on, as does that of a settled room whose report was built
-    // before its episode began (a resend): its next report ends it. Takes the lock; true if the
-    // node was degraded.
+    // Ends the episode at a successful sync: drops the allowance left in the pools (the
+    // report counted the admissions it did not carry as held). `sent` holds the rooms the sync
+    // settled; the episodes of rooms in `failing` (the store failed them alone) go on, as does
+    // that of a settled room whose report was built before its episode began (a resend): its
+    // next report ends it. Takes the lock; true if the node was degraded.
     bool end_episodes(const std::vector<room_report>& sent, const std::vector<adjust>& adj,
-                      const std::vector<room_report>& failing,
-                      std::map<std::string, std::int64_t>& holdback);
+                      const std::vector<room_report>& failing);
     void notify(bool degraded, std::int64_t now_ms);
 
     std::int64_t degraded_since_ms_ = 0;
@@ -260,9 +281,6 @@ class sync_task {
     std::uint64_t episodes_ = 0;
     std::uint64_t degraded_admissions_ = 0;
     std::map<std::string, episode> episodes_by_room_;
-    // Allowance slots used whose slots_used must not lower the store's count of held slots
-    // (the store never leased them, and the new lease was too small to stand in for them).
-    std::map<std::string, std::int64_t> cancel_used_;
     std::function<void(bool, std::int64_t)> on_degraded_change_;
 };
 

@@ -15,7 +15,19 @@
 --                     has none, so its next sync makes another and nodes see it changed),
 --                     epoch_at (its now), refill_until (set by the first stale report: until
 --                     then, one node TTL after epoch_at, every live node re-reports and
---                     nothing is granted, since the counts still miss some nodes' visitors)
+--                     nothing is granted, since the counts still miss some nodes' visitors),
+--                     seen:<node id> ("last_seen held peers free_active": what the node's last
+--                     sync left, its lease updated by its top-ups; kept as long as the keys
+--                     live without syncs), answers:<node id> ("ls peers free ..." of each of
+--                     its syncs in the last two node TTLs: its answer may have been lost, so
+--                     it is reserved the most of these), ghosts ("from to until": after a node reported
+--                     leaving degraded mode, the nodes last seen in (from, to) are reserved
+--                     their most unreported admissions until `until`, see ghost_reserve),
+--                     leaving:<node id> ("rate active": the reserve of a node that reported
+--                     leaving degraded mode and has not shown an answer since, see
+--                     ghost_reserve), ghost_hold (the refill_until written for older scripts, which know no
+--                     reserve, while one is held: they grant nothing meanwhile; this script
+--                     ignores a refill_until equal to it)
 --   6 overrides hash  queue_all, suspended -> "0" | "1" (run-time switches; absent = unset)
 --   7 revoked   hash  ticket (decimal) -> "since:freed": the window of the store's first word of
 --                     the revoked session (ms), and 1 once its place was freed, else 0
@@ -35,14 +47,17 @@
 --           then m, then m pairs (window, delta) for active
 --           then k, then k triples (bucket, window, delta) for waiting
 --           then r, then r pairs (ticket, window) of revocations (window -1 = none live)
---           next to last: the node's exact held slots after this report's returns ("-1" =
---              none: take slots_used and slots_returned off the count instead)
+--           next to last: the node's exact held slots after this report's returns, sent by
+--              a node leaving degraded mode ("-1" = none: take slots_used and slots_returned
+--              off the count instead; with a re-report, held is ARGV[20] either way)
 --           last: the id of a top-up whose answer the node never got ("0" = none)
 --   top_up: 14 want  15 epoch the node last had answered ("" = none)  16 id ("0" = none)
 -- Returns, sync:   {granted, release, active, admitted_last_minute, held,
 --                   {bucket, queued, ...}, {datacenter, nodes, ...}, {queue_all, suspended},
 --                   epoch, {revoked ticket, ...}, abandoned (the queued visitors the waiting
---                   windows this call pruned still held, each floored at zero)}
+--                   windows this call pruned still held, each floored at zero),
+--                   {sub-window, admissions, ...} (the live admitted windows above zero,
+--                   ascending: when the minute's admissions leave it)}
 --                  or "stale" when ARGV[19] is another epoch and ARGV[20] is "-1": nothing
 --                  was applied (no node touched), the node sends its live totals instead
 --          top_up: granted (0 while ARGV[15] is set and is not the room's epoch, and
@@ -182,6 +197,7 @@ local function load_nodes(node_ttl)
         end
     end
     local me = nodes[node_id]
+    local forgotten = me == nil
     if me == nil then
         me = {last_seen = now, held = 0, demand = 0, batch = '0', granted = 0, tu_id = '0',
               tu_granted = 0, dc = datacenter}
@@ -191,7 +207,7 @@ local function load_nodes(node_ttl)
     me.dc = datacenter
     if now > me.last_seen then me.last_seen = now end
     table.sort(ids, byte_less)
-    return nodes, ids, me
+    return nodes, ids, me, forgotten
 end
 
 local function save_node(id, n)
@@ -242,11 +258,147 @@ local function share_of(nodes, ids, me)
 end
 
 -- Nothing accumulates: every key outlives its longest-lived entry by a minute, then goes.
+-- (room_ledger::seen_ttl)
+local function keys_ttl(node_ttl)
+    return math.max(L.session + L.window, L.window + L.abandon,
+                    L.rate_span + L.rate_window, node_ttl,
+                    2 * L.window + math.max(L.session, L.rejoin, L.abandon)) + 60000
+end
 local function set_ttls(node_ttl)
-    local ttl = math.max(L.session + L.window, L.window + L.abandon,
-                         L.rate_span + L.rate_window, node_ttl,
-                         2 * L.window + math.max(L.session, L.rejoin, L.abandon)) + 60000
+    local ttl = keys_ttl(node_ttl)
     for i = 1, 7 do redis.call('PEXPIRE', KEYS[i], ttl) end
+end
+
+-- The space-separated counts of a meta value as this script writes them (see count), or nil
+-- for anything else: a value written by hand is neither read nor counted, and the next write
+-- of its field replaces it.
+local function counts_of(v)
+    if type(v) ~= 'string' then return nil end
+    local out = {}
+    for tok in string.gmatch(v, '%S+') do
+        local n = count(tok)
+        if n == nil then return nil end
+        out[#out + 1] = n
+    end
+    return out
+end
+
+-- The meta hash's seen:<id> records (with `prune_ttl`, those older are deleted, and so is a
+-- record this script did not write) and the ghost window {from, to, until}.
+local function load_seen(prune_ttl)
+    local seen, ghosts, answers, leaving = {}, {0, 0, 0}, {}, {}
+    local raw = redis.call('HGETALL', KEYS[5])
+    for i = 1, #raw, 2 do
+        local id = string.match(raw[i], '^seen:(.*)$')
+        if id ~= nil then
+            -- "last_seen held peers free_active": held, free ≥ 0 and peers ≥ 1 as written below
+            local v = counts_of(raw[i + 1])
+            local ok = v ~= nil and #v == 4 and v[2] >= 0 and v[3] >= 1 and v[4] >= 0
+            if not ok or (prune_ttl ~= nil and v[1] + prune_ttl <= now) then
+                redis.call('HDEL', KEYS[5], raw[i])
+            else
+                seen[id] = {ls = v[1], held = v[2], peers = v[3], free = v[4]}
+            end
+        elseif string.match(raw[i], '^answers:') then
+            answers[string.sub(raw[i], 9)] = raw[i + 1]
+        elseif string.match(raw[i], '^leaving:') then
+            leaving[string.sub(raw[i], 9)] = raw[i + 1]
+        elseif raw[i] == 'ghosts' then
+            local v = counts_of(raw[i + 1])
+            if v ~= nil and #v == 3 then ghosts = v end
+        end
+    end
+    -- leaving:<id>: "rate active", the reserve of a node that may still be degraded
+    for id, a in pairs(leaving) do
+        local v = counts_of(a)
+        if seen[id] == nil then
+            if prune_ttl ~= nil then redis.call('HDEL', KEYS[5], 'leaving:' .. id) end
+        elseif v ~= nil and #v == 2 and v[1] >= 0 and v[2] >= 0 then
+            seen[id].leaving = v
+        end
+    end
+    -- answers:<id>: "ls peers free ..." of the node's recent syncs (room_ledger::seen_entry); a
+    -- list with anything else in it reads as none (its node's next sync writes it anew)
+    for id, a in pairs(answers) do
+        if seen[id] == nil then
+            if prune_ttl ~= nil then redis.call('HDEL', KEYS[5], 'answers:' .. id) end
+        else
+            local v = counts_of(a)
+            local list = {}
+            if v ~= nil and #v % 3 == 0 then
+                for k = 1, #v, 3 do
+                    if v[k + 1] < 1 or v[k + 2] < 0 then
+                        list = {}
+                        break
+                    end
+                    list[#list + 1] = {v[k], v[k + 1], v[k + 2]}
+                end
+            end
+            seen[id].answers = list
+        end
+    end
+    return seen, ghosts
+end
+
+local function save_seen(id, e)
+    redis.call('HSET', KEYS[5], 'seen:' .. id,
+               string.format('%d %d %d %d', e.ls, e.held, e.peers, e.free))
+end
+
+-- room_ledger::allowance_bound: the most a node may admit from its allowance unreported
+-- (sync_degraded.cpp: 1 / peers of new_users_per_minute in any sliding minute, 1 / peers of the
+-- free active places over its episode), by its last sync's answer or any of its recent ones
+-- (answers:<id>): {rate limit, active limit}.
+local function allowance_bound(e)
+    local peers = math.max(1, e.peers)
+    local by_rate, by_act = math.floor(L.per_minute / peers), math.floor(e.free / peers)
+    for _, a in ipairs(e.answers or {}) do
+        local p = math.max(1, a[2])
+        by_rate = math.max(by_rate, math.floor(L.per_minute / p))
+        by_act = math.max(by_act, math.floor(a[3] / p))
+    end
+    return by_rate, by_act
+end
+
+-- room_ledger::ghosts_open: the window holds now, and its end is no further ahead of this
+-- node's clock than another node TTL (a wrong clock, or a value written by hand, would hold
+-- every grant back for as long as it is ahead).
+local function ghosts_open(ghosts, node_ttl)
+    return now < ghosts[3] and ghosts[3] <= now + 2 * node_ttl
+end
+
+-- room_ledger::ghost_reserve: {rate limit, active limit} kept from grants for the nodes last
+-- seen in the ghost window, each its allowance_bound plus, once the store forgot it, its lease,
+-- which it may have used unreported; and for the nodes that reported leaving degraded mode and
+-- have not shown an answer since (leaving:<id>), but `asking` (nil: none) for its own.
+local function ghost_reserve(seen, ghosts, nodes, node_ttl, asking)
+    local rate, act = 0, 0
+    for id, e in pairs(seen) do
+        local ghost = ghosts_open(ghosts, node_ttl) and e.ls > ghosts[1] and e.ls < ghosts[2]
+        local leaving = e.leaving ~= nil and id ~= asking and now < e.ls + node_ttl and
+                        e.ls <= now + node_ttl
+        if ghost or leaving then
+            local r, a = 0, 0
+            if ghost then r, a = allowance_bound(e) end
+            if leaving then r, a = math.max(r, e.leaving[1]), math.max(a, e.leaving[2]) end
+            local lease = 0
+            if ghost and nodes[id] == nil then lease = e.held end
+            rate = rate + lease + r
+            act = act + lease + a
+        end
+    end
+    return rate, act
+end
+
+-- capacity() less the reserve (but `asking`'s own while it leaves degraded mode), less the
+-- slots leased (room_ledger::free_unheld).
+local function free_unheld_of(active, admitted, seen, ghosts, nodes, ids, node_ttl, asking)
+    local rr, ra = ghost_reserve(seen, ghosts, nodes, node_ttl, asking)
+    if active < 0 then active = 0 end
+    if admitted < 0 then admitted = 0 end
+    local cap = math.min(L.total - active - ra, L.per_minute - admitted - rr)
+    if cap < 0 then cap = 0 end
+    return math.max(0, cap - held_total(nodes, ids))
 end
 
 if op == 'top_up' then
@@ -254,13 +406,14 @@ if op == 'top_up' then
     local want = tonumber(ARGV[14])
     local nodes, ids, me = load_nodes(node_ttl)
     local granted = 0
-    local m = redis.call('HMGET', KEYS[5], 'epoch', 'refill_until')
+    local m = redis.call('HMGET', KEYS[5], 'epoch', 'refill_until', 'ghost_hold')
     local epoch_ok = ARGV[15] == '' or ARGV[15] == m[1]
-    local refilling = now < (tonumber(m[2]) or 0)
+    local refilling = now < (count(m[2]) or 0) and m[2] ~= m[3]
+    local seen, ghosts = load_seen(nil)
     if L.needs_slots and want > 0 and epoch_ok and not refilling then
-        local cap = capacity(live_sum(KEYS[2], active_live, false),
-                             live_sum(KEYS[1], rate_live, false))
-        local free_unheld = math.max(0, cap - held_total(nodes, ids))
+        local free_unheld = free_unheld_of(live_sum(KEYS[2], active_live, false),
+                                           live_sum(KEYS[1], rate_live, false), seen, ghosts,
+                                           nodes, ids, node_ttl, node_id)
         -- With other nodes live, one top-up takes at most half of what nobody holds, and at
         -- most the node's share of it or an even split, whichever is more (at least one): the
         -- next node to run dry finds some too, and near the limit the nodes run dry together.
@@ -277,6 +430,10 @@ if op == 'top_up' then
     me.tu_id = ARGV[16] or '0'
     me.tu_granted = granted
     save_node(node_id, me)
+    if seen[node_id] ~= nil then
+        seen[node_id].held = me.held
+        save_seen(node_id, seen[node_id])
+    end
     set_ttls(node_ttl)
     return granted
 end
@@ -284,13 +441,16 @@ end
 -- sync
 local node_ttl = tonumber(ARGV[14])
 redis.call('HSET', KEYS[5], 'node_ttl', ARGV[14])
-local m = redis.call('HMGET', KEYS[5], 'epoch', 'epoch_at', 'refill_until')
-local epoch, epoch_at, refill_until = m[1], tonumber(m[2]) or now, tonumber(m[3]) or 0
+local m = redis.call('HMGET', KEYS[5], 'epoch', 'epoch_at', 'refill_until', 'ghost_hold')
+local epoch, epoch_at, refill_until = m[1], tonumber(m[2]) or now, count(m[3]) or 0
+-- A refill_until written for older scripts (see ghost_hold) holds no grant of this one.
+local held_for_old = m[3] ~= nil and m[3] == m[4]
 if not epoch then
     epoch = ARGV[4] .. '/' .. node_id
     redis.call('HSET', KEYS[5], 'epoch', epoch, 'epoch_at', ARGV[4])
 end
-local nodes, ids, me = load_nodes(node_ttl)
+local nodes, ids, me, forgotten = load_nodes(node_ttl)
+local seen, ghosts = load_seen(keys_ttl(node_ttl))
 
 -- A resend of the batch this node last had applied (its answer was lost) changes no count:
 -- counting it again would count its visitors twice.
@@ -300,13 +460,20 @@ local applied_before = ARGV[18] ~= '0' and ARGV[18] == me.batch
 local full = ARGV[20] ~= '-1'
 if not applied_before and not full and ARGV[19] ~= '' and ARGV[19] ~= epoch then
     -- The store lost its memory: until every live node has re-reported (one node TTL after
-    -- the epoch began) its counts are short, and it grants nothing.
-    if refill_until == 0 then
+    -- the epoch began) its counts are short, and it grants nothing. (A refill_until that is a
+    -- ghost hold, written for older scripts, is none: room_ledger keeps the two apart.)
+    if refill_until == 0 or held_for_old then
         redis.call('HSET', KEYS[5], 'refill_until', string.format('%d', epoch_at + node_ttl))
+        redis.call('HDEL', KEYS[5], 'ghost_hold')
     end
     return 'stale'
 end
 me.batch = ARGV[18]
+local prev_seen = nil
+if seen[node_id] ~= nil then prev_seen = seen[node_id].ls end
+-- It reports now: no ghost of its own.
+if seen[node_id] == nil then seen[node_id] = {ls = now, held = 0, peers = 1, free = 0} end
+seen[node_id].ls = now
 
 -- Deltas for windows that stopped counting change nothing: skip them rather than resurrect.
 -- merge_windows(i, live, key): the count at ARGV[i], then that many (window, delta) pairs
@@ -321,6 +488,26 @@ local function merge_windows(i, live, key)
 end
 
 if not applied_before then
+    -- room_ledger::charge_restarted: a report naming no epoch comes from a process that has had
+    -- no answer for the room (the node restarted). If the node was a ghost (or this report, leaving
+    -- degraded mode, makes it one) or was marked leaving, its previous process may have admitted
+    -- from its allowance what it never reports: that most is added to the counts now.
+    if prev_seen ~= nil and ARGV[19] == '' and not full then
+        local old = seen[node_id]
+        local ghost = tonumber(ARGV[#ARGV - 1]) >= 0 or
+                      (ghosts_open(ghosts, node_ttl) and prev_seen > ghosts[1] and
+                       prev_seen < ghosts[2])
+        local leaving = old.leaving ~= nil and now < prev_seen + node_ttl and
+                        prev_seen <= now + node_ttl
+        local r, a = 0, 0
+        if ghost then
+            r, a = allowance_bound(old)
+            if forgotten then r, a = r + old.held, a + old.held end
+        end
+        if leaving then r, a = math.max(r, old.leaving[1]), math.max(a, old.leaving[2]) end
+        if r > 0 then incr(KEYS[1], string.format('%d', floor_to(now, math.max(1, L.rate_window))), r) end
+        if a > 0 then incr(KEYS[2], string.format('%d', floor_to(now, active_window)), a) end
+    end
     local i = merge_windows(21, rate_live, KEYS[1])
     i = merge_windows(i, active_live, KEYS[2])
     local n = tonumber(ARGV[i])
@@ -401,6 +588,21 @@ if not applied_before then
 end
 
 local admitted = live_sum(KEYS[1], rate_live, true)
+-- The minute's admissions by sub-window (room_ledger::counts: live, above zero, ascending).
+local admitted_windows = {}
+do
+    local raw_adm = redis.call('HGETALL', KEYS[1])
+    local ws = {}
+    for k = 1, #raw_adm, 2 do
+        local w, n = count(raw_adm[k]), count(raw_adm[k + 1])
+        if w ~= nil and n ~= nil and n > 0 and rate_live(w) then ws[#ws + 1] = {w, n} end
+    end
+    table.sort(ws, function(x, y) return x[1] < y[1] end)
+    for _, e in ipairs(ws) do
+        admitted_windows[#admitted_windows + 1] = e[1]
+        admitted_windows[#admitted_windows + 1] = e[2]
+    end
+end
 local active = live_sum(KEYS[2], active_live, true)
 
 -- Waiting: prune, then sum per bucket in ascending order, each (bucket, window) floored at zero
@@ -426,12 +628,28 @@ end
 table.sort(buckets)
 
 if not applied_before then
+    -- The node's exact held slots: sent only by a node leaving degraded mode (with a re-report
+    -- too, from this version on: the script before ignored it there).
+    local exact = tonumber(ARGV[#ARGV - 1])
     if full then
         me.held = math.max(0, tonumber(ARGV[20]))
     else
-        local exact = tonumber(ARGV[#ARGV - 1])
         if exact >= 0 then
             me.held = exact
+            -- The node leaves degraded mode: the store was away. The nodes live when it last
+            -- synced and silent since the first node came back are reserved for until they
+            -- sync, or one node TTL after the last node back (room_ledger.cpp).
+            local from = -1
+            if prev_seen ~= nil then from = prev_seen - node_ttl end
+            if not ghosts_open(ghosts, node_ttl) then
+                ghosts[1], ghosts[2] = from, now
+            else
+                ghosts[1] = math.min(ghosts[1], from)
+                if prev_seen == nil or prev_seen >= ghosts[2] then ghosts[2] = now end
+            end
+            ghosts[3] = math.max(ghosts[3], now + node_ttl)
+            redis.call('HSET', KEYS[5], 'ghosts',
+                       string.format('%d %d %d', ghosts[1], ghosts[2], ghosts[3]))
         else
             me.held = math.max(0, me.held - tonumber(ARGV[15]) - tonumber(ARGV[16]))
         end
@@ -442,6 +660,24 @@ if not applied_before then
             if exact < 0 then me.held = math.max(0, me.held - me.tu_granted) end
             me.tu_id, me.tu_granted = '0', 0
         end
+    end
+    -- Leaving degraded mode, the node is reserved as a silent node was, by the answers it had,
+    -- until a report that is not (one of a node that got an answer since) clears it
+    -- (room_ledger::sync). A node this store has no record of may have had any answer.
+    -- Mixed versions: nodes of every version send their exact count while, and only while, they
+    -- leave degraded mode, so an older node is cleared alike (its re-reports to a store that lost
+    -- its memory send none, and clear it); an older script keeps no leaving:<id>, and drops the
+    -- node's reserve at the report that leaves degraded mode, as before.
+    local se = seen[node_id]
+    if exact >= 0 then
+        local r, a = L.per_minute, L.total
+        if prev_seen ~= nil then r, a = allowance_bound(se) end
+        if se.leaving ~= nil then r, a = math.max(r, se.leaving[1]), math.max(a, se.leaving[2]) end
+        se.leaving = {r, a}
+        redis.call('HSET', KEYS[5], 'leaving:' .. node_id, string.format('%d %d', r, a))
+    else
+        se.leaving = nil
+        redis.call('HDEL', KEYS[5], 'leaving:' .. node_id)
     end
     -- Demand decays by half each sync: the share follows the last couple of intervals.
     me.demand = me.demand / 2 + tonumber(ARGV[17])
@@ -456,8 +692,17 @@ if L.needs_slots then
     -- it, and a grant never exceeds what no node holds yet. The target is also capped at the
     -- node's decayed demand + 1, so the rest of the free capacity stays free for top-ups.
     local cap = capacity(active, admitted)
-    local free_unheld = math.max(0, cap - held_total(nodes, ids))
-    if now < refill_until then free_unheld = 0 end
+    local free_unheld = free_unheld_of(active, admitted, seen, ghosts, nodes, ids, node_ttl,
+                                       node_id)
+    local rr, ra = ghost_reserve(seen, ghosts, nodes, node_ttl, nil)
+    local reserved = rr + ra
+    if now < refill_until and not held_for_old then free_unheld = 0 end
+    -- Older scripts know no reserve: while one is held they grant nothing (refill_until), unless
+    -- a hold of their own is under way.
+    if reserved > 0 and (now >= refill_until or held_for_old) then
+        local hold = string.format('%d', ghosts[3])
+        redis.call('HSET', KEYS[5], 'refill_until', hold, 'ghost_hold', hold)
+    end
     local share = share_of(nodes, ids, me)
     -- With other nodes live, a lease takes half of the node's share: the other half stays
     -- unheld for top-ups, which go to whichever node runs dry first.
@@ -485,6 +730,19 @@ else
 end
 me.granted = granted
 save_node(node_id, me)
+save_seen(node_id, {ls = now, held = me.held, peers = #ids, free = math.max(0, L.total - active)})
+-- The answers of its syncs in the last two node TTLs, this one's included (the node sizes its
+-- allowance from the last answer it got, which may be an earlier one: room_ledger.hpp).
+do
+    local kept = {}
+    for _, a in ipairs((seen[node_id] and seen[node_id].answers) or {}) do
+        if a[1] + 2 * node_ttl >= now then
+            kept[#kept + 1] = string.format('%d %d %d', a[1], a[2], a[3])
+        end
+    end
+    kept[#kept + 1] = string.format('%d %d %d', now, #ids, math.max(0, L.total - active))
+    redis.call('HSET', KEYS[5], 'answers:' .. node_id, table.concat(kept, ' '))
+end
 set_ttls(node_ttl)
 
 local waiting = {}
@@ -510,4 +768,5 @@ for k = 1, #rev, 2 do
     if revocation_live(revoked_since(rev[k + 1])) then revoked[#revoked + 1] = rev[k] end
 end
 return {granted, release, active, admitted,
-        held_total(nodes, ids), waiting, dcs, read_overrides(), epoch, revoked, abandoned}
+        held_total(nodes, ids), waiting, dcs, read_overrides(), epoch, revoked, abandoned,
+        admitted_windows}
