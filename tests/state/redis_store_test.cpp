@@ -1286,6 +1286,18 @@ room_report known(room_report r, const char* first = "a") {
     return r;
 }
 
+// Nodes a and b each sync twice (t0 and a second later) on every store given: the state the
+// outage tests below start from, the same on Redis and on the local store.
+void two_nodes_before_an_outage(boost::asio::io_context& ioc, std::initializer_list<store*> stores,
+                                const room::room_limits& l) {
+    for (store* s : stores) {
+        for (std::int64_t at : {t0, t0 + 1000}) {
+            ASSERT_FALSE(call_sync(ioc, *s, node("a", "dc", at, {known(report(l))})).ec);
+            ASSERT_FALSE(call_sync(ioc, *s, node("b", "dc", at + 100, {known(report(l))})).ec);
+        }
+    }
+}
+
 // A node back from an outage while another is silent: the script keeps the silent node's most
 // possible admissions free, as the local store does, and still grants the rest. Scripts of an
 // older version, which know no such reserve but honour refill_until, grant nothing meanwhile
@@ -1297,12 +1309,7 @@ TEST(RedisStore, ReservesForSilentNodesAsTheLocalStoreDoesAndHoldsOlderScriptsMe
     local_store ls;
     auto l = limits(1000, 600);
     const std::int64_t back = t0 + 31'000;
-    for (store* s : std::initializer_list<store*>{&rs, &ls}) {
-        for (std::int64_t at : {t0, t0 + 1000}) {
-            ASSERT_FALSE(call_sync(ioc, *s, node("a", "dc", at, {known(report(l))})).ec);
-            ASSERT_FALSE(call_sync(ioc, *s, node("b", "dc", at + 100, {known(report(l))})).ec);
-        }
-    }
+    ASSERT_NO_FATAL_FAILURE(two_nodes_before_an_outage(ioc, {&rs, &ls}, l));
     room_report r = known(report(l));
     r.deltas.admitted.add(back - 5000, 40);
     r.held_exact = true;
@@ -1382,12 +1389,7 @@ TEST(RedisStore, KeepsANodeWhoseAnswerWasLostReservedAsTheLocalStoreDoes) {
     local_store ls;
     auto l = limits(1000, 600);
     const std::int64_t back = t0 + 31'000;
-    for (store* s : std::initializer_list<store*>{&rs, &ls}) {
-        for (std::int64_t at : {t0, t0 + 1000}) {
-            ASSERT_FALSE(call_sync(ioc, *s, node("a", "dc", at, {known(report(l))})).ec);
-            ASSERT_FALSE(call_sync(ioc, *s, node("b", "dc", at + 100, {known(report(l))})).ec);
-        }
-    }
+    ASSERT_NO_FATAL_FAILURE(two_nodes_before_an_outage(ioc, {&rs, &ls}, l));
     auto both = [&](const std::string& id, std::int64_t at, bool leaving, std::int64_t admitted) {
         room_report r = known(report(l));
         r.deltas.admitted.add(at - 100, admitted);
@@ -1453,12 +1455,7 @@ TEST(RedisStore, ChargesARestartedNodeAsTheLocalStoreDoes) {
     local_store ls;
     auto l = limits(1000, 600);
     const std::int64_t back = t0 + 31'000;
-    for (store* s : std::initializer_list<store*>{&rs, &ls}) {
-        for (std::int64_t at : {t0, t0 + 1000}) {
-            ASSERT_FALSE(call_sync(ioc, *s, node("a", "dc", at, {known(report(l))})).ec);
-            ASSERT_FALSE(call_sync(ioc, *s, node("b", "dc", at + 100, {known(report(l))})).ec);
-        }
-    }
+    ASSERT_NO_FATAL_FAILURE(two_nodes_before_an_outage(ioc, {&rs, &ls}, l));
     room_report ra = known(report(l));
     ra.held_exact = true;
     room_report fresh = report(l);  // b's new process: no epoch
@@ -1521,12 +1518,7 @@ TEST(RedisStore, MetaValuesWrittenByHandNeitherFailASyncNorReserveAnything) {
     local_store ls;
     auto l = limits(1000, 600);
     const std::int64_t back = t0 + 31'000;
-    for (store* s : std::initializer_list<store*>{&rs, &ls}) {
-        for (std::int64_t at : {t0, t0 + 1000}) {
-            ASSERT_FALSE(call_sync(ioc, *s, node("a", "dc", at, {known(report(l))})).ec);
-            ASSERT_FALSE(call_sync(ioc, *s, node("b", "dc", at + 100, {known(report(l))})).ec);
-        }
-    }
+    ASSERT_NO_FATAL_FAILURE(two_nodes_before_an_outage(ioc, {&rs, &ls}, l));
     const std::string seen_at = std::to_string(t0 + 1000);
     const std::string big = "99999999999999999999";
     ASSERT_EQ(
