@@ -405,7 +405,9 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
     if (joining && !joined_before) {
         ws.joined_.remember(ticket);
     }
-    if (old_w != now_w && !joined_before) {
+    // A queued cookie moves into this window once per worker: its copies are the same place.
+    if (old_w != now_w && !joined_before &&
+        (!queued_cookie || ws.counted_.first_in(ticket, now_w))) {
         deltas.waiting.add({bucket, now_w}, 1);
         if (old_w >= 0) {
             deltas.waiting.add({bucket, old_w}, -1);

@@ -42,4 +42,16 @@ void worker_state::ticket_ring::remember(std::uint64_t ticket) {
     }
 }
 
+bool worker_state::window_tickets::first_in(std::uint64_t ticket, std::int64_t window) {
+    // Tickets are random draws sealed in the cookie; the multiply spreads them anyway.
+    const std::size_t i =
+        static_cast<std::size_t>((ticket * 0x9E3779B97F4A7C15ull) >> 50) & (slots.size() - 1);
+    entry& e = slots[i];
+    if (e.ticket == ticket && e.window == window) {
+        return false;
+    }
+    e = entry{ticket, window};
+    return true;
+}
+
 }  // namespace waitroom::room

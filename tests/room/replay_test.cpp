@@ -1,7 +1,8 @@
 // Replays of one cookie against the counting rules: copies of an admitted cookie checking in
 // from an older window, a revoke answered to the same cookie many times, what the old admitted
 // cookie and the revoke's cookie can do afterwards, copies of a queued cookie whose place was
-// spent, and early refreshes (one draw per interval, none for a cookieless request).
+// spent, copies of a due queued cookie (counted once), and early refreshes (one draw per
+// interval, none for a cookieless request).
 
 #include <gtest/gtest.h>
 
@@ -303,6 +304,29 @@ TEST(Replay, CopiesOfOneQueuedCookieAtTheFrontAreAdmittedOnce) {
     for (auto& v : later) {
         EXPECT_EQ(h.visit(v).what, action::admit);
     }
+}
+
+// A bot replaying one due queued cookie many times in a new window is one visitor in the
+// waiting counts, not as many as it sends. Counted once per copy, the later buckets saw that many
+// ahead of them and, with the copies' counts lapsing window by window, waited on them again and
+// again (a queue slowed by a fifth in the attacker review's half-hour replay).
+TEST(Replay, CopiesOfOneDueQueuedCookieAreCountedOnceInTheirNewWindow) {
+    harness h({make_room("shop", 1, 1000)});
+    visitor in;
+    ASSERT_EQ(h.visit(in).what, action::admit);
+    std::vector<visitor> queued(3);
+    for (auto& v : queued) {
+        ASSERT_EQ(h.visit(v).what, action::queue);
+    }
+    h.sync();
+    ASSERT_EQ(h.state("shop").waiting_total(), 3);
+    h.advance(21s);  // every Refresh given is due, in a later window
+    for (int i = 0; i < 20; ++i) {
+        visitor copy = queued[0];
+        ASSERT_EQ(h.visit(copy).what, action::queue);
+    }
+    h.sync();
+    EXPECT_EQ(h.state("shop").waiting_total(), 3);
 }
 
 TEST(Replay, ASpentQueuePlaceStaysRefusedForTheWholeRejoinTime) {

@@ -219,6 +219,21 @@ class worker_state {
     // The challenge tickets that joined the queue here lately: the same solved challenge sent
     // again to this worker is the place it already took, not one more in the waiting counts.
     ticket_ring joined_;
+    // The queued tickets this worker counted into a waiting window: a copy of one queued cookie
+    // sent again in the same window (a bot replaying it, a retried request) is the visitor
+    // already counted there, not one more ahead of everyone behind it. Direct-mapped and fixed
+    // in size: a ticket pushed out by another is counted again (as copies all were before), so
+    // copies count at most once per worker and window however many are sent.
+    struct window_tickets {
+        struct entry {
+            std::uint64_t ticket = 0;
+            std::int64_t window = -1;
+        };
+        std::vector<entry> slots = std::vector<entry>(std::size_t{1} << 14);
+        // Whether (ticket, window) is new here; remembers it.
+        bool first_in(std::uint64_t ticket, std::int64_t window);
+    };
+    window_tickets counted_;
     std::shared_ptr<const state_snapshot> snap_;
     std::uint64_t snap_version_ = ~0ull;
     std::uint64_t engine_generation_ = 0;
