@@ -177,6 +177,26 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
         } else if (rate > 0) {
             double beyond = static_cast<double>(older - free - front_slack(s, st, win_));
             double turn_ms = beyond <= 0 ? 0.0 : beyond / (rate / 60'000.0);
+            // Bound by new_users_per_minute, places come back when the sliding minute's
+            // admissions leave it, at known times: a burst admitted together (an event's start)
+            // frees together a minute later, which beyond / rate spreads over the minute. The
+            // cohort it is for, told the full Refresh just before, came back after the front's
+            // hold had given those places to later buckets (the simulator's event-shuffle). So
+            // come back by when the places beyond have left the minute, if that is sooner.
+            const room_counts& c = st.counts();
+            if (beyond > 0 && s.new_users_per_minute - c.admitted_last_minute <
+                                  s.total_active_users - c.active) {
+                double leaving = 0;
+                for (const auto& [w, n] : c.admitted_windows) {
+                    leaving += static_cast<double>(std::max<std::int64_t>(0, n));
+                    if (leaving >= beyond) {
+                        const std::int64_t at = w + win_.rate_window_ms + win_.rate_span_ms;
+                        turn_ms = std::min(turn_ms, static_cast<double>(std::max<std::int64_t>(
+                                                        0, at - now_ms)));
+                        break;
+                    }
+                }
+            }
             refresh_ms = std::clamp(static_cast<std::int64_t>(turn_ms),
                                     std::min(win_.min_refresh_ms, s.refresh_ms), s.refresh_ms);
         }

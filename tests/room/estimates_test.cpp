@@ -357,6 +357,42 @@ TEST(Estimates, VisitorsNearTheFrontComeBackSoonAndOthersAfterTheInterval) {
     EXPECT_EQ(far.refresh_seconds, 20);
 }
 
+// Bound by its rate limit, a room frees its places when the sliding minute's admissions leave
+// it: a burst admitted together frees together a minute later. A visitor whose places are in
+// that burst is told to come back then, not after the full Refresh that beyond / rate gives
+// (told 20 s ten seconds before them, it came back after the front's hold had let later buckets
+// take them: the simulator's event-shuffle).
+TEST(Estimates, ARateBoundQueueComesBackWhenTheMinutesAdmissionsLeaveIt) {
+    harness h({make_room("shop", 1000, 30)});
+    std::vector<visitor> burst(30);
+    for (auto& v : burst) {
+        ASSERT_EQ(h.visit(v).what, action::admit);
+    }
+    std::vector<visitor> front(20);
+    for (auto& v : front) {
+        ASSERT_EQ(h.visit(v).what, action::queue);
+    }
+    h.sync();
+    visitor me;
+    for (int i = 1; i <= 5; ++i) {
+        h.advance(10s);
+        for (auto& v : front) {
+            ASSERT_EQ(h.visit(v).what, action::queue);  // no place before the minute is over
+        }
+        if (i == 1) {
+            auto first = h.visit(me);  // the next bucket, 19 places beyond the front's slack
+            ASSERT_EQ(first.what, action::queue);
+            EXPECT_EQ(first.refresh_seconds, 20);  // the burst leaves the minute in 50 s
+        }
+        h.sync();
+    }
+    auto d = h.visit(me);  // 50 s after the burst: it leaves the minute 10-11 s from now
+    ASSERT_EQ(d.what, action::queue);
+    EXPECT_GE(d.refresh_seconds, 10);
+    EXPECT_LE(d.refresh_seconds, 11);
+    EXPECT_EQ(d.page.refresh_interval_seconds, d.refresh_seconds);
+}
+
 TEST(Estimates, PageModelCarriesTheRoomAndMethodFlags) {
     auto r = make_room("shop", 1, 100);
     r.name = "Shop checkout";
