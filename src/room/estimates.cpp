@@ -131,10 +131,11 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
             const room_counts& c = st.counts();
             const bool places_bind = s.total_active_users - c.active <=
                                      s.new_users_per_minute - c.admitted_last_minute;
-            const bool scheduled = !ph.prequeueing && places_bind && st.frees().measured();
+            const bool scheduled = !ph.prequeueing && places_bind && st.frees().ready();
             auto turnover_minutes = [&](double r) {
+                const double linear = dead + draining_minutes(r);
                 if (!scheduled) {
-                    return dead + draining_minutes(r);
+                    return linear;
                 }
                 const double places = r * draining_minutes(r) + 1.0 -
                                       static_cast<double>(st.free_capacity());
@@ -143,7 +144,12 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
                 const double wait = std::max(0.0, st.frees().wait_ms(places) - since) / 60'000.0;
                 const double by_rate =
                     places / static_cast<double>(std::max<std::int64_t>(1, s.new_users_per_minute));
-                return std::max(wait, by_rate);
+                // Whatever the counts taught the schedule (a store's can be anything), it tells
+                // no more than a third of the linear model's wait, nor more than three times it
+                // and a session (a generation of frees is at most about a session and a visit
+                // away): nothing a real crowd could not.
+                const double session = static_cast<double>(s.session_ms) / 60'000.0;
+                return std::clamp(std::max(wait, by_rate), linear / 3.0, 3.0 * linear + session);
             };
             auto minutes_at = [&](double r) {
                 return std::max<std::int64_t>(

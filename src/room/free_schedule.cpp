@@ -14,6 +14,17 @@ constexpr double prior_sessions = 2.0;
 constexpr double prior_spread_sessions = 1.0;
 // A guess: the room's own frees soon outweigh it.
 constexpr double prior_weight = 2.0;
+// A count above this many times the room's limits is junk (see follow).
+constexpr double count_slack = 4.0;
+// A drop in the places held may exceed the places old enough to free by this share of the room
+// (active's windows, the history's interpolation) before it counts as no crowd's.
+constexpr double drop_slack = 0.05;
+// The running totals are rebased when the history's first point passes this.
+constexpr double rebase_at = 1e12;
+// Places held past their expected free, or filled before the history (visitors who keep their
+// place for ever, holds longer than the history): above this share of the room the schedule
+// cannot say when they free, and does not answer.
+constexpr double max_stale_share = 0.25;
 
 // Adds `n` places freeing uniformly over [lo, hi] (ms from the table's start) to the cumulative
 // table (`step` ms a point).
@@ -53,8 +64,9 @@ double free_schedule::admitted_at(std::int64_t at_ms) const {
 }
 
 double free_schedule::filled_at(double index) const {
-    if (marks_.size() < 2 || index <= marks_.front().admitted || index > marks_.back().admitted) {
-        return -1;  // before the history (its time is not known) or not admitted yet
+    if (marks_.size() < 2 || index <= std::max(marks_.front().admitted, known_from_) ||
+        index > marks_.back().admitted) {
+        return -1;  // before the history or its start (its time is not known), or not admitted
     }
     auto it = std::lower_bound(marks_.begin(), marks_.end(), index,
                                [](const mark& m, double x) { return m.admitted < x; });
@@ -64,10 +76,50 @@ double free_schedule::filled_at(double index) const {
     return static_cast<double>(a.at_ms) + f * static_cast<double>(b.at_ms - a.at_ms);
 }
 
+void free_schedule::learn(double k, double h, double places) {
+    if (!(k > 0)) {
+        return;
+    }
+    // The mean over the frees seen, the prior counting as prior_weight of them, then (past a
+    // room of frees: a generation) an average over the last room of frees.
+    const double seen = std::min(static_cast<double>(samples_) + prior_weight, places);
+    const double w = k / (seen + k);
+    const double d = h - hold_ms_;
+    hold_ms_ += w * d;
+    var_ms2_ = (1.0 - w) * (var_ms2_ + w * d * d);
+    spread_ms_ = std::min(std::sqrt(3.0 * var_ms2_),
+                          hold_ms_ - static_cast<double>(session_ms_) / 2.0);
+    spread_ms_ = std::max(0.0, spread_ms_);
+    // Only whether any was seen, and the prior's weight, depend on the count: capped (the
+    // counts are the store's, and a store's can be anything).
+    samples_ = static_cast<std::int64_t>(
+        std::min(static_cast<double>(samples_) + std::ceil(k), 1e15));
+    matched_ = std::min<std::int64_t>(matched_ + 1, 1'000'000'000);
+}
+
+void free_schedule::start_over(std::int64_t at_ms, double in_minute, double held) {
+    // The places held now were admitted at some time before, taken as now (the sliding
+    // minute's could be older: then they slide out of it before the history expects, which
+    // counts fewer admissions, hence fewer frees, never more). What was learned of the holds
+    // stays; the schedule answers again once a free is matched within the new history.
+    const double now = std::max(in_minute, held);
+    marks_.clear();
+    marks_.push_back({at_ms - 1, now - in_minute});
+    marks_.push_back({at_ms, now});
+    freed_ = now - held;
+    // When the places held now were filled is not known. Before anything was learned (a room
+    // that starts with its spike, the usual case), the sliding minute's are taken as filled
+    // now (at most a minute off, soon outweighed); after, only what the history saw teaches.
+    known_from_ = samples_ == 0 ? now - in_minute : now;
+    matched_ = 0;
+    unmatched_ = false;
+    pending_frees_ = 0;
+    table_.clear();
+}
+
 void free_schedule::follow(std::int64_t at_ms, std::int64_t admitted_last_minute,
-                           std::int64_t active, const limits& l, std::int64_t max_gap_ms) {
-    const double in_minute = static_cast<double>(std::max<std::int64_t>(0, admitted_last_minute));
-    const double held = static_cast<double>(std::max<std::int64_t>(0, active));
+                           std::int64_t active, const limits& l, std::int64_t max_gap_ms,
+                           bool tabulate_now) {
     const double places = static_cast<double>(std::max<std::int64_t>(1, l.places));
     const std::int64_t span = std::max<std::int64_t>(1'000, l.rate_span_ms);
     session_ms_ = std::max<std::int64_t>(60'000, l.session_ms);
@@ -80,16 +132,27 @@ void free_schedule::follow(std::int64_t at_ms, std::int64_t admitted_last_minute
         spread_ms_ = prior_spread_sessions * static_cast<double>(session_ms_);
         var_ms2_ = spread_ms_ * spread_ms_ / 3.0;
     }
-    if (marks_.empty() || at_ms <= marks_.back().at_ms || at_ms - marks_.back().at_ms > max_gap_ms) {
-        // Starts over: the places held now were admitted at some time before, taken as now
-        // (the sliding minute's could be older: then they slide out of it before the history
-        // expects, which counts fewer admissions, hence fewer frees, never more).
-        const double now = std::max(in_minute, held);
+    // A place is held at least a session (a minute or more), so it admits at most about twice
+    // in a sliding minute, and the rate limit bounds the minute too; the store's counts exceed
+    // the limits only by what nodes admitted from stale counts. A count far beyond them (or
+    // negative) is no crowd's: nothing is learned from it, and the history starts over from
+    // the next count.
+    const double by_rate = l.new_users > 0 ? static_cast<double>(l.new_users) : places;
+    const double minute_cap = count_slack * (std::min(by_rate, 2.0 * places) + 1.0);
+    const double held_cap = count_slack * (places + 1.0);
+    if (admitted_last_minute < 0 || active < 0 ||
+        static_cast<double>(admitted_last_minute) > minute_cap ||
+        static_cast<double>(active) > held_cap) {
         marks_.clear();
-        marks_.push_back({at_ms - 1, now - in_minute});
-        marks_.push_back({at_ms, now});
-        freed_ = now - held;
-        tabulate(at_ms, active);
+        matched_ = 0;
+        pending_frees_ = 0;
+        table_.clear();
+        return;
+    }
+    const double in_minute = static_cast<double>(admitted_last_minute);
+    const double held = static_cast<double>(active);
+    if (marks_.empty() || at_ms <= marks_.back().at_ms || at_ms - marks_.back().at_ms > max_gap_ms) {
+        start_over(at_ms, in_minute, held);
         return;
     }
     // What slid out of the sliding minute since is what was admitted a minute before.
@@ -104,67 +167,91 @@ void free_schedule::follow(std::int64_t at_ms, std::int64_t admitted_last_minute
            (marks_.size() > 3 && marks_[1].at_ms <= at_ms - keep_ms_)) {
         marks_.erase(marks_.begin());
     }
-    const double freed = std::max(freed_, now - held);
-    const double k = freed - freed_;
+    // The totals stay far below 2^53, where a double still counts every admission.
+    if (marks_.front().admitted > rebase_at) {
+        const double by = marks_.front().admitted;
+        for (mark& m : marks_) {
+            m.admitted -= by;
+        }
+        freed_ -= by;
+        known_from_ -= by;
+    }
+    // More places held than the admissions less the frees counted: some of those frees never
+    // happened (a sync that missed some nodes' visitors, a store refilling): given back.
+    const double owed = now - held;
+    if (owed < freed_) {
+        pending_frees_ = std::max(0.0, pending_frees_ - (freed_ - owed));
+        freed_ = owed;
+    }
+    const double k = owed - freed_;
+    // Only places filled a session ago (a window's slack) can have freed. A drop larger than
+    // those (the store restarted empty, a refill missing nodes) is no crowd's frees: the
+    // history starts over rather than learn them.
+    const double old_enough = admitted_at(at_ms - session_ms_ + max_gap_ms) - freed_;
+    if (k > std::max(0.0, old_enough) + 2.0 + drop_slack * places) {
+        start_over(at_ms, in_minute, held);
+        return;
+    }
+    // Frees are learned a sync after they were counted, if that sync did not give them back.
+    learn(pending_frees_, pending_hold_ms_, places);
+    pending_frees_ = 0;
     if (k > 0) {
         // First filled, first freed: the places that freed were admitted about when the
         // (freed_ + k/2)-th admission came. Clamped to what a hold can be: at least a session,
         // at most the history.
         const double filled = filled_at(freed_ + k / 2.0);
+        // Frees matched to places filled before a history that reaches back 8 sessions: holds
+        // longer than it, or visitors who keep their place for ever (first filled, first freed
+        // then matches the room's frees to theirs). The schedule cannot say when those free:
+        // it does not answer until a free matches within the history again.
+        unmatched_ = filled < 0 && marks_.front().admitted > known_from_ &&
+                     freed_ + k / 2.0 <= marks_.front().admitted;
         if (filled >= 0) {
-            const double h = std::clamp(static_cast<double>(at_ms) - filled,
-                                        static_cast<double>(session_ms_),
-                                        static_cast<double>(keep_ms_));
-            // The mean over the frees seen, the prior counting as prior_weight of them, then
-            // (past a room of frees: a generation) an average over the last room of frees.
-            const double seen = std::min(static_cast<double>(samples_) + prior_weight, places);
-            const double w = k / (seen + k);
-            const double d = h - hold_ms_;
-            hold_ms_ += w * d;
-            var_ms2_ = (1.0 - w) * (var_ms2_ + w * d * d);
-            spread_ms_ = std::min(std::sqrt(3.0 * var_ms2_),
-                                  hold_ms_ - static_cast<double>(session_ms_) / 2.0);
-            spread_ms_ = std::max(0.0, spread_ms_);
-            // Only whether any was seen, and the prior's weight, depend on the count: capped
-            // (the counts are the store's, and a store's can be anything).
-            samples_ = static_cast<std::int64_t>(
-                std::min(static_cast<double>(samples_) + std::ceil(k), 1e15));
+            pending_frees_ = k;
+            pending_hold_ms_ = std::clamp(static_cast<double>(at_ms) - filled,
+                                          static_cast<double>(session_ms_),
+                                          static_cast<double>(keep_ms_));
         }
     }
-    freed_ = freed;
-    tabulate(at_ms, active);
+    freed_ = owed;
+    if (tabulate_now) {
+        tabulate(at_ms, held);
+    } else {
+        table_.clear();
+    }
 }
 
-void free_schedule::tabulate(std::int64_t at_ms, std::int64_t active) {
+void free_schedule::tabulate(std::int64_t at_ms, double held) {
     table_.clear();
-    if (!measured() || marks_.size() < 2) {
+    if (matched_ <= 0 || unmatched_ || marks_.size() < 2) {
         return;
     }
     as_of_ms_ = at_ms;
     const double hold = hold_ms_;
     const double spread = spread_ms_;
-    const double places =
-        std::max(1.0, std::max(static_cast<double>(active), marks_.back().admitted - freed_));
+    const double places = std::max(1.0, std::max(held, marks_.back().admitted - freed_));
     step_ms_ = 2.0 * (hold + spread) / static_cast<double>(table_points - 1);
     tail_ms_per_place_ = hold / places;
     std::vector<double> first(table_points, 0.0);
     // The places held now, by when they were filled (first filled, first freed: the last
     // admissions), each freeing a hold after, and not before now (they have not freed yet).
+    // Places past their expected free, or filled before the history, are stale: nobody knows
+    // when they free.
+    double stale = 0;
     auto place = [&](double n, double from_ms, double to_ms) {
         const double filled = (from_ms + to_ms) / 2.0 - static_cast<double>(at_ms);
         const double half = spread + (to_ms - from_ms) / 2.0;
         const double lo = filled + hold - half;
         const double hi = filled + hold + half;
         if (hi <= 0) {
-            add_uniform(first, step_ms_, n, 0.0, step_ms_);  // overdue: any time now
+            stale += n;
         } else {
             add_uniform(first, step_ms_, n, std::max(0.0, lo), hi);
         }
     };
     const double before = marks_.front().admitted - freed_;
     if (before > 0) {
-        const auto t = static_cast<double>(marks_.front().at_ms);
-        place(before, t, t);
+        stale += before;
     }
     for (std::size_t j = 1; j < marks_.size(); ++j) {
         const mark& a = marks_[j - 1];
@@ -179,6 +266,13 @@ void free_schedule::tabulate(std::int64_t at_ms, std::int64_t active) {
                                  static_cast<double>(b.at_ms - a.at_ms);
         place(n, start, static_cast<double>(b.at_ms));
     }
+    // Many stale places (visitors who keep theirs for ever push the first-filled matching
+    // past the history): the schedule would tell the queue they free any moment. The linear
+    // model answers. A few may free any time within a hold, not all at once.
+    if (stale > max_stale_share * places) {
+        return;
+    }
+    add_uniform(first, step_ms_, stale, 0.0, hold + spread);
     // Each of those frees is refilled from the queue, and that place frees a hold later: the
     // next generations, as far as the table reaches (two holds and their spread).
     table_ = first;

@@ -42,9 +42,8 @@ room_state::room_state(room_counts counts, const room_limits& limits)
     rate_limit_ = limits.new_users_per_minute;
     prior_turnover_ = rules::turnover_if(limits.total_active_users, limits.new_users_per_minute,
                                          limits.session_ms, rules::prior_sessions);
-    schedule_limits_ = {limits.total_active_users, limits.session_ms, limits.rate_span_ms};
-    frees_.follow(counts_.as_of_ms, counts_.admitted_last_minute, counts_.active,
-                  schedule_limits_, limits.window_ms);
+    schedule_limits_ = {limits.total_active_users, limits.session_ms, limits.rate_span_ms,
+                        limits.new_users_per_minute};
 }
 
 bool room_state::free_unclaimed_for(std::int64_t bucket, std::int64_t span_ms) const {
@@ -88,9 +87,13 @@ void room_state::follow(const room_state& previous, std::int64_t window_ms) {
     abandon_per_minute_ = previous.abandon_per_minute_;
     if (previous.known_) {
         frees_ = previous.frees_;
-        frees_.follow(counts_.as_of_ms, counts_.admitted_last_minute, counts_.active,
-                      schedule_limits_, window_ms);
     }
+    // The schedule follows every count (its history is the room's admissions) but tabulates
+    // only when someone may ask: the room queues and its places bind (fill_page's own test).
+    const bool places_bind = schedule_limits_.places - counts_.active <=
+                             schedule_limits_.new_users - counts_.admitted_last_minute;
+    frees_.follow(counts_.as_of_ms, counts_.admitted_last_minute, counts_.active,
+                  schedule_limits_, window_ms, waiting_total_ > 0 && places_bind);
     const std::int64_t dt = counts_.as_of_ms - previous.counts_.as_of_ms;
     // Across a gap (store outage) the store forgot the windows nobody could refresh: that is
     // no departure, and capacity seen free before it says nothing of now.

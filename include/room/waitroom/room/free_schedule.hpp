@@ -13,6 +13,15 @@
 // from a prior of 1 to 3 sessions; the expected frees to come (the places held now, conditioned
 // on not having freed yet, then the places they refill) are tabulated once per sync. Memory is
 // bounded per room whatever arrives: at most max_marks points of history, table_points values.
+//
+// The counts are the store's, and a store's can be anything (junk, a restart that refills it, a
+// node's visitors missing for a sync): a count no real crowd could give (above a few times the
+// limits, or a drop in the places held larger than the places old enough to free) starts the
+// history over instead of being learned from, and so does a rise that shows frees counted before
+// never happened. The schedule answers only from a history of its own (a free matched to a place
+// filled within it) and while it is consistent (few places held past their expected free or
+// filled before the history: visitors who keep their place for ever); otherwise the estimate is
+// the linear model's (ready() false).
 
 #include <cstdint>
 #include <vector>
@@ -26,20 +35,25 @@ class free_schedule {
         std::int64_t places = 0;      // total_active_users
         std::int64_t session_ms = 0;  // session_duration
         std::int64_t rate_span_ms = 60'000;  // the sliding minute of admitted_last_minute
+        std::int64_t new_users = 0;          // new_users_per_minute; 0: bound by places only
     };
     static constexpr std::size_t max_marks = 512;
     static constexpr std::size_t table_points = 129;
 
-    // Follows the store's counts at `at_ms`. A first call, a step back in time or a gap longer
+    // Follows the store's counts at `at_ms`. A first call, a step back in time, a gap longer
     // than `max_gap_ms` (a store outage: the counts after it say nothing of what happened in it)
-    // starts over.
+    // or a count no real crowd could give starts over. The table of frees to come is built
+    // only when `tabulate` (the room queues and its places bind: nobody asks otherwise).
     void follow(std::int64_t at_ms, std::int64_t admitted_last_minute, std::int64_t active,
-                const limits& l, std::int64_t max_gap_ms);
+                const limits& l, std::int64_t max_gap_ms, bool tabulate = true);
     // At least one place was seen to free since the schedule started: before that the room knows
-    // nothing of how long its visitors stay, and wait_ms() answers -1.
+    // nothing of how long its visitors stay.
     bool measured() const { return samples_ > 0; }
+    // wait_ms() answers: a free was matched to a place filled within the current history, the
+    // history is consistent, and the last follow tabulated.
+    bool ready() const { return !table_.empty(); }
     // Expected ms from the last followed count until `frees` more places have freed (the next
-    // place is 1); -1 when not measured. Never negative otherwise, finite for finite input.
+    // place is 1); -1 when not ready(). Never negative otherwise, finite for finite input.
     double wait_ms(double frees) const;
     double hold_ms() const { return hold_ms_; }      // learned mean hold of a place
     double spread_ms() const { return spread_ms_; }  // half-width of the holds (uniform)
@@ -52,13 +66,19 @@ class free_schedule {
         std::int64_t at_ms = 0;
         double admitted = 0;  // cumulative admissions up to at_ms
     };
-    double admitted_at(std::int64_t at_ms) const;  // interpolated; base_ before the history
+    double admitted_at(std::int64_t at_ms) const;  // interpolated; the first point's before it
     double filled_at(double index) const;          // when admission number `index` came; -1 none
-    void tabulate(std::int64_t at_ms, std::int64_t active);
+    void start_over(std::int64_t at_ms, double in_minute, double held);
+    void learn(double frees, double hold_ms, double places);
+    void tabulate(std::int64_t at_ms, double held);
 
     std::vector<mark> marks_;  // ascending, at most max_marks
-    double base_ = 0;          // admissions before the history began
     double freed_ = 0;
+    double known_from_ = 0;     // admissions up to this one were filled at unknown times
+    std::int64_t matched_ = 0;  // frees matched to a place filled within the current history
+    bool unmatched_ = false;    // the last frees fell before the history
+    double pending_frees_ = 0;  // counted at the last follow, learned at the next
+    double pending_hold_ms_ = 0;
     double hold_ms_ = 0;
     double spread_ms_ = 0;
     double var_ms2_ = 0;
