@@ -350,7 +350,8 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
         // node back after an outage that began later (it synced since the first came back)
         // opens the window to now.
         const std::int64_t from = prev_seen ? *prev_seen - node_ttl_ms : -1;  // -1: every node
-        if (!ghosts_open(now_ms, node_ttl_ms)) {
+        const bool open = ghosts_open(now_ms, node_ttl_ms);
+        if (!open) {
             ghosts_from_ = from;
             ghosts_to_ = now_ms;
         } else {
@@ -359,7 +360,9 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
                 ghosts_to_ = now_ms;
             }
         }
-        ghosts_until_ = std::max(ghosts_until_, now_ms + node_ttl_ms);
+        // A window that is not open starts from now: an end left far ahead (a clock ahead, a
+        // value written by hand) would otherwise keep it shut, and nobody reserved, for good.
+        ghosts_until_ = open ? std::max(ghosts_until_, now_ms + node_ttl_ms) : now_ms + node_ttl_ms;
     }
     if (!applied_before) {
         // Leaving degraded mode (a re-report to a store that lost its memory, too): reserved

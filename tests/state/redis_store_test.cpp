@@ -1574,6 +1574,25 @@ TEST(RedisStore, MetaValuesWrittenByHandNeitherFailASyncNorReserveAnything) {
     }
     EXPECT_EQ(got_remote, got_local);
     EXPECT_EQ(ls.counts("shop", l, back + 3700).admitted_last_minute + ls.held_total("shop"), 600);
+    // Nor does that far end disable the next outage's reserve: a back from it opens a window of
+    // its own, and b, silent since, is reserved for on both stores (the script kept the far end,
+    // and with it no window, and granted a everything).
+    const std::int64_t again = back + 40'000;
+    room_report ra = known(report(l));
+    ra.held_exact = true;
+    auto g_remote = call_sync(ioc, rs, node("a", "dc", again, {ra}));
+    auto g_local = call_sync(ioc, ls, node("a", "dc", again, {ra}));
+    ASSERT_FALSE(g_remote.ec) << g_remote.ec.message();
+    EXPECT_EQ(describe(g_remote.rooms[0]), describe(g_local.rooms[0]));
+    got_remote = got_local = 0;
+    for (int i = 0; i < 32; ++i) {
+        got_remote += call_top_up(ioc, rs, top_up("a", "dc", l, 1000, again + 10)).granted;
+        got_local += call_top_up(ioc, ls, top_up("a", "dc", l, 1000, again + 10)).granted;
+    }
+    EXPECT_EQ(got_remote, got_local);
+    EXPECT_LT(ls.counts("shop", l, again + 10).admitted_last_minute + ls.held_total("shop"), 600);
+    const std::string hold = srv.cli("HGET wr:{shop}:meta refill_until");
+    EXPECT_LE(std::stoll(hold.empty() ? "0" : hold), again + 2 * 3000) << "older scripts' hold";
 }
 
 // Answers lost after the server applied the call (the server froze past the deadline, then ran

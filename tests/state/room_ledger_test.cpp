@@ -284,6 +284,25 @@ TEST(Ledger, ANodeWhoseClockIsAheadHoldsNothingBackForTheOthers) {
     EXPECT_EQ(ledger.counts(l, back + 1200).admitted_last_minute + ledger.held_total(), 600);
 }
 
+// Nor does the window's end that such a node left far ahead disable the next outage's reserve:
+// a node back from it opens a window of its own, and the node silent since is reserved for
+// (with the end kept, no window opened again until the clock caught up, and a took everything).
+TEST(Ledger, AWindowEndLeftAheadByAClockAheadDoesNotDisableTheNextReserve) {
+    room_ledger ledger;
+    auto l = limits(1000, 600);
+    three_nodes_before_an_outage(ledger, l);
+    ledger.sync("c", "dc", back_report(l, t0 + 68'000, 10), t0 + 68'000, 3000);  // 60 s ahead
+    ledger.sync("c", "dc", known_report(l, 2), t0 + 69'000, 3000);
+    for (std::int64_t at : {t0 + 8000, t0 + 9000}) {
+        ledger.sync("a", "dc", known_report(l, 2), at, 3000);
+        ledger.sync("b", "dc", known_report(l, 2), at + 100, 3000);
+    }
+    const std::int64_t back = t0 + 31'000;  // the next outage: b stays silent
+    ledger.sync("a", "dc", back_report(l, back - 5000, 20), back, 3000);
+    take_all(ledger, "a", l, back + 100);
+    EXPECT_LT(ledger.counts(l, back + 100).admitted_last_minute + ledger.held_total(), 600);
+}
+
 // A sync sent just before Redis froze runs when it resumes, after its node gave up on it: the
 // node sizes its allowance from the answer before, which the store must still reserve for. Here
 // a node d joins just before the outage, and c's last sync, whose answer c never got, saw four

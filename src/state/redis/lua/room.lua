@@ -641,13 +641,19 @@ if not applied_before then
             -- sync, or one node TTL after the last node back (room_ledger.cpp).
             local from = -1
             if prev_seen ~= nil then from = prev_seen - node_ttl end
-            if not ghosts_open(ghosts, node_ttl) then
+            local open = ghosts_open(ghosts, node_ttl)
+            if not open then
                 ghosts[1], ghosts[2] = from, now
             else
                 ghosts[1] = math.min(ghosts[1], from)
                 if prev_seen == nil or prev_seen >= ghosts[2] then ghosts[2] = now end
             end
-            ghosts[3] = math.max(ghosts[3], now + node_ttl)
+            -- A window that is not open starts from now (room_ledger.cpp).
+            if open then
+                ghosts[3] = math.max(ghosts[3], now + node_ttl)
+            else
+                ghosts[3] = now + node_ttl
+            end
             redis.call('HSET', KEYS[5], 'ghosts',
                        string.format('%d %d %d', ghosts[1], ghosts[2], ghosts[3]))
         else
@@ -700,7 +706,9 @@ if L.needs_slots then
     -- Older scripts know no reserve: while one is held they grant nothing (refill_until), unless
     -- a hold of their own is under way.
     if reserved > 0 and (now >= refill_until or held_for_old) then
-        local hold = string.format('%d', ghosts[3])
+        -- Never further ahead than an open window can end: a far end (a clock ahead, a value
+        -- written by hand) would hold older scripts back for as long.
+        local hold = string.format('%d', math.min(ghosts[3], now + 2 * node_ttl))
         redis.call('HSET', KEYS[5], 'refill_until', hold, 'ghost_hold', hold)
     end
     local share = share_of(nodes, ids, me)
