@@ -188,23 +188,32 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
             // frees together a minute later, which beyond / rate spreads over the minute. The
             // cohort it is for, told the full Refresh just before, came back after the front's
             // hold had given those places to later buckets (the simulator's event-shuffle). So
-            // come back by when the places beyond have left the minute, if that is sooner.
+            // come back by when the places beyond have left the minute (and a sync has shown
+            // it: refresh_slack after), if that is sooner. Only while the snapshot still covers
+            // that moment: one older (the store away) says nothing of when places free, and
+            // telling everyone to come back at once would only poll. Visitors beyond the whole
+            // minute's admissions skip the walk.
             const room_counts& c = st.counts();
-            if (beyond > 0 && s.new_users_per_minute - c.admitted_last_minute <
-                                  s.total_active_users - c.active) {
+            if (beyond > 0 && beyond <= static_cast<double>(c.admitted_last_minute) &&
+                s.new_users_per_minute - c.admitted_last_minute <
+                    s.total_active_users - c.active) {
                 double leaving = 0;
                 for (const auto& [w, n] : c.admitted_windows) {
                     leaving += static_cast<double>(std::max<std::int64_t>(0, n));
                     if (leaving >= beyond) {
-                        const std::int64_t at = w + win_.rate_window_ms + win_.rate_span_ms;
-                        turn_ms = std::min(turn_ms, static_cast<double>(std::max<std::int64_t>(
-                                                        0, at - now_ms)));
+                        const std::int64_t at =
+                            w + win_.rate_window_ms + win_.rate_span_ms + win_.refresh_slack_ms;
+                        if (at > now_ms) {
+                            turn_ms = std::min(turn_ms, static_cast<double>(at - now_ms));
+                        }
                         break;
                     }
                 }
             }
-            refresh_ms = std::clamp(static_cast<std::int64_t>(turn_ms),
-                                    std::min(win_.min_refresh_ms, s.refresh_ms), s.refresh_ms);
+            // (Clamped as a double: a tiny learned rate makes turn_ms larger than any integer.)
+            refresh_ms = static_cast<std::int64_t>(
+                std::clamp(turn_ms, static_cast<double>(std::min(win_.min_refresh_ms, s.refresh_ms)),
+                           static_cast<double>(s.refresh_ms)));
         }
     }
     if (p.wait_time_known) {
