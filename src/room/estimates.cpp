@@ -188,11 +188,11 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
             // frees together a minute later, which beyond / rate spreads over the minute. The
             // cohort it is for, told the full Refresh just before, came back after the front's
             // hold had given those places to later buckets (the simulator's event-shuffle). So
-            // come back by when the places beyond have left the minute (and a sync has shown
-            // it: refresh_slack after), if that is sooner. Only while the snapshot still covers
-            // that moment: one older (the store away) says nothing of when places free, and
-            // telling everyone to come back at once would only poll. Visitors beyond the whole
-            // minute's admissions skip the walk.
+            // come back by when the places beyond have left the minute, if that is sooner. (From
+            // a snapshot older than that moment, the store away, they are told the front's
+            // Refresh until it returns: they are next once it does. Told the Refresh of their
+            // place instead, the simulator's outage-30s idled 2.86 % for 2.68 %.) Visitors beyond
+            // the whole minute's admissions skip the walk.
             const room_counts& c = st.counts();
             if (beyond > 0 && beyond <= static_cast<double>(c.admitted_last_minute) &&
                 s.new_users_per_minute - c.admitted_last_minute <
@@ -201,11 +201,9 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
                 for (const auto& [w, n] : c.admitted_windows) {
                     leaving += static_cast<double>(std::max<std::int64_t>(0, n));
                     if (leaving >= beyond) {
-                        const std::int64_t at =
-                            w + win_.rate_window_ms + win_.rate_span_ms + win_.refresh_slack_ms;
-                        if (at > now_ms) {
-                            turn_ms = std::min(turn_ms, static_cast<double>(at - now_ms));
-                        }
+                        const std::int64_t at = w + win_.rate_window_ms + win_.rate_span_ms;
+                        turn_ms = std::min(
+                            turn_ms, static_cast<double>(std::max<std::int64_t>(0, at - now_ms)));
                         break;
                     }
                 }
