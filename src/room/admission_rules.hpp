@@ -38,10 +38,16 @@ inline double turnover_if(const settings& s, double sessions) {
 // limit is the one that binds. Such a room frees no place before a session has passed since
 // (each visitor holds its place session_duration after its last request): the estimate waits
 // for that session, and the learned turnover starts after it (room_state).
+// The active limit binds, not the rate: no more places are free than the minute still allows.
+inline bool places_bind(std::int64_t total_active_users, std::int64_t new_users_per_minute,
+                        const room_counts& c) {
+    return total_active_users - c.active <= new_users_per_minute - c.admitted_last_minute;
+}
+
 inline bool filled_lately(std::int64_t total_active_users, std::int64_t new_users_per_minute,
                           const room_counts& c) {
     return c.admitted_last_minute >= c.active &&
-           total_active_users - c.active <= new_users_per_minute - c.admitted_last_minute;
+           places_bind(total_active_users, new_users_per_minute, c);
 }
 
 // Before the room has queued for a minute it has not seen its turnover; it assumes visitors

@@ -129,9 +129,10 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
             // model the rate limit (the turnover measures it), and the wait is never shorter
             // than the rate limit allows.
             const room_counts& c = st.counts();
-            const bool places_bind = s.total_active_users - c.active <=
-                                     s.new_users_per_minute - c.admitted_last_minute;
-            const bool scheduled = !ph.prequeueing && places_bind && st.frees().ready();
+            const bool scheduled =
+                !ph.prequeueing &&
+                rules::places_bind(s.total_active_users, s.new_users_per_minute, c) &&
+                st.frees().ready();
             auto turnover_minutes = [&](double r) {
                 const double linear = dead + draining_minutes(r);
                 if (!scheduled) {
@@ -192,13 +193,16 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
             // a snapshot older than that moment, the store away, they are told the front's
             // Refresh until it returns: they are next once it does. Told the Refresh of their
             // place instead, the simulator's outage-30s idled 2.86 % for 2.68 %.) Visitors beyond
-            // the whole minute's admissions skip the walk.
+            // the whole minute's admissions skip the walk, and it stops at now: sub-windows
+            // dated later come from a clock ahead, and at most a minute's (241) come before.
             const room_counts& c = st.counts();
             if (beyond > 0 && beyond <= static_cast<double>(c.admitted_last_minute) &&
-                s.new_users_per_minute - c.admitted_last_minute <
-                    s.total_active_users - c.active) {
+                !rules::places_bind(s.total_active_users, s.new_users_per_minute, c)) {
                 double leaving = 0;
                 for (const auto& [w, n] : c.admitted_windows) {
+                    if (w > now_ms) {
+                        break;
+                    }
                     leaving += static_cast<double>(std::max<std::int64_t>(0, n));
                     if (leaving >= beyond) {
                         const std::int64_t at = w + win_.rate_window_ms + win_.rate_span_ms;
