@@ -90,10 +90,10 @@ void room_state::follow(const room_state& previous, std::int64_t window_ms) {
     }
     // The schedule follows every count (its history is the room's admissions) but tabulates
     // only when someone may ask: the room queues and its places bind (fill_page's own test).
-    const bool places_bind = schedule_limits_.places - counts_.active <=
-                             schedule_limits_.new_users - counts_.admitted_last_minute;
     frees_.follow(counts_.as_of_ms, counts_.admitted_last_minute, counts_.active,
-                  schedule_limits_, window_ms, waiting_total_ > 0 && places_bind);
+                  schedule_limits_, window_ms,
+                  waiting_total_ > 0 && rules::places_bind(schedule_limits_.places,
+                                                           schedule_limits_.new_users, counts_));
     const std::int64_t dt = counts_.as_of_ms - previous.counts_.as_of_ms;
     // Across a gap (store outage) the store forgot the windows nobody could refresh: that is
     // no departure, and capacity seen free before it says nothing of now.
