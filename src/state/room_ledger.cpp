@@ -134,6 +134,11 @@ room::room_counts room_ledger::counts(const room_limits& l, std::int64_t now_ms)
         }
     }
     c.active = floored_sum(active_, room::active_window_live, l, now_ms);
+    for (const auto& [w, n] : active_) {
+        if (n > 0 && room::active_window_live(w, l, now_ms)) {
+            c.active_windows.emplace_back(w, n);
+        }
+    }
     for (const auto& [bw, n] : waiting_) {
         if (!room::waiting_window_live(bw.second, l, now_ms)) {
             continue;
