@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <deque>
 #include <limits>
+#include <map>
 #include <random>
 #include <string>
 #include <utility>
@@ -159,6 +160,110 @@ TEST(FreeSchedule, StaysBoundedAndFiniteForAnyCounts) {
     EXPECT_TRUE(std::isfinite(fs.spread_ms()));
 }
 
+
+// A room of 20 filled one place a second from t0 by visitors who browse a page every 5 s for
+// 20-60 s and then leave without a word; each freed place is refilled at once by a visitor of
+// the same kind. The store's counts, with the places held by their last check-in second
+// (active_windows), followed each second.
+struct browsers {
+    struct visitor {
+        std::int64_t filled;
+        std::int64_t leaves;  // the last page
+        std::int64_t last(std::int64_t at) const {
+            return filled + (std::min(at, leaves) - filled) / 5'000 * 5'000;
+        }
+        std::int64_t frees() const { return last(leaves) / 1'000 * 1'000 + 1'000 + 60'000; }
+    };
+    std::mt19937_64 rng{11};
+    std::vector<visitor> held;
+    std::deque<std::int64_t> admitted;
+    free_schedule fs;
+    std::int64_t next = t0;
+    bool windows = true;
+
+    void admit(std::int64_t at) {
+        held.push_back({at, at + 20'000 + static_cast<std::int64_t>(rng() % 40'001)});
+        admitted.push_back(at);
+    }
+    void run_to(std::int64_t at) {
+        for (; next <= at; next += 1'000) {
+            std::erase_if(held, [&](const visitor& v) { return v.frees() <= next; });
+            while (held.size() < 20) {
+                admit(next);
+                if (next < t0 + 20'000) {
+                    break;  // the room fills one place a second
+                }
+            }
+            while (!admitted.empty() && admitted.front() <= next - 60'000) {
+                admitted.pop_front();
+            }
+            std::map<std::int64_t, std::int64_t> by_window;
+            for (const visitor& v : held) {
+                ++by_window[v.last(next) / 1'000 * 1'000];
+            }
+            free_schedule::windows w(by_window.begin(), by_window.end());
+            fs.follow(next, static_cast<std::int64_t>(admitted.size()),
+                      static_cast<std::int64_t>(held.size()), windows ? w : free_schedule::windows{},
+                      room20, 10'000);
+        }
+    }
+    // When the k-th next place frees, ms from `at`, for the places held now.
+    double truth_ms(std::size_t k, std::int64_t at) const {
+        std::vector<std::int64_t> f;
+        for (const visitor& v : held) {
+            f.push_back(v.frees());
+        }
+        std::sort(f.begin(), f.end());
+        return static_cast<double>(f.at(k - 1) - at);
+    }
+    // Visitors silent for a page's time or more: they have left.
+    std::size_t gone(std::int64_t at) const {
+        return static_cast<std::size_t>(std::count_if(
+            held.begin(), held.end(), [&](const visitor& v) { return at - v.last(at) >= 5'000; }));
+    }
+};
+
+// Before any place frees, the visitors who stopped browsing say when theirs will: a session
+// after their last page. The schedule learns from the check-in windows how often a silent
+// visitor still comes back, tells the frees of those who left to within a few seconds, and
+// never tells the others' sooner than a session from now (they come back first). A store
+// without the windows leaves it to the linear model until a place frees, as before.
+TEST(FreeSchedule, VisitorsWhoStoppedBrowsingTellWhenTheirPlacesFree) {
+    browsers b;
+    b.run_to(t0 + 55'000);
+    ASSERT_FALSE(b.fs.measured());  // nothing freed yet
+    const std::size_t gone = b.gone(t0 + 55'000);
+    ASSERT_GE(gone, 3u);
+    ASSERT_LT(gone, 20u);
+    for (std::size_t k = 1; k <= gone; ++k) {
+        EXPECT_NEAR(b.fs.wait_ms(static_cast<double>(k)), b.truth_ms(k, t0 + 55'000), 4'000)
+            << k << " of " << gone << " gone";
+    }
+    // The ones still browsing: not before a session from now.
+    EXPECT_GE(b.fs.wait_ms(static_cast<double>(gone) + 1.5), 60'000 - 1'000);
+
+    browsers old;
+    old.windows = false;
+    old.run_to(t0 + 55'000);
+    EXPECT_EQ(old.fs.wait_ms(1), -1);
+}
+
+// Later, with frees learned and the room refilled from the queue, the next frees are still told
+// from the visitors seen leaving: the 1st to 5th within a few seconds at every sync.
+TEST(FreeSchedule, TheNextFreesFollowTheVisitorsSeenLeaving) {
+    browsers b;
+    int checked = 0;
+    for (std::int64_t at = t0 + 100'000; at <= t0 + 400'000; at += 1'000) {
+        b.run_to(at);
+        const std::size_t gone = std::min<std::size_t>(5, b.gone(at));
+        for (std::size_t k = 1; k <= gone; ++k) {
+            ASSERT_NEAR(b.fs.wait_ms(static_cast<double>(k)), b.truth_ms(k, at), 5'000)
+                << k << " at " << (at - t0) / 1000 << " s";
+            ++checked;
+        }
+    }
+    EXPECT_GT(checked, 300);
+}
 
 // The estimate of the 10th next free at every second from `from` to `to` (but `skip`): either
 // none (the linear model answers) or within half to one and a half times the truth, give or take
