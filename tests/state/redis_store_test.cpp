@@ -72,6 +72,10 @@ std::string describe(const room_grant& g) {
     for (auto& [w, n] : g.counts.admitted_windows) {
         o << w << ":" << n << " ";
     }
+    o << "] places=[";
+    for (auto& [w, n] : g.counts.active_windows) {
+        o << w << ":" << n << " ";
+    }
     o << "]";
     return o.str();
 }
@@ -1042,6 +1046,36 @@ TEST(RedisStore, ReplaysOfOneCookieMoveTheCountsAsTheLocalStoreDoes) {
         EXPECT_EQ(g.counts.revoked, std::vector<std::uint64_t>{ticket});
     }
     EXPECT_EQ(active, (std::vector<std::int64_t>{5, 20, 19, 19, 19, 19}));
+}
+
+// Visitors admitted on two nodes check in again in later windows, one window is pushed below
+// zero and the oldest lapses: the script lists the places by check-in window as the ledger does
+// (live, above zero, ascending), and the list sums to the active count.
+TEST(RedisStore, ListsThePlacesByCheckInWindowAsTheLocalStoreDoes) {
+    redis_server srv;
+    twin_stores twins(srv);
+    auto l = limits(100, 100);
+    const std::int64_t w = room::active_window_ms(l);  // 5 s for 5-minute sessions
+    auto in = report(l, "shop", 0);
+    in.deltas.active.add(t0, 4);
+    in.deltas.active.add(t0 + 2 * w, 2);
+    twins.sync("a", t0 + 2 * w + 100, in);
+    auto back = report(l, "shop", 0);  // three come back on node b, two of them twice
+    back.deltas.active.add(t0, -3);
+    back.deltas.active.add(t0 + 3 * w, 3);
+    back.deltas.active.add(t0 + 3 * w, -2);
+    back.deltas.active.add(t0 + 5 * w, 2);
+    back.deltas.active.add(t0 + 4 * w, -1);  // a copy of a cookie no visitor holds
+    auto g = twins.sync("b", t0 + 5 * w + 100, back);
+    using windows = std::vector<std::pair<std::int64_t, std::int64_t>>;
+    EXPECT_EQ(g.counts.active_windows,
+              (windows{{t0, 1}, {t0 + 2 * w, 2}, {t0 + 3 * w, 1}, {t0 + 5 * w, 2}}));
+    EXPECT_EQ(g.counts.active, 6);
+    // The first window's visitor never came back: its place frees with its window.
+    g = twins.sync("a", t0 + w + l.session_ms, report(l, "shop", 0));
+    EXPECT_EQ(g.counts.active_windows,
+              (windows{{t0 + 2 * w, 2}, {t0 + 3 * w, 1}, {t0 + 5 * w, 2}}));
+    EXPECT_EQ(g.counts.active, 5);
 }
 
 // A full list of refused tickets forgets its oldest first, in the script as in the ledger: the
