@@ -1,5 +1,7 @@
 #include "waitroom/room/free_schedule.hpp"
 
+#include "waitroom/room/limits.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -220,13 +222,17 @@ void free_schedule::follow(std::int64_t at_ms, std::int64_t admitted_last_minute
         return;
     }
     const bool windows_sane =
-        active_windows.size() <= max_windows &&
         std::is_sorted(active_windows.begin(), active_windows.end()) &&
         std::all_of(active_windows.begin(), active_windows.end(), [&](const auto& e) {
-            return e.second >= 0 && static_cast<double>(e.second) <= held_cap;
+            // A live window started within a session and a window before now; any start
+            // within the history is safe to subtract from now.
+            return e.first > at_ms - keep_ms_ && e.first <= at_ms + max_gap_ms &&
+                   e.second >= 0 && static_cast<double>(e.second) <= held_cap;
         });
     if (windows_sane) {
-        learn_comebacks(at_ms, active_windows, max_gap_ms);
+        windows bounded = active_windows;
+        coarsen_windows(bounded, max_active_windows);
+        learn_comebacks(at_ms, bounded, max_gap_ms);
     } else {
         windows_.clear();
     }

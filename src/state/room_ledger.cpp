@@ -139,6 +139,7 @@ room::room_counts room_ledger::counts(const room_limits& l, std::int64_t now_ms)
             c.active_windows.emplace_back(w, n);
         }
     }
+    room::coarsen_windows(c.active_windows, max_active_windows);
     for (const auto& [bw, n] : waiting_) {
         if (!room::waiting_window_live(bw.second, l, now_ms)) {
             continue;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "waitroom/room/free_schedule.hpp"
+#include "waitroom/room/limits.hpp"
 
 namespace waitroom::room {
 namespace {
@@ -145,7 +146,20 @@ TEST(FreeSchedule, StaysBoundedAndFiniteForAnyCounts) {
         const std::int64_t pick = static_cast<std::int64_t>(rng() % 4);
         const std::int64_t alm = pick == 0 ? -5 : pick == 1 ? big : static_cast<std::int64_t>(rng() % 5000);
         const std::int64_t active = pick == 2 ? -1 : static_cast<std::int64_t>(rng() % 1'000'000);
-        fs.follow(at, alm, active, l, 10'000);
+        // Last check-in windows of any kind: none, too many, out of order, negative or huge
+        // counts, starts anywhere (the store's, like the counts).
+        free_schedule::windows w;
+        const std::size_t nw = rng() % 4 == 0 ? rng() % 300 : rng() % 70;
+        for (std::size_t j = 0; j < nw; ++j) {
+            const std::int64_t start = rng() % 8 == 0 ? static_cast<std::int64_t>(rng()) / 2
+                                                      : at - static_cast<std::int64_t>(rng() % 4'000'000);
+            const std::int64_t n = rng() % 16 == 0 ? big : static_cast<std::int64_t>(rng() % 5) - 1;
+            w.emplace_back(start, n);
+        }
+        if (rng() % 2 == 0) {
+            std::sort(w.begin(), w.end());
+        }
+        fs.follow(at, alm, active, w, l, 10'000);
         ASSERT_LE(fs.history_points(), free_schedule::max_marks);
         if (i % 997 == 0) {
             for (double k : {0.0, 1.0, 1e3, 1e9, 1e18, std::numeric_limits<double>::infinity()}) {
@@ -263,6 +277,33 @@ TEST(FreeSchedule, TheNextFreesFollowTheVisitorsSeenLeaving) {
         }
     }
     EXPECT_GT(checked, 300);
+}
+
+// The last check-in windows a store lists are bounded by merging neighbours (a session of hours
+// has hundreds live): the sum is kept (saturated), both ends stay, each run under its latest
+// start; a short list is left as it is.
+TEST(FreeSchedule, ManyCheckInWindowsAreMergedNotDropped) {
+    free_schedule::windows w;
+    for (std::int64_t i = 0; i < 1000; ++i) {
+        w.emplace_back(i * 10'000, i % 3);
+    }
+    free_schedule::windows short_list(w.begin(), w.begin() + 5);
+    coarsen_windows(short_list, max_active_windows);
+    EXPECT_EQ(short_list, free_schedule::windows(w.begin(), w.begin() + 5));
+    coarsen_windows(w, max_active_windows);
+    ASSERT_LE(w.size(), max_active_windows);
+    EXPECT_EQ(w.size(), 250u);  // runs of 4
+    EXPECT_EQ(w.front(), (std::pair<std::int64_t, std::int64_t>{30'000, 0 + 1 + 2 + 0}));
+    EXPECT_EQ(w.back().first, 999 * 10'000);
+    std::int64_t sum = 0;
+    for (const auto& e : w) {
+        sum += e.second;
+    }
+    EXPECT_EQ(sum, 999);  // 333 of each of 0, 1, 2 and a last 0
+    constexpr std::int64_t big = std::numeric_limits<std::int64_t>::max();
+    free_schedule::windows huge{{1, big}, {2, big}, {3, -4}};
+    coarsen_windows(huge, 1);
+    EXPECT_EQ(huge, (free_schedule::windows{{3, big}}));
 }
 
 // The estimate of the 10th next free at every second from `from` to `to` (but `skip`): either

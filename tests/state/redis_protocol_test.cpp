@@ -234,8 +234,10 @@ TEST(RedisProtocol, DecodesThePlacesByCheckInWindowAndRefusesBadOnes) {
     EXPECT_EQ(g.counts.admitted_windows, (windows{{1000, 4}}));
 }
 
-// Each list is bounded whatever the reply holds: the newest windows are kept, ascending.
-TEST(RedisProtocol, KeepsTheNewestWindowsOfAnOverlongList) {
+// Each list is bounded whatever the reply holds, ascending: the newest admission sub-windows
+// are kept; the check-in windows are merged in runs (every place still counted, the oldest and
+// the newest still there, each run under its latest start).
+TEST(RedisProtocol, BoundsTheWindowsOfAnOverlongList) {
     const std::int64_t newest = 1'000'000;
     // `n` windows a second apart, newest first, each counting its start in seconds.
     auto newest_first = [&](std::size_t n) {
@@ -247,21 +249,34 @@ TEST(RedisProtocol, KeepsTheNewestWindowsOfAnOverlongList) {
         }
         return list;
     };
-    auto v = grant_with_windows(newest_first(max_admitted_windows + 100),
-                                newest_first(max_active_windows + 100));
+    const std::size_t listed = max_active_windows + 100;
+    auto v = grant_with_windows(newest_first(max_admitted_windows + 100), newest_first(listed));
     room_grant g;
     ASSERT_FALSE(parse_grant(v, "shop", 42, g));
-    auto expect_newest = [&](const windows& kept, std::size_t most) {
-        ASSERT_EQ(kept.size(), most);
-        EXPECT_TRUE(std::is_sorted(kept.begin(), kept.end()));
-        EXPECT_EQ(kept.front().first, newest - static_cast<std::int64_t>(most - 1) * 1000);
-        EXPECT_EQ(kept.back().first, newest);
-        for (const auto& [w, n] : kept) {
-            EXPECT_EQ(n, w / 1000) << "each window keeps its own count";
-        }
-    };
-    expect_newest(g.counts.admitted_windows, max_admitted_windows);
-    expect_newest(g.counts.active_windows, max_active_windows);
+    const windows& kept = g.counts.admitted_windows;
+    ASSERT_EQ(kept.size(), max_admitted_windows);
+    EXPECT_TRUE(std::is_sorted(kept.begin(), kept.end()));
+    EXPECT_EQ(kept.front().first, newest - static_cast<std::int64_t>(max_admitted_windows - 1) * 1000);
+    EXPECT_EQ(kept.back().first, newest);
+    for (const auto& [w, n] : kept) {
+        EXPECT_EQ(n, w / 1000) << "each window keeps its own count";
+    }
+    const windows& merged = g.counts.active_windows;
+    ASSERT_LE(merged.size(), max_active_windows);
+    ASSERT_GE(merged.size(), max_active_windows / 2);
+    EXPECT_TRUE(std::is_sorted(merged.begin(), merged.end()));
+    EXPECT_EQ(merged.back().first, newest);
+    const std::int64_t oldest = newest - static_cast<std::int64_t>(listed - 1) * 1000;
+    EXPECT_EQ(merged.front().first, oldest + 1000) << "the oldest two, under the later start";
+    std::int64_t sum = 0;
+    std::int64_t expected = 0;
+    for (const auto& [w, n] : merged) {
+        sum += n;
+    }
+    for (std::size_t i = 0; i < listed; ++i) {
+        expected += (newest - static_cast<std::int64_t>(i) * 1000) / 1000;
+    }
+    EXPECT_EQ(sum, expected) << "every place still counted";
 }
 
 TEST(RedisProtocol, OverridesCommandSaysWhatToDoWithEachSwitch) {

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <utility>
 
 #include "waitroom/state/error.hpp"
@@ -405,8 +406,11 @@ std::error_code parse_grant(const value& v, const std::string& room, std::int64_
     if (e.size() >= 12 && !as_windows(e[11], max_admitted_windows, out.counts.admitted_windows)) {
         return bad;
     }
-    if (e.size() >= 13 && !as_windows(e[12], max_active_windows, out.counts.active_windows)) {
-        return bad;
+    if (e.size() >= 13) {
+        if (!as_windows(e[12], std::numeric_limits<std::size_t>::max(), out.counts.active_windows)) {
+            return bad;
+        }
+        room::coarsen_windows(out.counts.active_windows, max_active_windows);
     }
     return parse_overrides(e[7], out.overrides);
 }

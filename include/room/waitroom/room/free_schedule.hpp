@@ -42,9 +42,8 @@ class free_schedule {
     using windows = std::vector<std::pair<std::int64_t, std::int64_t>>;
     static constexpr std::size_t max_marks = 512;
     static constexpr std::size_t table_points = 129;
-    // The last check-in windows followed (a room's live ones: about 61), and the silences
-    // whose comebacks are learned.
-    static constexpr std::size_t max_windows = 256;
+    // The silences whose comebacks are learned (the last check-in windows followed are
+    // bounded by max_active_windows, limits.hpp).
     static constexpr std::size_t silence_bins = 64;
 
     // Follows the store's counts at `at_ms`. A first call, a step back in time, a gap longer

@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
+#include <utility>
+#include <vector>
 
 namespace waitroom::room {
 
@@ -102,6 +105,36 @@ inline bool revocation_live(std::int64_t start, const room_limits& l, std::int64
 // replayed revoke of a forgotten session may free its window once more (windows count for at
 // least zero). The Redis script holds the same number.
 inline constexpr std::size_t max_revoked_sessions = 4096;
+
+// The most last check-in windows a store lists per room (room_counts::active_windows): a room has
+// session / active_window_ms + 1 live, about 61 while session_duration is at most ten minutes
+// and session / window_ms + 1 above (361 for an hour at 10 s windows).
+inline constexpr std::size_t max_active_windows = 256;
+
+// Bounds an ascending list of (window start, count) to `most` by merging runs of neighbours:
+// each run counts its sum (saturated) under its latest start, so every place is still listed,
+// and a merged place is told at its run's latest check-in (its free no sooner than it can be).
+// Both ends stay: the oldest (the places that free first) and the newest (the comebacks).
+inline void coarsen_windows(std::vector<std::pair<std::int64_t, std::int64_t>>& w,
+                            std::size_t most) {
+    if (most == 0 || w.size() <= most) {
+        return;
+    }
+    const std::size_t run = (w.size() + most - 1) / most;
+    std::size_t out = 0;
+    for (std::size_t i = 0; i < w.size(); i += run) {
+        std::int64_t sum = 0;
+        const std::size_t end = std::min(w.size(), i + run);
+        for (std::size_t j = i; j < end; ++j) {
+            const std::int64_t n = std::max<std::int64_t>(0, w[j].second);
+            sum = n > std::numeric_limits<std::int64_t>::max() - sum
+                      ? std::numeric_limits<std::int64_t>::max()
+                      : sum + n;
+        }
+        w[out++] = {w[end - 1].first, sum};
+    }
+    w.resize(out);
+}
 
 // An `admitted` sub-window counts towards the sliding minute while it overlaps (now − span, now].
 // Counting the whole oldest sub-window is what makes the bound exact: no span of rate_span_ms

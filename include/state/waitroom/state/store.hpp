@@ -73,16 +73,12 @@ struct room_switch_values {
     friend bool operator==(const room_switch_values&, const room_switch_values&) = default;
 };
 
-// The most windows a store's answer lists of each kind (room_counts::admitted_windows and
-// active_windows), the newest kept: a networked store's reply is untrusted input, and the room
-// engine walks these lists at every sync. The bounds are well above what a room has live.
-// The sliding minute's admissions by rate sub-window: rate_span / rate_window + 1, 241 at the
-// default 250 ms.
+// The most admission sub-windows a store's answer lists (room_counts::admitted_windows), the
+// newest kept: a networked store's reply is untrusted input, and the room engine walks the list
+// at every sync. The sliding minute has rate_span / rate_window + 1 live, 241 at the default
+// 250 ms. (The last check-in windows are bounded by merging instead: room::coarsen_windows.)
 inline constexpr std::size_t max_admitted_windows = 512;
-// The places by check-in window: session / active_window_ms + 1 (limits.hpp), about 61 while
-// session_duration is at most ten minutes, and session / window_ms + 1 above: a session of
-// over 42.5 minutes at the default 10 s windows has more, and its oldest are left out.
-inline constexpr std::size_t max_active_windows = 256;
+using room::max_active_windows;
 
 // The store's answer for one room.
 struct room_grant {
