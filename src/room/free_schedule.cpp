@@ -14,6 +14,8 @@ namespace {
 // the linear model (rules::prior_sessions), with sessions of at least a minute as there.
 constexpr double prior_sessions = 2.0;
 constexpr double prior_spread_sessions = 1.0;
+// The last check-ins of other nodes land up to a flush late in a window already closed.
+constexpr std::int64_t late_ms = 1'000;
 // A guess: the room's own frees soon outweigh it.
 constexpr double prior_weight = 2.0;
 // A count above this many times the room's limits is junk (see follow).
@@ -123,31 +125,38 @@ void free_schedule::learn_comebacks(std::int64_t at_ms, const windows& now,
                                     std::int64_t max_gap_ms) {
     const std::int64_t dt = at_ms - windows_at_ms_;
     if (!windows_.empty() && dt > 0 && dt <= max_gap_ms) {
-        const double keep = std::exp(-static_cast<double>(dt) / (2.0 * static_cast<double>(session_ms_)));
+        const double keep =
+            std::exp(-static_cast<double>(dt) / (2.0 * static_cast<double>(session_ms_)));
         for (std::size_t b = 0; b < silence_bins; ++b) {
             exposed_[b] *= keep;
             comebacks_[b] *= keep;
         }
         for (const auto& [w, n] : windows_) {
-            // Closed then (nobody joined it since) and still counted now (not freed).
-            if (w + window_ms_ > windows_at_ms_ || w + window_ms_ + session_ms_ <= at_ms) {
+            // Closed then, and a flush before (the last check-ins of other nodes land a flush
+            // late), and every window of it still counted now: a drop is visitors coming back,
+            // not joining late or freeing.
+            if (w + run_ms_ + late_ms > windows_at_ms_ ||
+                w + window_ms_ + live_session_ms_ <= at_ms) {
                 continue;
             }
             auto it = std::lower_bound(now.begin(), now.end(), w,
                                        [](const auto& e, std::int64_t x) { return e.first < x; });
             const std::int64_t m = it != now.end() && it->first == w ? it->second : 0;
+            if (m > n) {
+                continue;  // joined late after all
+            }
             const double silence =
-                static_cast<double>(windows_at_ms_ - w) - static_cast<double>(window_ms_) / 2.0;
+                static_cast<double>(windows_at_ms_ - w) - static_cast<double>(run_ms_) / 2.0;
             const auto bin = std::min<std::size_t>(
                 silence_bins - 1, static_cast<std::size_t>(std::max(0.0, silence) / bin_ms_));
             // The hazard of coming back, as the log of the share still silent (its comebacks
             // come in lumps: a crowd that browses a page every 5 s all comes back at 5 s,
             // which a count of comebacks per place-second would tell as 1 in e staying gone).
             // Half a visitor each way keeps a window that all came back finite.
-            const double still = static_cast<double>(std::min(m, n));
             exposed_[bin] += static_cast<double>(n) * static_cast<double>(dt);
             comebacks_[bin] += static_cast<double>(n) *
-                               std::log((static_cast<double>(n) + 0.5) / (still + 0.5));
+                               std::log((static_cast<double>(n) + 0.5) /
+                                        (static_cast<double>(m) + 0.5));
         }
     }
     windows_ = now;
@@ -157,16 +166,23 @@ void free_schedule::learn_comebacks(std::int64_t at_ms, const windows& now,
 std::vector<double> free_schedule::staying_gone() const {
     // The hazard of each bin with enough exposure (a place for a bin's time), else the last
     // such bin's before it (silences not seen yet are taken as the longest seen); none before
-    // the first: not known (-1).
+    // the first: not known (-1). Nothing is known until the silences seen reach a quarter of a
+    // session: a spike's first seconds have seen no comeback yet (the next page is still to
+    // come), which would tell every visitor gone.
+    std::vector<double> q(silence_bins, -1.0);
     std::vector<double> rate(silence_bins, -1.0);
     double last = -1;
+    double seen_ms = 0;
     for (std::size_t b = 0; b < silence_bins; ++b) {
         if (exposed_[b] >= bin_ms_) {
             last = comebacks_[b] / exposed_[b];
+            seen_ms = static_cast<double>(b + 1) * bin_ms_;
         }
         rate[b] = last;
     }
-    std::vector<double> q(silence_bins, -1.0);
+    if (seen_ms < static_cast<double>(live_session_ms_) / 4.0) {
+        return q;
+    }
     double sum = 0;
     for (std::size_t b = silence_bins; b-- > 0;) {
         if (rate[b] < 0) {
@@ -188,9 +204,12 @@ void free_schedule::follow(std::int64_t at_ms, std::int64_t admitted_last_minute
     // model answers), and for a point about every sync over the sliding minute the cumulative
     // count looks back on.
     keep_ms_ = std::max(8 * session_ms_, 4 * span);
+    // The check-in windows count by the configured session (not the prior's minute at least).
+    live_session_ms_ = std::max<std::int64_t>(1, l.session_ms);
     window_ms_ = std::max<std::int64_t>(1, l.active_window_ms);
-    const double bin_ms = std::max(static_cast<double>(window_ms_),
-                                   static_cast<double>(session_ms_ + window_ms_) /
+    run_ms_ = std::max(window_ms_, l.active_run_ms);
+    const double bin_ms = std::max(static_cast<double>(run_ms_),
+                                   static_cast<double>(live_session_ms_ + run_ms_) /
                                        static_cast<double>(silence_bins));
     if (bin_ms != bin_ms_ || exposed_.size() != silence_bins) {
         bin_ms_ = bin_ms;
@@ -221,18 +240,23 @@ void free_schedule::follow(std::int64_t at_ms, std::int64_t admitted_last_minute
         windows_.clear();
         return;
     }
+    // The places by check-in window: a store lists at most max_active_windows, ascending, each
+    // counting no more than the places held can be. Others are no store's: not learned from.
+    // An entry that is not live now (a node's clock ahead or behind) is left out on its own.
     const bool windows_sane =
+        active_windows.size() <= max_active_windows &&
         std::is_sorted(active_windows.begin(), active_windows.end()) &&
         std::all_of(active_windows.begin(), active_windows.end(), [&](const auto& e) {
-            // A live window started within a session and a window before now; any start
-            // within the history is safe to subtract from now.
-            return e.first > at_ms - keep_ms_ && e.first <= at_ms + max_gap_ms &&
-                   e.second >= 0 && static_cast<double>(e.second) <= held_cap;
+            return e.second >= 0 && static_cast<double>(e.second) <= held_cap;
         });
     if (windows_sane) {
-        windows bounded = active_windows;
-        coarsen_windows(bounded, max_active_windows);
-        learn_comebacks(at_ms, bounded, max_gap_ms);
+        windows live;
+        for (const auto& e : active_windows) {
+            if (e.first > at_ms - run_ms_ - live_session_ms_ && e.first <= at_ms + max_gap_ms) {
+                live.push_back(e);
+            }
+        }
+        learn_comebacks(at_ms, live, max_gap_ms);
     } else {
         windows_.clear();
     }
@@ -328,7 +352,7 @@ void free_schedule::tabulate(std::int64_t at_ms, double held) {
         const std::vector<double> gone = staying_gone();
         for (const auto& [w, n] : windows_) {
             const double silence =
-                static_cast<double>(at_ms - w) - static_cast<double>(window_ms_) / 2.0;
+                static_cast<double>(at_ms - w) - static_cast<double>(run_ms_) / 2.0;
             const double q = gone[std::min<std::size_t>(
                 silence_bins - 1, static_cast<std::size_t>(std::max(0.0, silence) / bin_ms_))];
             if (q < 0) {
@@ -336,7 +360,8 @@ void free_schedule::tabulate(std::int64_t at_ms, double held) {
             }
             told = true;
             const double k = static_cast<double>(n) * q;
-            const double ends = static_cast<double>(w + window_ms_ + session_ms_ - at_ms);
+            // When its last window stops counting (a run's: a window sooner for the others).
+            const double ends = static_cast<double>(w + run_ms_ + live_session_ms_ - at_ms);
             add_uniform(first, step_ms_, k, std::max(0.0, ends - 1.0), std::max(1.0, ends));
             pinned += k;
         }
@@ -346,7 +371,7 @@ void free_schedule::tabulate(std::int64_t at_ms, double held) {
         return;
     }
     // The others come back first: they free a session after that at the earliest.
-    const double floor_ms = told ? static_cast<double>(session_ms_) : 0.0;
+    const double floor_ms = told ? static_cast<double>(live_session_ms_) : 0.0;
     // The places held now, by when they were filled (first filled, first freed: the last
     // admissions), each freeing a hold after, and not before now (they have not freed yet).
     // Places past their expected free, or filled before the history, are stale: nobody knows

@@ -43,7 +43,8 @@ room_state::room_state(room_counts counts, const room_limits& limits)
     prior_turnover_ = rules::turnover_if(limits.total_active_users, limits.new_users_per_minute,
                                          limits.session_ms, rules::prior_sessions);
     schedule_limits_ = {limits.total_active_users, limits.session_ms, limits.rate_span_ms,
-                        limits.new_users_per_minute, active_window_ms(limits)};
+                        limits.new_users_per_minute, active_window_ms(limits),
+                        active_run_ms(limits)};
 }
 
 bool room_state::free_unclaimed_for(std::int64_t bucket, std::int64_t span_ms) const {

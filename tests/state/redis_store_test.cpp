@@ -1078,6 +1078,37 @@ TEST(RedisStore, ListsThePlacesByCheckInWindowAsTheLocalStoreDoes) {
     EXPECT_EQ(g.counts.active, 5);
 }
 
+// A session of two hours has 721 check-in windows live, more than a store lists: the script
+// lists them by runs of three windows on fixed boundaries (labelled by their start), as the
+// ledger does, every place counted, at most room::max_active_windows entries.
+TEST(RedisStore, ListsTheCheckInWindowsOfLongSessionsByRunsAsTheLocalStoreDoes) {
+    redis_server srv;
+    twin_stores twins(srv);
+    auto l = limits(10'000, 10'000);
+    l.session_ms = 2 * 3'600'000;
+    const std::int64_t w = room::active_window_ms(l);
+    const std::int64_t run = room::active_run_ms(l);
+    ASSERT_EQ(w, 10'000);
+    ASSERT_EQ(run, 3 * w);
+    auto in = report(l, "shop", 0);
+    std::int64_t placed = 0;
+    for (std::int64_t i = 0; i < 700; ++i) {
+        in.deltas.active.add(t0 + i * w, 1 + i % 3);
+        placed += 1 + i % 3;
+    }
+    auto g = twins.sync("a", t0 + 700 * w, in);
+    EXPECT_EQ(g.counts.active, placed);
+    ASSERT_LE(g.counts.active_windows.size(), room::max_active_windows);
+    ASSERT_GE(g.counts.active_windows.size(), 700u / 3);
+    std::int64_t listed = 0;
+    for (const auto& [start, n] : g.counts.active_windows) {
+        EXPECT_EQ(room::floor_to(start, run), start);
+        listed += n;
+    }
+    EXPECT_EQ(listed, placed);
+    EXPECT_TRUE(std::is_sorted(g.counts.active_windows.begin(), g.counts.active_windows.end()));
+}
+
 // A full list of refused tickets forgets its oldest first, in the script as in the ledger: the
 // same tickets, the same count, tickets past 2^63 and of every length ordered as numbers.
 TEST(RedisStore, AFullListOfRefusedTicketsForgetsTheOldestAsTheLocalStoreDoes) {

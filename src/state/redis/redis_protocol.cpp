@@ -410,7 +410,11 @@ std::error_code parse_grant(const value& v, const std::string& room, std::int64_
         if (!as_windows(e[12], std::numeric_limits<std::size_t>::max(), out.counts.active_windows)) {
             return bad;
         }
-        room::coarsen_windows(out.counts.active_windows, max_active_windows);
+        // The script lists at most max_active_windows (by runs beyond): a longer list is no
+        // script's. It only informs the wait estimate: left out, not a failed grant.
+        if (out.counts.active_windows.size() > max_active_windows) {
+            out.counts.active_windows.clear();
+        }
     }
     return parse_overrides(e[7], out.overrides);
 }

@@ -38,6 +38,7 @@ class free_schedule {
         std::int64_t rate_span_ms = 60'000;  // the sliding minute of admitted_last_minute
         std::int64_t new_users = 0;          // new_users_per_minute; 0: bound by places only
         std::int64_t active_window_ms = 1'000;  // the windows of last check-ins (limits.hpp)
+        std::int64_t active_run_ms = 0;  // the span of one entry of them (active_run_ms)
     };
     using windows = std::vector<std::pair<std::int64_t, std::int64_t>>;
     static constexpr std::size_t max_marks = 512;
@@ -110,7 +111,9 @@ class free_schedule {
     // checking in again) learned by silence: per bin, the place-ms exposed and the comebacks.
     windows windows_;
     std::int64_t windows_at_ms_ = 0;
-    std::int64_t window_ms_ = 1'000;
+    std::int64_t window_ms_ = 1'000;        // a check-in window
+    std::int64_t run_ms_ = 1'000;           // an entry of the list: a window or a run of them
+    std::int64_t live_session_ms_ = 60'000;  // session_duration as configured
     double bin_ms_ = 1'000;
     std::vector<double> exposed_;
     std::vector<double> comebacks_;

@@ -6,9 +6,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
-#include <utility>
-#include <vector>
 
 namespace waitroom::room {
 
@@ -106,34 +103,21 @@ inline bool revocation_live(std::int64_t start, const room_limits& l, std::int64
 // least zero). The Redis script holds the same number.
 inline constexpr std::size_t max_revoked_sessions = 4096;
 
-// The most last check-in windows a store lists per room (room_counts::active_windows): a room has
-// session / active_window_ms + 1 live, about 61 while session_duration is at most ten minutes
-// and session / window_ms + 1 above (361 for an hour at 10 s windows).
+// The most entries a store lists per room of the places by last check-in window
+// (room_counts::active_windows). A room has session / active_window_ms + 1 windows live: about
+// 61 while session_duration is at most ten minutes, session / window_ms + 1 above (361 for an
+// hour at 10 s windows). Longer sessions are listed by runs of windows (active_run_ms).
 inline constexpr std::size_t max_active_windows = 256;
 
-// Bounds an ascending list of (window start, count) to `most` by merging runs of neighbours:
-// each run counts its sum (saturated) under its latest start, so every place is still listed,
-// and a merged place is told at its run's latest check-in (its free no sooner than it can be).
-// Both ends stay: the oldest (the places that free first) and the newest (the comebacks).
-inline void coarsen_windows(std::vector<std::pair<std::int64_t, std::int64_t>>& w,
-                            std::size_t most) {
-    if (most == 0 || w.size() <= most) {
-        return;
-    }
-    const std::size_t run = (w.size() + most - 1) / most;
-    std::size_t out = 0;
-    for (std::size_t i = 0; i < w.size(); i += run) {
-        std::int64_t sum = 0;
-        const std::size_t end = std::min(w.size(), i + run);
-        for (std::size_t j = i; j < end; ++j) {
-            const std::int64_t n = std::max<std::int64_t>(0, w[j].second);
-            sum = n > std::numeric_limits<std::int64_t>::max() - sum
-                      ? std::numeric_limits<std::int64_t>::max()
-                      : sum + n;
-        }
-        w[out++] = {w[end - 1].first, sum};
-    }
-    w.resize(out);
+// The span of one entry of active_windows, labelled by its start: the active window itself, or
+// for a session with more live windows than max_active_windows a run of neighbours, on fixed
+// boundaries (the same run from one sync to the next). Derived from the limits alone, as
+// room.lua's active_run.
+inline std::int64_t active_run_ms(const room_limits& l) {
+    const std::int64_t window = active_window_ms(l);
+    const std::int64_t live = l.session_ms / window + 2;
+    constexpr auto most = static_cast<std::int64_t>(max_active_windows) - 2;  // runs cut at both ends
+    return window * std::max<std::int64_t>(1, (live + most - 1) / most);
 }
 
 // An `admitted` sub-window counts towards the sliding minute while it overlaps (now − span, now].

@@ -76,8 +76,11 @@ struct room_switch_values {
 // The most admission sub-windows a store's answer lists (room_counts::admitted_windows), the
 // newest kept: a networked store's reply is untrusted input, and the room engine walks the list
 // at every sync. The sliding minute has rate_span / rate_window + 1 live, 241 at the default
-// 250 ms. (The last check-in windows are bounded by merging instead: room::coarsen_windows.)
+// 250 ms. (The places by check-in window are listed by runs past room::max_active_windows.)
 inline constexpr std::size_t max_admitted_windows = 512;
+static_assert(room::windowing{}.rate_span_ms / room::windowing{}.rate_window_ms + 1 <=
+                  static_cast<std::int64_t>(max_admitted_windows),
+              "the sliding minute's live sub-windows fit the bound");
 using room::max_active_windows;
 
 // The store's answer for one room.

@@ -607,6 +607,26 @@ end
 local admitted_windows, active_windows = {}, {}
 local admitted = live_sum(KEYS[1], rate_live, true, admitted_windows)
 local active = live_sum(KEYS[2], active_live, true, active_windows)
+-- A session with more live check-in windows than a reply lists (over ~40 minutes) lists them by
+-- runs on fixed boundaries, labelled by their start (limits.hpp's active_run_ms).
+do
+    local live = math.floor(L.session / active_window) + 2
+    local most = 254  -- max_active_windows - 2
+    local active_run = active_window * math.max(1, math.floor((live + most - 1) / most))
+    if active_run > active_window then
+        local runs, starts = {}, {}
+        for _, e in ipairs(active_windows) do
+            local r = floor_to(e[1], active_run)
+            if runs[r] == nil then
+                runs[r] = 0
+                starts[#starts + 1] = r
+            end
+            runs[r] = runs[r] + e[2]
+        end
+        active_windows = {}
+        for _, r in ipairs(starts) do active_windows[#active_windows + 1] = {r, runs[r]} end
+    end
+end
 
 -- Waiting: prune, then sum per bucket in ascending order, each (bucket, window) floored at zero
 -- as above, dropping buckets that sum to 0.
