@@ -22,6 +22,18 @@
 // filled within it) and while it is consistent (few places held past their expected free or
 // filled before the history: visitors who keep their place for ever); otherwise the estimate is
 // the linear model's (ready() false).
+//
+// A store that lists the places held by their visitor's last check-in window (active_windows)
+// tells more: a visitor who stopped browsing frees its place when that window stops counting,
+// to the second, a session before the free is seen. Which silent visitors still come back is
+// learned from consecutive lists: the share of a closed window's visitors that check in again,
+// by how long they had been silent (silence_bins, averaged over about two sessions). The places
+// of visitors who will not are pinned at their window's end; the others come back first, and
+// free no sooner than a session from now. The schedule answers from the windows alone before
+// any free once the silences seen reach a quarter of a session (a spike's first seconds have
+// seen no comeback yet). A window's count also drops when a copy of an admitted cookie checks
+// in from it, or when an origin revokes a session: read as comebacks, which tells the queue
+// longer waits, never shorter, and never moves an admission.
 
 #include <cstdint>
 #include <utility>
