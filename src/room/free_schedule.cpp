@@ -131,12 +131,14 @@ void free_schedule::learn_comebacks(std::int64_t at_ms, const windows& now,
             exposed_[b] *= keep;
             comebacks_[b] *= keep;
         }
+        // Other nodes' last check-ins land up to a flush and a sync late, and a node whose
+        // clock runs ahead drops a window that early: a sync's time each way, at least late_ms.
+        const std::int64_t late = std::max(late_ms, 2 * dt);
         for (const auto& [w, n] : windows_) {
-            // Closed then, and a flush before (the last check-ins of other nodes land a flush
-            // late), and every window of it still counted now: a drop is visitors coming back,
-            // not joining late or freeing.
-            if (w + run_ms_ + late_ms > windows_at_ms_ ||
-                w + window_ms_ + live_session_ms_ <= at_ms) {
+            // Closed then, and a flush before, and every window of it still counted now and a
+            // while after: a drop is visitors coming back, not joining late or freeing.
+            if (w + run_ms_ + late > windows_at_ms_ ||
+                w + window_ms_ + live_session_ms_ <= at_ms + late) {
                 continue;
             }
             auto it = std::lower_bound(now.begin(), now.end(), w,
@@ -244,18 +246,20 @@ void free_schedule::follow(std::int64_t at_ms, std::int64_t admitted_last_minute
     // counting no more than the places held can be. Others are no store's: not learned from.
     // An entry that is not live now (a node's clock ahead or behind) is left out on its own.
     const bool windows_sane =
-        active_windows.size() <= max_active_windows &&
+        active_windows.size() <= 4 * max_active_windows &&
         std::is_sorted(active_windows.begin(), active_windows.end()) &&
         std::all_of(active_windows.begin(), active_windows.end(), [&](const auto& e) {
             return e.second >= 0 && static_cast<double>(e.second) <= held_cap;
         });
+    windows live;
     if (windows_sane) {
-        windows live;
         for (const auto& e : active_windows) {
             if (e.first > at_ms - run_ms_ - live_session_ms_ && e.first <= at_ms + max_gap_ms) {
                 live.push_back(e);
             }
         }
+    }
+    if (windows_sane && live.size() <= 2 * max_active_windows) {
         learn_comebacks(at_ms, live, max_gap_ms);
     } else {
         windows_.clear();

@@ -611,9 +611,9 @@ local active = live_sum(KEYS[2], active_live, true, active_windows)
 -- runs on fixed boundaries, labelled by their start (limits.hpp's active_run_ms).
 do
     local live = math.floor(L.session / active_window) + 2
-    local most = 254  -- max_active_windows - 2
+    local most = 240  -- max_active_windows - 16
     local active_run = active_window * math.max(1, math.floor((live + most - 1) / most))
-    if active_run > active_window then
+    do
         local runs, starts = {}, {}
         for _, e in ipairs(active_windows) do
             local r = floor_to(e[1], active_run)
