@@ -15,7 +15,7 @@ one run per file, to check the simulator's every-answer estimates against the da
 
 Prints, per scenario, the runs found, then for each phase the answers counted and the median
 |error| / actual and signed error / actual in %, pooled over the runs ('first' = the first
-answers, which fidelity.py scores).
+answers, which fidelity.py scores; 'all' = every answer of every phase).
 """
 import glob
 import json
@@ -98,6 +98,7 @@ def main():
                 continue
             since = (t - t0) * scale
             err = (est - left) / left
+            groups.setdefault("all", []).append(err)
             if first:
                 groups.setdefault("first", []).append(err)
             for lo, hi in PHASES:
@@ -105,9 +106,9 @@ def main():
                     groups.setdefault((lo, hi), []).append(err)
     for scenario, groups in sorted(by_scenario.items()):
         cells = []
-        for key in ["first"] + PHASES:
+        for key in ["first", "all"] + PHASES:
             errs = groups.get(key, [])
-            name = key if key == "first" else (f"{key[0]}-{key[1]} s" if key[1] < 10**9
+            name = key if key in ("first", "all") else (f"{key[0]}-{key[1]} s" if key[1] < 10**9
                                                 else f">= {key[0]} s")
             if errs:
                 cells.append(f"{name}: n {len(errs)} {100 * statistics.median(map(abs, errs)):.0f}"

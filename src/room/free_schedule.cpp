@@ -1,5 +1,7 @@
 #include "waitroom/room/free_schedule.hpp"
 
+#include "waitroom/room/limits.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -12,6 +14,8 @@ namespace {
 // the linear model (rules::prior_sessions), with sessions of at least a minute as there.
 constexpr double prior_sessions = 2.0;
 constexpr double prior_spread_sessions = 1.0;
+// The last check-ins of other nodes land up to a flush late in a window already closed.
+constexpr std::int64_t late_ms = 1'000;
 // A guess: the room's own frees soon outweigh it.
 constexpr double prior_weight = 2.0;
 // A count above this many times the room's limits is junk (see follow).
@@ -117,9 +121,84 @@ void free_schedule::start_over(std::int64_t at_ms, double in_minute, double held
     table_.clear();
 }
 
+void free_schedule::learn_comebacks(std::int64_t at_ms, const windows& now,
+                                    std::int64_t max_gap_ms) {
+    const std::int64_t dt = at_ms - windows_at_ms_;
+    if (!windows_.empty() && dt > 0 && dt <= max_gap_ms) {
+        const double keep =
+            std::exp(-static_cast<double>(dt) / (2.0 * static_cast<double>(session_ms_)));
+        for (std::size_t b = 0; b < silence_bins; ++b) {
+            exposed_[b] *= keep;
+            comebacks_[b] *= keep;
+        }
+        // Other nodes' last check-ins land up to a flush and a sync late, and a node whose
+        // clock runs ahead drops a window that early: a sync's time each way, at least late_ms.
+        const std::int64_t late = std::max(late_ms, 2 * dt);
+        for (const auto& [w, n] : windows_) {
+            // Closed then, and a flush before, and every window of it still counted now and a
+            // while after: a drop is visitors coming back, not joining late or freeing.
+            if (w + run_ms_ + late > windows_at_ms_ ||
+                w + window_ms_ + live_session_ms_ <= at_ms + late) {
+                continue;
+            }
+            auto it = std::lower_bound(now.begin(), now.end(), w,
+                                       [](const auto& e, std::int64_t x) { return e.first < x; });
+            const std::int64_t m = it != now.end() && it->first == w ? it->second : 0;
+            if (m > n) {
+                continue;  // joined late after all
+            }
+            const double silence =
+                static_cast<double>(windows_at_ms_ - w) - static_cast<double>(run_ms_) / 2.0;
+            const auto bin = std::min<std::size_t>(
+                silence_bins - 1, static_cast<std::size_t>(std::max(0.0, silence) / bin_ms_));
+            // The hazard of coming back, as the log of the share still silent (its comebacks
+            // come in lumps: a crowd that browses a page every 5 s all comes back at 5 s,
+            // which a count of comebacks per place-second would tell as 1 in e staying gone).
+            // Half a visitor each way keeps a window that all came back finite.
+            exposed_[bin] += static_cast<double>(n) * static_cast<double>(dt);
+            comebacks_[bin] += static_cast<double>(n) *
+                               std::log((static_cast<double>(n) + 0.5) /
+                                        (static_cast<double>(m) + 0.5));
+        }
+    }
+    windows_ = now;
+    windows_at_ms_ = at_ms;
+}
+
+std::vector<double> free_schedule::staying_gone() const {
+    // The hazard of each bin with enough exposure (a place for a bin's time), else the last
+    // such bin's before it (silences not seen yet are taken as the longest seen); none before
+    // the first: not known (-1). Nothing is known until the silences seen reach a quarter of a
+    // session: a spike's first seconds have seen no comeback yet (the next page is still to
+    // come), which would tell every visitor gone.
+    std::vector<double> q(silence_bins, -1.0);
+    std::vector<double> rate(silence_bins, -1.0);
+    double last = -1;
+    double seen_ms = 0;
+    for (std::size_t b = 0; b < silence_bins; ++b) {
+        if (exposed_[b] >= bin_ms_) {
+            last = comebacks_[b] / exposed_[b];
+            seen_ms = static_cast<double>(b + 1) * bin_ms_;
+        }
+        rate[b] = last;
+    }
+    if (seen_ms < static_cast<double>(live_session_ms_) / 4.0) {
+        return q;
+    }
+    double sum = 0;
+    for (std::size_t b = silence_bins; b-- > 0;) {
+        if (rate[b] < 0) {
+            break;
+        }
+        sum += rate[b] * bin_ms_;
+        q[b] = std::exp(-sum);
+    }
+    return q;
+}
+
 void free_schedule::follow(std::int64_t at_ms, std::int64_t admitted_last_minute,
-                           std::int64_t active, const limits& l, std::int64_t max_gap_ms,
-                           bool tabulate_now) {
+                           std::int64_t active, const windows& active_windows, const limits& l,
+                           std::int64_t max_gap_ms, bool tabulate_now) {
     const double places = static_cast<double>(std::max<std::int64_t>(1, l.places));
     const std::int64_t span = std::max<std::int64_t>(1'000, l.rate_span_ms);
     session_ms_ = std::max<std::int64_t>(60'000, l.session_ms);
@@ -127,6 +206,19 @@ void free_schedule::follow(std::int64_t at_ms, std::int64_t admitted_last_minute
     // model answers), and for a point about every sync over the sliding minute the cumulative
     // count looks back on.
     keep_ms_ = std::max(8 * session_ms_, 4 * span);
+    // The check-in windows count by the configured session (not the prior's minute at least).
+    live_session_ms_ = std::max<std::int64_t>(1, l.session_ms);
+    window_ms_ = std::max<std::int64_t>(1, l.active_window_ms);
+    run_ms_ = std::max(window_ms_, l.active_run_ms);
+    const double bin_ms = std::max(static_cast<double>(run_ms_),
+                                   static_cast<double>(live_session_ms_ + run_ms_) /
+                                       static_cast<double>(silence_bins));
+    if (bin_ms != bin_ms_ || exposed_.size() != silence_bins) {
+        bin_ms_ = bin_ms;
+        exposed_.assign(silence_bins, 0.0);
+        comebacks_.assign(silence_bins, 0.0);
+        windows_.clear();
+    }
     if (samples_ == 0) {
         hold_ms_ = prior_sessions * static_cast<double>(session_ms_);
         spread_ms_ = prior_spread_sessions * static_cast<double>(session_ms_);
@@ -147,7 +239,30 @@ void free_schedule::follow(std::int64_t at_ms, std::int64_t admitted_last_minute
         matched_ = 0;
         pending_frees_ = 0;
         table_.clear();
+        windows_.clear();
         return;
+    }
+    // The places by check-in window: a store lists at most max_active_windows, ascending, each
+    // counting no more than the places held can be. Others are no store's: not learned from.
+    // An entry that is not live now (a node's clock ahead or behind) is left out on its own.
+    const bool windows_sane =
+        active_windows.size() <= 4 * max_active_windows &&
+        std::is_sorted(active_windows.begin(), active_windows.end()) &&
+        std::all_of(active_windows.begin(), active_windows.end(), [&](const auto& e) {
+            return e.second >= 0 && static_cast<double>(e.second) <= held_cap;
+        });
+    windows live;
+    if (windows_sane) {
+        for (const auto& e : active_windows) {
+            if (e.first > at_ms - run_ms_ - live_session_ms_ && e.first <= at_ms + max_gap_ms) {
+                live.push_back(e);
+            }
+        }
+    }
+    if (windows_sane && live.size() <= 2 * max_active_windows) {
+        learn_comebacks(at_ms, live, max_gap_ms);
+    } else {
+        windows_.clear();
     }
     const double in_minute = static_cast<double>(admitted_last_minute);
     const double held = static_cast<double>(active);
@@ -223,7 +338,7 @@ void free_schedule::follow(std::int64_t at_ms, std::int64_t admitted_last_minute
 
 void free_schedule::tabulate(std::int64_t at_ms, double held) {
     table_.clear();
-    if (matched_ <= 0 || unmatched_ || marks_.size() < 2) {
+    if (unmatched_ || marks_.size() < 2) {
         return;
     }
     as_of_ms_ = at_ms;
@@ -233,6 +348,34 @@ void free_schedule::tabulate(std::int64_t at_ms, double held) {
     step_ms_ = 2.0 * (hold + spread) / static_cast<double>(table_points - 1);
     tail_ms_per_place_ = hold / places;
     std::vector<double> first(table_points, 0.0);
+    // The places whose visitors will not come back free when their last check-in window stops
+    // counting: known to the second.
+    double pinned = 0;
+    bool told = false;
+    if (windows_at_ms_ == at_ms && !windows_.empty()) {
+        const std::vector<double> gone = staying_gone();
+        for (const auto& [w, n] : windows_) {
+            const double silence =
+                static_cast<double>(at_ms - w) - static_cast<double>(run_ms_) / 2.0;
+            const double q = gone[std::min<std::size_t>(
+                silence_bins - 1, static_cast<std::size_t>(std::max(0.0, silence) / bin_ms_))];
+            if (q < 0) {
+                continue;
+            }
+            told = true;
+            const double k = static_cast<double>(n) * q;
+            // When its last window stops counting (a run's: a window sooner for the others).
+            const double ends = static_cast<double>(w + run_ms_ + live_session_ms_ - at_ms);
+            add_uniform(first, step_ms_, k, std::max(0.0, ends - 1.0), std::max(1.0, ends));
+            pinned += k;
+        }
+    }
+    pinned = std::min(pinned, places);
+    if (matched_ <= 0 && !(samples_ == 0 && told)) {
+        return;
+    }
+    // The others come back first: they free a session after that at the earliest.
+    const double floor_ms = told ? static_cast<double>(live_session_ms_) : 0.0;
     // The places held now, by when they were filled (first filled, first freed: the last
     // admissions), each freeing a hold after, and not before now (they have not freed yet).
     // Places past their expected free, or filled before the history, are stale: nobody knows
@@ -246,17 +389,18 @@ void free_schedule::tabulate(std::int64_t at_ms, double held) {
         if (hi <= 0) {
             stale += n;
         } else {
-            add_uniform(first, step_ms_, n, std::max(0.0, lo), hi);
+            add_uniform(first, step_ms_, n, std::max(floor_ms, lo), std::max(floor_ms, hi));
         }
     };
-    const double before = marks_.front().admitted - freed_;
+    const double skip = freed_ + pinned;
+    const double before = marks_.front().admitted - skip;
     if (before > 0) {
         stale += before;
     }
     for (std::size_t j = 1; j < marks_.size(); ++j) {
         const mark& a = marks_[j - 1];
         const mark& b = marks_[j];
-        const double from = std::max(a.admitted, freed_);
+        const double from = std::max(a.admitted, skip);
         const double n = b.admitted - from;
         if (n <= 0 || b.admitted <= a.admitted) {
             continue;
@@ -272,7 +416,7 @@ void free_schedule::tabulate(std::int64_t at_ms, double held) {
     if (stale > max_stale_share * places) {
         return;
     }
-    add_uniform(first, step_ms_, stale, 0.0, hold + spread);
+    add_uniform(first, step_ms_, stale, floor_ms, std::max(floor_ms + 1.0, hold + spread));
     // Each of those frees is refilled from the queue, and that place frees a hold later: the
     // next generations, as far as the table reaches (two holds and their spread).
     table_ = first;

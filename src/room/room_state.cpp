@@ -43,7 +43,8 @@ room_state::room_state(room_counts counts, const room_limits& limits)
     prior_turnover_ = rules::turnover_if(limits.total_active_users, limits.new_users_per_minute,
                                          limits.session_ms, rules::prior_sessions);
     schedule_limits_ = {limits.total_active_users, limits.session_ms, limits.rate_span_ms,
-                        limits.new_users_per_minute};
+                        limits.new_users_per_minute, active_window_ms(limits),
+                        active_run_ms(limits)};
 }
 
 bool room_state::free_unclaimed_for(std::int64_t bucket, std::int64_t span_ms) const {
@@ -91,7 +92,7 @@ void room_state::follow(const room_state& previous, std::int64_t window_ms) {
     // The schedule follows every count (its history is the room's admissions) but tabulates
     // only when someone may ask: the room queues and its places bind (fill_page's own test).
     frees_.follow(counts_.as_of_ms, counts_.admitted_last_minute, counts_.active,
-                  schedule_limits_, window_ms,
+                  counts_.active_windows, schedule_limits_, window_ms,
                   waiting_total_ > 0 && rules::places_bind(schedule_limits_.places,
                                                            schedule_limits_.new_users, counts_));
     const std::int64_t dt = counts_.as_of_ms - previous.counts_.as_of_ms;

@@ -134,6 +134,19 @@ room::room_counts room_ledger::counts(const room_limits& l, std::int64_t now_ms)
         }
     }
     c.active = floored_sum(active_, room::active_window_live, l, now_ms);
+    // By run of windows (room::active_run_ms: the window itself but for sessions of over 40
+    // minutes), ascending: the map is.
+    const std::int64_t run = room::active_run_ms(l);
+    for (const auto& [w, n] : active_) {
+        if (n > 0 && room::active_window_live(w, l, now_ms)) {
+            const std::int64_t start = room::floor_to(w, run);
+            if (!c.active_windows.empty() && c.active_windows.back().first == start) {
+                c.active_windows.back().second += n;
+            } else {
+                c.active_windows.emplace_back(start, n);
+            }
+        }
+    }
     for (const auto& [bw, n] : waiting_) {
         if (!room::waiting_window_live(bw.second, l, now_ms)) {
             continue;

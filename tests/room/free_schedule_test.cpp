@@ -7,13 +7,16 @@
 #include <cstdint>
 #include <algorithm>
 #include <deque>
+#include <functional>
 #include <limits>
+#include <map>
 #include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "waitroom/room/free_schedule.hpp"
+#include "waitroom/room/limits.hpp"
 
 namespace waitroom::room {
 namespace {
@@ -144,7 +147,20 @@ TEST(FreeSchedule, StaysBoundedAndFiniteForAnyCounts) {
         const std::int64_t pick = static_cast<std::int64_t>(rng() % 4);
         const std::int64_t alm = pick == 0 ? -5 : pick == 1 ? big : static_cast<std::int64_t>(rng() % 5000);
         const std::int64_t active = pick == 2 ? -1 : static_cast<std::int64_t>(rng() % 1'000'000);
-        fs.follow(at, alm, active, l, 10'000);
+        // Last check-in windows of any kind: none, too many, out of order, negative or huge
+        // counts, starts anywhere (the store's, like the counts).
+        free_schedule::windows w;
+        const std::size_t nw = rng() % 4 == 0 ? rng() % 300 : rng() % 70;
+        for (std::size_t j = 0; j < nw; ++j) {
+            const std::int64_t start = rng() % 8 == 0 ? static_cast<std::int64_t>(rng()) / 2
+                                                      : at - static_cast<std::int64_t>(rng() % 4'000'000);
+            const std::int64_t n = rng() % 16 == 0 ? big : static_cast<std::int64_t>(rng() % 5) - 1;
+            w.emplace_back(start, n);
+        }
+        if (rng() % 2 == 0) {
+            std::sort(w.begin(), w.end());
+        }
+        fs.follow(at, alm, active, w, l, 10'000);
         ASSERT_LE(fs.history_points(), free_schedule::max_marks);
         if (i % 997 == 0) {
             for (double k : {0.0, 1.0, 1e3, 1e9, 1e18, std::numeric_limits<double>::infinity()}) {
@@ -159,6 +175,198 @@ TEST(FreeSchedule, StaysBoundedAndFiniteForAnyCounts) {
     EXPECT_TRUE(std::isfinite(fs.spread_ms()));
 }
 
+
+// A room of 20 filled one place a second from t0 by visitors who browse a page every 5 s for
+// 20-60 s and then leave without a word; each freed place is refilled at once by a visitor of
+// the same kind. The store's counts, with the places held by their last check-in window
+// (active_windows, by runs for long sessions), followed each second.
+struct browsers {
+    struct visitor {
+        std::int64_t filled;
+        std::int64_t leaves;  // the last page
+        std::int64_t last(std::int64_t at) const {
+            return filled + (std::min(at, leaves) - filled) / 5'000 * 5'000;
+        }
+    };
+    explicit browsers(std::int64_t session_ms = 60'000) {
+        room_limits rl;
+        rl.session_ms = session_ms;
+        l = {20, session_ms, 60'000, 0, active_window_ms(rl), active_run_ms(rl)};
+    }
+    free_schedule::limits l;
+    std::mt19937_64 rng{11};
+    std::vector<visitor> held;
+    std::deque<std::int64_t> admitted;
+    free_schedule fs;
+    std::int64_t next = t0;
+    bool windows = true;
+    std::function<void(free_schedule::windows&, std::int64_t)> tamper;  // the store's list
+
+    std::int64_t frees(const visitor& v) const {
+        return floor_to(v.last(v.leaves), l.active_window_ms) + l.active_window_ms + l.session_ms;
+    }
+    void run_to(std::int64_t at) {
+        for (; next <= at; next += 1'000) {
+            std::erase_if(held, [&](const visitor& v) { return frees(v) <= next; });
+            while (held.size() < 20) {
+                held.push_back({next, next + 20'000 + static_cast<std::int64_t>(rng() % 40'001)});
+                admitted.push_back(next);
+                if (next < t0 + 20'000) {
+                    break;  // the room fills one place a second
+                }
+            }
+            while (!admitted.empty() && admitted.front() <= next - 60'000) {
+                admitted.pop_front();
+            }
+            std::map<std::int64_t, std::int64_t> by_run;
+            for (const visitor& v : held) {
+                ++by_run[floor_to(v.last(next), l.active_run_ms)];
+            }
+            free_schedule::windows w(by_run.begin(), by_run.end());
+            if (tamper) {
+                tamper(w, next);
+            }
+            fs.follow(next, static_cast<std::int64_t>(admitted.size()),
+                      static_cast<std::int64_t>(held.size()), windows ? w : free_schedule::windows{},
+                      l, 10'000);
+        }
+    }
+    // When the k-th next place frees, ms from `at`, for the places held now.
+    double truth_ms(std::size_t k, std::int64_t at) const {
+        std::vector<std::int64_t> f;
+        for (const visitor& v : held) {
+            f.push_back(frees(v));
+        }
+        std::sort(f.begin(), f.end());
+        return static_cast<double>(f.at(k - 1) - at);
+    }
+    // Visitors silent for a page's time or more: they have left.
+    std::size_t gone(std::int64_t at) const {
+        return static_cast<std::size_t>(std::count_if(
+            held.begin(), held.end(), [&](const visitor& v) { return at - v.last(at) >= 5'000; }));
+    }
+};
+
+// Before any place frees, the visitors who stopped browsing say when theirs will: a session
+// after their last page. The schedule learns from the check-in windows how often a silent
+// visitor still comes back, tells the frees of those who left to within a few seconds, and
+// never tells the others' sooner than a session from now (they come back first). A store
+// without the windows leaves it to the linear model until a place frees, as before.
+TEST(FreeSchedule, VisitorsWhoStoppedBrowsingTellWhenTheirPlacesFree) {
+    browsers b;
+    b.run_to(t0 + 55'000);
+    ASSERT_FALSE(b.fs.measured());  // nothing freed yet
+    const std::size_t gone = b.gone(t0 + 55'000);
+    ASSERT_GE(gone, 3u);
+    ASSERT_LT(gone, 20u);
+    for (std::size_t k = 1; k <= gone; ++k) {
+        EXPECT_NEAR(b.fs.wait_ms(static_cast<double>(k)), b.truth_ms(k, t0 + 55'000), 4'000)
+            << k << " of " << gone << " gone";
+    }
+    // The ones still browsing: not before a session from now.
+    EXPECT_GE(b.fs.wait_ms(static_cast<double>(gone) + 1.5), 60'000 - 1'000);
+
+    browsers old;
+    old.windows = false;
+    old.run_to(t0 + 55'000);
+    EXPECT_EQ(old.fs.wait_ms(1), -1);
+}
+
+// In a spike's first seconds no visitor has had the time to come back yet: the windows tell
+// nothing (taking every silent visitor for gone would tell the queue a session), until the
+// silences seen reach a quarter of a session.
+TEST(FreeSchedule, TheFirstSecondsOfASpikeTellNothingYet) {
+    browsers b;
+    for (std::int64_t at = t0; at < t0 + 14'000; at += 1'000) {
+        b.run_to(at);
+        ASSERT_EQ(b.fs.wait_ms(1), -1) << (at - t0) / 1000 << " s";
+    }
+}
+
+// Later, with frees learned and the room refilled from the queue, the next frees are still told
+// from the visitors seen leaving: the 1st to 5th within a few seconds at every sync; with a
+// session of 30 s too (the windows count by the session as configured, not the prior's minute).
+TEST(FreeSchedule, TheNextFreesFollowTheVisitorsSeenLeaving) {
+    for (const std::int64_t session : {60'000, 30'000}) {
+        browsers b(session);
+        int checked = 0;
+        for (std::int64_t at = t0 + 100'000; at <= t0 + 400'000; at += 1'000) {
+            b.run_to(at);
+            const std::size_t gone = std::min<std::size_t>(5, b.gone(at));
+            for (std::size_t k = 1; k <= gone; ++k) {
+                ASSERT_NEAR(b.fs.wait_ms(static_cast<double>(k)), b.truth_ms(k, at), 5'000)
+                    << k << " at " << (at - t0) / 1000 << " s, session " << session;
+                ++checked;
+            }
+        }
+        EXPECT_GT(checked, 300) << session;
+    }
+}
+
+// A list with entries no live window can have (a node's clock an hour ahead, a window a day
+// dead, both hostile or skewed) is read without them: the same waits at every sync as from the
+// clean list. A window whose count rises after it closed (other nodes' check-ins landing late)
+// teaches nothing either.
+TEST(FreeSchedule, EntriesNotLiveAreLeftOutOneByOne) {
+    browsers clean;
+    browsers skewed;
+    skewed.tamper = [](free_schedule::windows& w, std::int64_t at) {
+        w.insert(w.begin(), {at - 86'400'000, 3});
+        w.emplace_back(at + 3'600'000, 2);
+    };
+    browsers late;
+    std::map<std::int64_t, std::int64_t> grown;
+    late.tamper = [&](free_schedule::windows& w, std::int64_t at) {
+        for (auto& [start, n] : w) {
+            // Every closed window gets one more visitor a second after it closed, for a sync.
+            if (start + 2'000 == at) {
+                ++n;
+            }
+        }
+    };
+    int compared = 0;
+    for (std::int64_t at = t0 + 30'000; at <= t0 + 300'000; at += 1'000) {
+        clean.run_to(at);
+        skewed.run_to(at);
+        late.run_to(at);
+        for (const double k : {1.0, 3.0, 10.0}) {
+            ASSERT_DOUBLE_EQ(skewed.fs.wait_ms(k), clean.fs.wait_ms(k)) << k << " at " << at - t0;
+            if (clean.fs.wait_ms(k) >= 0) {
+                ASSERT_NEAR(late.fs.wait_ms(k), clean.fs.wait_ms(k), 3'000) << k << " at " << at - t0;
+                ++compared;
+            }
+        }
+    }
+    EXPECT_GT(compared, 500);
+}
+
+// A session of an hour has 361 check-in windows live: the store lists them by runs of two on
+// fixed boundaries (the same runs from one sync to the next), and the schedule still learns
+// the comebacks and tells the frees of those who left, 20 minutes in. (Runs cut from the oldest
+// listed shifted at every sync: every place read as a comeback, and the queue was told at
+// least a session.)
+TEST(FreeSchedule, LongSessionsAreListedByRunsAndStillTold) {
+    room_limits hour;
+    hour.session_ms = 3'600'000;
+    EXPECT_EQ(active_window_ms(hour), 10'000);
+    EXPECT_EQ(active_run_ms(hour), 20'000);
+    hour.session_ms = 600'000;
+    EXPECT_EQ(active_run_ms(hour), active_window_ms(hour));  // ten minutes: the windows
+    hour.session_ms = 7 * 24 * 3'600'000LL;
+    EXPECT_LE(hour.session_ms / active_run_ms(hour) + 2,
+              static_cast<std::int64_t>(max_active_windows));
+
+    browsers b(3'600'000);
+    const std::int64_t at = t0 + 1'200'000;
+    b.run_to(at);
+    ASSERT_EQ(b.gone(at), 20u);
+    for (std::size_t k = 1; k <= 20; ++k) {
+        // To within a run and a step of the table (129 points over two holds and their
+        // spread: about 3 minutes for hour-long sessions), of waits of about 40 minutes.
+        EXPECT_NEAR(b.fs.wait_ms(static_cast<double>(k)), b.truth_ms(k, at), 20'000 + 170'000)
+            << k;
+    }
+}
 
 // The estimate of the 10th next free at every second from `from` to `to` (but `skip`): either
 // none (the linear model answers) or within half to one and a half times the truth, give or take

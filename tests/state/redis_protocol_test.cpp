@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "redis_protocol.hpp"
@@ -192,6 +195,81 @@ TEST(RedisProtocol, DecodesTheMinutesAdmissionsBySubWindowAndRefusesBadOnes) {
     v.elements.pop_back();
     ASSERT_FALSE(parse_grant(v, "shop", 42, g)) << "an older script's answer";
     EXPECT_TRUE(g.counts.admitted_windows.empty());
+}
+
+using windows = std::vector<std::pair<std::int64_t, std::int64_t>>;
+
+// A sync answer of the script, its lists of admissions by sub-window and of places by
+// check-in window as given.
+value grant_with_windows(value admitted, value active) {
+    return array({integer(3), integer(0), integer(5), integer(6), integer(9), array({}),
+                  array({text("dc1"), integer(1)}), array({integer(-1), integer(-1)}),
+                  text("1000/edge-1"), array({}), integer(0), std::move(admitted),
+                  std::move(active)});
+}
+
+TEST(RedisProtocol, DecodesThePlacesByCheckInWindowAndRefusesBadOnes) {
+    auto v = grant_with_windows(array({integer(1000), integer(4)}),
+                                array({integer(20'000), integer(3), integer(5'000), integer(1)}));
+    room_grant g;
+    ASSERT_FALSE(parse_grant(v, "shop", 42, g));
+    EXPECT_EQ(g.counts.active_windows, (windows{{5'000, 1}, {20'000, 3}}));
+    EXPECT_EQ(g.counts.admitted_windows, (windows{{1000, 4}}));
+    const auto protocol = make_error_code(errc::protocol);
+    v.elements[12] = array({integer(5'000)});
+    EXPECT_EQ(parse_grant(v, "shop", 42, g), protocol) << "a window without its count";
+    v.elements[12] = array({integer(5'000), integer(-1)});
+    EXPECT_EQ(parse_grant(v, "shop", 42, g), protocol) << "a negative count";
+    v.elements[12] = array({integer(5'000), text("1")});
+    EXPECT_EQ(parse_grant(v, "shop", 42, g), protocol) << "a count that is not an integer";
+    v.elements[12] = array({text("5000"), integer(1)});
+    EXPECT_EQ(parse_grant(v, "shop", 42, g), protocol) << "a window that is not an integer";
+    v.elements[12] = integer(5'000);
+    EXPECT_EQ(parse_grant(v, "shop", 42, g), protocol) << "not a list";
+    v.elements.push_back(array({}));
+    EXPECT_EQ(parse_grant(v, "shop", 42, g), protocol) << "a 14th element";
+    v.elements.resize(12);
+    ASSERT_FALSE(parse_grant(v, "shop", 42, g)) << "an older script's answer";
+    EXPECT_TRUE(g.counts.active_windows.empty());
+    EXPECT_EQ(g.counts.admitted_windows, (windows{{1000, 4}}));
+}
+
+// Each list is bounded whatever the reply holds, ascending: the newest admission sub-windows
+// are kept; a list of check-in windows longer than the script ever sends (it lists runs of
+// windows past room::max_active_windows, up to twice that with nodes' clocks far ahead) is left
+// out unread, and the grant stands (the list only informs the wait estimate).
+TEST(RedisProtocol, BoundsTheWindowsOfAnOverlongList) {
+    const std::int64_t newest = 1'000'000;
+    // `n` windows a second apart, newest first, each counting its start in seconds.
+    auto newest_first = [&](std::size_t n) {
+        value list = array({});
+        for (std::size_t i = 0; i < n; ++i) {
+            const std::int64_t w = newest - static_cast<std::int64_t>(i) * 1000;
+            list.elements.push_back(integer(w));
+            list.elements.push_back(integer(w / 1000));
+        }
+        return list;
+    };
+    auto v = grant_with_windows(newest_first(max_admitted_windows + 100),
+                                newest_first(2 * max_active_windows + 1));
+    room_grant g;
+    ASSERT_FALSE(parse_grant(v, "shop", 42, g));
+    const windows& kept = g.counts.admitted_windows;
+    ASSERT_EQ(kept.size(), max_admitted_windows);
+    EXPECT_TRUE(std::is_sorted(kept.begin(), kept.end()));
+    EXPECT_EQ(kept.front().first,
+              newest - static_cast<std::int64_t>(max_admitted_windows - 1) * 1000);
+    EXPECT_EQ(kept.back().first, newest);
+    for (const auto& [w, n] : kept) {
+        EXPECT_EQ(n, w / 1000) << "each window keeps its own count";
+    }
+    EXPECT_TRUE(g.counts.active_windows.empty());
+    // Up to twice the bound (nodes' clocks far ahead add windows) is read as it is.
+    v = grant_with_windows(newest_first(3), newest_first(2 * max_active_windows));
+    room_grant full;
+    ASSERT_FALSE(parse_grant(v, "shop", 42, full));
+    ASSERT_EQ(full.counts.active_windows.size(), 2 * max_active_windows);
+    EXPECT_TRUE(std::is_sorted(full.counts.active_windows.begin(), full.counts.active_windows.end()));
 }
 
 TEST(RedisProtocol, OverridesCommandSaysWhatToDoWithEachSwitch) {

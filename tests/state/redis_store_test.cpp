@@ -72,6 +72,10 @@ std::string describe(const room_grant& g) {
     for (auto& [w, n] : g.counts.admitted_windows) {
         o << w << ":" << n << " ";
     }
+    o << "] places=[";
+    for (auto& [w, n] : g.counts.active_windows) {
+        o << w << ":" << n << " ";
+    }
     o << "]";
     return o.str();
 }
@@ -1042,6 +1046,73 @@ TEST(RedisStore, ReplaysOfOneCookieMoveTheCountsAsTheLocalStoreDoes) {
         EXPECT_EQ(g.counts.revoked, std::vector<std::uint64_t>{ticket});
     }
     EXPECT_EQ(active, (std::vector<std::int64_t>{5, 20, 19, 19, 19, 19}));
+}
+
+// Visitors admitted on two nodes check in again in later windows, one window is pushed below
+// zero and the oldest lapses: the script lists the places by check-in window as the ledger does
+// (live, above zero, ascending), and the list sums to the active count.
+TEST(RedisStore, ListsThePlacesByCheckInWindowAsTheLocalStoreDoes) {
+    redis_server srv;
+    twin_stores twins(srv);
+    auto l = limits(100, 100);
+    const std::int64_t w = room::active_window_ms(l);  // 5 s for 5-minute sessions
+    auto in = report(l, "shop", 0);
+    in.deltas.active.add(t0, 4);
+    in.deltas.active.add(t0 + 2 * w, 2);
+    twins.sync("a", t0 + 2 * w + 100, in);
+    auto back = report(l, "shop", 0);  // three come back on node b, two of them twice
+    back.deltas.active.add(t0, -3);
+    back.deltas.active.add(t0 + 3 * w, 3);
+    back.deltas.active.add(t0 + 3 * w, -2);
+    back.deltas.active.add(t0 + 5 * w, 2);
+    back.deltas.active.add(t0 + 4 * w, -1);  // a copy of a cookie no visitor holds
+    auto g = twins.sync("b", t0 + 5 * w + 100, back);
+    using windows = std::vector<std::pair<std::int64_t, std::int64_t>>;
+    EXPECT_EQ(g.counts.active_windows,
+              (windows{{t0, 1}, {t0 + 2 * w, 2}, {t0 + 3 * w, 1}, {t0 + 5 * w, 2}}));
+    EXPECT_EQ(g.counts.active, 6);
+    // The first window's visitor never came back: its place frees with its window.
+    g = twins.sync("a", t0 + w + l.session_ms, report(l, "shop", 0));
+    EXPECT_EQ(g.counts.active_windows,
+              (windows{{t0 + 2 * w, 2}, {t0 + 3 * w, 1}, {t0 + 5 * w, 2}}));
+    EXPECT_EQ(g.counts.active, 5);
+}
+
+// Sessions with more check-in windows live than a store lists (at the thresholds of one and two
+// windows a run, two hours, a week): the script lists them by runs on fixed boundaries
+// (labelled by their start), as the ledger does, every place counted, within the bound, and
+// still within it with the windows of a node whose clock runs 40 s ahead.
+TEST(RedisStore, ListsTheCheckInWindowsOfLongSessionsByRunsAsTheLocalStoreDoes) {
+    for (const std::int64_t session :
+         {2'390'000LL, 2'410'000LL, 4'790'000LL, 7'200'000LL, 7 * 86'400'000LL}) {
+        redis_server srv;
+        twin_stores twins(srv);
+        auto l = limits(10'000, 10'000);
+        l.session_ms = session;
+        const std::int64_t w = room::active_window_ms(l);
+        const std::int64_t run = room::active_run_ms(l);
+        const std::int64_t now = t0 + session;
+        auto in = report(l, "shop", 0);
+        std::int64_t placed = 0;
+        // A visitor or three in every live window, one every 30 s for the week, and four
+        // windows ahead of the store's clock.
+        const std::int64_t step = session > 86'400'000 ? 3'000 * w : w;
+        for (std::int64_t at = t0 + w; at <= now + 4 * w; at += step) {
+            const std::int64_t n = 1 + (at / w) % 3;
+            in.deltas.active.add(at, n);
+            placed += n;
+        }
+        auto g = twins.sync("a", now, in);
+        EXPECT_EQ(g.counts.active, placed) << session;
+        EXPECT_LE(g.counts.active_windows.size(), room::max_active_windows) << session;
+        std::int64_t listed = 0;
+        for (const auto& [start, n] : g.counts.active_windows) {
+            EXPECT_EQ(room::floor_to(start, run), start) << session;
+            listed += n;
+        }
+        EXPECT_EQ(listed, placed) << session;
+        EXPECT_TRUE(std::is_sorted(g.counts.active_windows.begin(), g.counts.active_windows.end()));
+    }
 }
 
 // A full list of refused tickets forgets its oldest first, in the script as in the ledger: the

@@ -386,6 +386,30 @@ TEST(Ledger, MovesBetweenWindowsKeepTheTotal) {
     EXPECT_EQ(later.counts.active, 0);
 }
 
+// The places by their visitor's last check-in window: when each frees if its visitor does not
+// come back. Only live windows above zero, ascending; the list sums to the active count.
+TEST(Ledger, ListsThePlacesHeldByEachLiveCheckInWindowAscending) {
+    room_ledger ledger;
+    auto l = limits(100, 100);
+    const std::int64_t w = room::active_window_ms(l);  // 5 s for 5-minute sessions
+    auto r = report(l);
+    r.deltas.active.add(t0 + 3 * w, 2);
+    r.deltas.active.add(t0, 3);
+    r.deltas.active.add(t0 + w, -1);  // a copy of a cookie no visitor holds
+    ledger.sync("a", "dc", r, t0 + 3 * w, 3000);
+    auto move = report(l);  // one visitor of t0 comes back
+    move.deltas.active.add(t0, -1);
+    move.deltas.active.add(t0 + 4 * w, 1);
+    auto g = ledger.sync("a", "dc", move, t0 + 4 * w, 3000);
+    using windows = std::vector<std::pair<std::int64_t, std::int64_t>>;
+    EXPECT_EQ(g.counts.active_windows, (windows{{t0, 2}, {t0 + 3 * w, 2}, {t0 + 4 * w, 1}}));
+    EXPECT_EQ(g.counts.active, 5);
+    // The window of t0 lapses a session after it ends, and its places with it.
+    auto c = ledger.counts(l, t0 + w + l.session_ms);
+    EXPECT_EQ(c.active_windows, (windows{{t0 + 3 * w, 2}, {t0 + 4 * w, 1}}));
+    EXPECT_EQ(c.active, 3);
+}
+
 TEST(Ledger, LeasesNeverExceedFreeCapacity) {
     room_ledger ledger;
     auto l = limits(50, 40);

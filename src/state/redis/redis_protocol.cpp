@@ -5,9 +5,12 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
+#include <utility>
 
 #include "waitroom/state/error.hpp"
 
@@ -68,6 +71,32 @@ const char* write_arg(switch_write w) {
             break;
     }
     return "keep";
+}
+
+// A reply's flattened {window, count, ...} list: ascending, its newest `most` kept. False for
+// anything else (not a list, odd, a non-integer, a negative count): a reply can be anything.
+bool as_windows(const value& v, std::size_t most,
+                std::vector<std::pair<std::int64_t, std::int64_t>>& out) {
+    if (v.type != value::kind::array || v.elements.size() % 2 != 0) {
+        return false;
+    }
+    out.reserve(v.elements.size() / 2);
+    for (std::size_t i = 0; i < v.elements.size(); i += 2) {
+        std::int64_t w = 0;
+        std::int64_t n = 0;
+        if (!as_int(v.elements[i], w) || !as_int(v.elements[i + 1], n) || n < 0) {
+            return false;
+        }
+        out.emplace_back(w, n);
+    }
+    // The newest `most` to the back without sorting the rest: a long list costs linear time.
+    if (out.size() > most) {
+        const auto first_kept = out.end() - static_cast<std::ptrdiff_t>(most);
+        std::nth_element(out.begin(), first_kept, out.end());
+        out.erase(out.begin(), first_kept);
+    }
+    std::sort(out.begin(), out.end());
+    return true;
 }
 
 bool as_switch(const value& v, std::optional<bool>& out) {
@@ -323,9 +352,10 @@ std::error_code parse_grant(const value& v, const std::string& room, std::int64_
         out.stale = true;
         return {};
     }
-    // 12 elements; 11 from a script without the minute's sub-windows (its degraded allowance
-    // then dates the minute's sum at the answer, see sync_degraded.cpp).
-    if (v.type != value::kind::array || (v.elements.size() != 11 && v.elements.size() != 12) ||
+    // 13 elements; 12 from a script without the places by check-in window, 11 from one without
+    // the minute's sub-windows either (its degraded allowance then dates the minute's sum at the
+    // answer, see sync_degraded.cpp).
+    if (v.type != value::kind::array || v.elements.size() < 11 || v.elements.size() > 13 ||
         v.elements[8].type != value::kind::string) {
         return bad;
     }
@@ -373,20 +403,15 @@ std::error_code parse_grant(const value& v, const std::string& room, std::int64_
         out.counts.revoked.push_back(ticket);
     }
     std::sort(out.counts.revoked.begin(), out.counts.revoked.end());
-    if (e.size() == 12) {
-        const value& windows = e[11];
-        if (windows.type != value::kind::array || windows.elements.size() % 2 != 0) {
-            return bad;
-        }
-        for (std::size_t i = 0; i < windows.elements.size(); i += 2) {
-            std::int64_t w = 0;
-            std::int64_t n = 0;
-            if (!as_int(windows.elements[i], w) || !as_int(windows.elements[i + 1], n) || n < 0) {
-                return bad;
-            }
-            out.counts.admitted_windows.emplace_back(w, n);
-        }
-        std::sort(out.counts.admitted_windows.begin(), out.counts.admitted_windows.end());
+    if (e.size() >= 12 && !as_windows(e[11], max_admitted_windows, out.counts.admitted_windows)) {
+        return bad;
+    }
+    // The script lists about max_active_windows at most (by runs beyond), twice that with
+    // nodes' clocks far ahead: a longer list is no script's. It only informs the wait
+    // estimate: left out unread, not a failed grant.
+    if (e.size() >= 13 && e[12].elements.size() <= 4 * max_active_windows &&
+        !as_windows(e[12], std::numeric_limits<std::size_t>::max(), out.counts.active_windows)) {
+        return bad;
     }
     return parse_overrides(e[7], out.overrides);
 }

@@ -22,8 +22,21 @@
 // filled within it) and while it is consistent (few places held past their expected free or
 // filled before the history: visitors who keep their place for ever); otherwise the estimate is
 // the linear model's (ready() false).
+//
+// A store that lists the places held by their visitor's last check-in window (active_windows)
+// tells more: a visitor who stopped browsing frees its place when that window stops counting,
+// to the second, a session before the free is seen. Which silent visitors still come back is
+// learned from consecutive lists: the share of a closed window's visitors that check in again,
+// by how long they had been silent (silence_bins, averaged over about two sessions). The places
+// of visitors who will not are pinned at their window's end; the others come back first, and
+// free no sooner than a session from now. The schedule answers from the windows alone before
+// any free once the silences seen reach a quarter of a session (a spike's first seconds have
+// seen no comeback yet). A window's count also drops when a copy of an admitted cookie checks
+// in from it, or when an origin revokes a session: read as comebacks, which tells the queue
+// longer waits, never shorter, and never moves an admission.
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace waitroom::room {
@@ -36,16 +49,28 @@ class free_schedule {
         std::int64_t session_ms = 0;  // session_duration
         std::int64_t rate_span_ms = 60'000;  // the sliding minute of admitted_last_minute
         std::int64_t new_users = 0;          // new_users_per_minute; 0: bound by places only
+        std::int64_t active_window_ms = 1'000;  // the windows of last check-ins (limits.hpp)
+        std::int64_t active_run_ms = 0;  // the span of one entry of them (active_run_ms)
     };
+    using windows = std::vector<std::pair<std::int64_t, std::int64_t>>;
     static constexpr std::size_t max_marks = 512;
     static constexpr std::size_t table_points = 129;
+    // The silences whose comebacks are learned (the last check-in windows followed are
+    // bounded by max_active_windows, limits.hpp).
+    static constexpr std::size_t silence_bins = 64;
 
     // Follows the store's counts at `at_ms`. A first call, a step back in time, a gap longer
     // than `max_gap_ms` (a store outage: the counts after it say nothing of what happened in it)
     // or a count no real crowd could give starts over. The table of frees to come is built
     // only when `tabulate` (the room queues and its places bind: nobody asks otherwise).
     void follow(std::int64_t at_ms, std::int64_t admitted_last_minute, std::int64_t active,
-                const limits& l, std::int64_t max_gap_ms, bool tabulate = true);
+                const windows& active_windows, const limits& l, std::int64_t max_gap_ms,
+                bool tabulate = true);
+    // The same from a store that does not report the last check-in windows (an older script).
+    void follow(std::int64_t at_ms, std::int64_t admitted_last_minute, std::int64_t active,
+                const limits& l, std::int64_t max_gap_ms, bool tabulate = true) {
+        follow(at_ms, admitted_last_minute, active, windows{}, l, max_gap_ms, tabulate);
+    }
     // At least one place was seen to free since the schedule started: before that the room knows
     // nothing of how long its visitors stay.
     bool measured() const { return samples_ > 0; }
@@ -71,6 +96,10 @@ class free_schedule {
     void start_over(std::int64_t at_ms, double in_minute, double held);
     void learn(double frees, double hold_ms, double places);
     void tabulate(std::int64_t at_ms, double held);
+    void learn_comebacks(std::int64_t at_ms, const windows& now, std::int64_t max_gap_ms);
+    // Per silence bin, the share of the visitors silent that long who will not check in again
+    // (-1: not known yet).
+    std::vector<double> staying_gone() const;
 
     std::vector<mark> marks_;  // ascending, at most max_marks
     double freed_ = 0;
@@ -90,6 +119,16 @@ class free_schedule {
     std::vector<double> table_;
     std::int64_t as_of_ms_ = 0;
     double step_ms_ = 0;
+    // The last check-in windows of the last follow, and the comebacks (a window's visitors
+    // checking in again) learned by silence: per bin, the place-ms exposed and the comebacks.
+    windows windows_;
+    std::int64_t windows_at_ms_ = 0;
+    std::int64_t window_ms_ = 1'000;        // a check-in window
+    std::int64_t run_ms_ = 1'000;           // an entry of the list: a window or a run of them
+    std::int64_t live_session_ms_ = 60'000;  // session_duration as configured
+    double bin_ms_ = 1'000;
+    std::vector<double> exposed_;
+    std::vector<double> comebacks_;
     double tail_ms_per_place_ = 0;
 };
 

@@ -103,6 +103,26 @@ inline bool revocation_live(std::int64_t start, const room_limits& l, std::int64
 // least zero). The Redis script holds the same number.
 inline constexpr std::size_t max_revoked_sessions = 4096;
 
+// The most entries a store lists per room of the places by last check-in window
+// (room_counts::active_windows). A room has session / active_window_ms + 1 windows live: about
+// 61 while session_duration is at most ten minutes, session / window_ms + 1 above (361 for an
+// hour at 10 s windows). Longer sessions are listed by runs of windows (active_run_ms). A list
+// up to twice as long (windows of nodes whose clocks run far ahead) is still read; a longer one
+// is no store's, and left out.
+inline constexpr std::size_t max_active_windows = 256;
+
+// The span of one entry of active_windows, labelled by its start: the active window itself, or
+// for a session with more live windows than max_active_windows a run of neighbours, on fixed
+// boundaries (the same run from one sync to the next). Derived from the limits alone, as
+// room.lua's active_run.
+inline std::int64_t active_run_ms(const room_limits& l) {
+    const std::int64_t window = active_window_ms(l);
+    const std::int64_t live = l.session_ms / window + 2;
+    // Runs cut at both ends, and windows of nodes whose clocks run ahead: headroom.
+    constexpr auto most = static_cast<std::int64_t>(max_active_windows) - 16;
+    return window * std::max<std::int64_t>(1, (live + most - 1) / most);
+}
+
 // An `admitted` sub-window counts towards the sliding minute while it overlaps (now − span, now].
 // Counting the whole oldest sub-window is what makes the bound exact: no span of rate_span_ms
 // ever admits more than the limit (the store checks at every grant, see state::room_ledger).

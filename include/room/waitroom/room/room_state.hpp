@@ -36,6 +36,9 @@ struct room_counts {
     // The sliding minute's admissions by rate sub-window (start, admissions), ascending: when
     // each leaves the minute (degraded mode admits as they do). Empty from an older store.
     std::vector<std::pair<std::int64_t, std::int64_t>> admitted_windows;
+    // The places held by their visitor's last check-in window (start, visitors), ascending: when
+    // each frees if its visitor does not come back. Empty from an older store.
+    std::vector<std::pair<std::int64_t, std::int64_t>> active_windows;
     std::vector<std::pair<std::int64_t, std::int64_t>> waiting;  // (bucket, queued) ascending
     std::vector<datacenter_nodes> datacenters;                   // live nodes
     std::vector<std::uint64_t> revoked;  // tickets of revoked sessions still refused, ascending

@@ -5,6 +5,7 @@
 // round trip per sync, one Lua script) fits behind it; the local store completes inline. It also
 // holds the run-time room switches (admin PATCH) so that every node gets them at its next sync.
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -71,6 +72,16 @@ struct room_switch_values {
 
     friend bool operator==(const room_switch_values&, const room_switch_values&) = default;
 };
+
+// The most admission sub-windows a store's answer lists (room_counts::admitted_windows), the
+// newest kept: a networked store's reply is untrusted input, and the room engine walks the list
+// at every sync. The sliding minute has rate_span / rate_window + 1 live, 241 at the default
+// 250 ms. (The places by check-in window are listed by runs past room::max_active_windows.)
+inline constexpr std::size_t max_admitted_windows = 512;
+static_assert(room::windowing{}.rate_span_ms / room::windowing{}.rate_window_ms + 1 <=
+                  static_cast<std::int64_t>(max_admitted_windows),
+              "the sliding minute's live sub-windows fit the bound");
+using room::max_active_windows;
 
 // The store's answer for one room.
 struct room_grant {

@@ -57,7 +57,9 @@
 --                   epoch, {revoked ticket, ...}, abandoned (the queued visitors the waiting
 --                   windows this call pruned still held, each floored at zero),
 --                   {sub-window, admissions, ...} (the live admitted windows above zero,
---                   ascending: when the minute's admissions leave it)}
+--                   ascending: when the minute's admissions leave it),
+--                   {window, visitors, ...} (the live active windows above zero, ascending:
+--                   when each place frees if its visitor does not come back)}
 --                  or "stale" when ARGV[19] is another epoch and ARGV[20] is "-1": nothing
 --                  was applied (no node touched), the node sends its live totals instead
 --          top_up: granted (0 while ARGV[15] is set and is not the room's epoch, and
@@ -219,19 +221,32 @@ end
 
 -- Sum of the live entries of a window hash, each floored at zero (room_ledger.cpp's
 -- floored_sum: a cookie replayed N times can empty the window it names, never the others);
--- with prune, dead entries are deleted.
-local function live_sum(key, live, prune)
+-- with prune, dead entries are deleted; with `windows` (a table), the live entries above zero
+-- are added to it as {window, count} (room_ledger::counts' lists, see ascending_pairs).
+local function live_sum(key, live, prune, windows)
     local raw = redis.call('HGETALL', key)
     local sum = 0
     for i = 1, #raw, 2 do
         local w, v = count(raw[i]), count(raw[i + 1])
         if w ~= nil and v ~= nil and live(w) then
             sum = sum + math.max(0, v)
+            if windows ~= nil and v > 0 then windows[#windows + 1] = {w, v} end
         elseif prune then
             redis.call('HDEL', key, raw[i])
         end
     end
     return sum
+end
+
+-- {window, count} entries as a reply lists them: ascending by window, flattened.
+local function ascending_pairs(windows)
+    table.sort(windows, function(x, y) return x[1] < y[1] end)
+    local out = {}
+    for _, e in ipairs(windows) do
+        out[#out + 1] = e[1]
+        out[#out + 1] = e[2]
+    end
+    return out
 end
 
 local function capacity(active, admitted)
@@ -587,23 +602,31 @@ if not applied_before then
     end
 end
 
-local admitted = live_sum(KEYS[1], rate_live, true)
--- The minute's admissions by sub-window (room_ledger::counts: live, above zero, ascending).
-local admitted_windows = {}
+-- The minute's admissions by sub-window and the places by check-in window, as
+-- room_ledger::counts lists them (live, above zero), from the same reads as the sums.
+local admitted_windows, active_windows = {}, {}
+local admitted = live_sum(KEYS[1], rate_live, true, admitted_windows)
+local active = live_sum(KEYS[2], active_live, true, active_windows)
+-- A session with more live check-in windows than a reply lists (over ~40 minutes) lists them by
+-- runs on fixed boundaries, labelled by their start (limits.hpp's active_run_ms).
 do
-    local raw_adm = redis.call('HGETALL', KEYS[1])
-    local ws = {}
-    for k = 1, #raw_adm, 2 do
-        local w, n = count(raw_adm[k]), count(raw_adm[k + 1])
-        if w ~= nil and n ~= nil and n > 0 and rate_live(w) then ws[#ws + 1] = {w, n} end
-    end
-    table.sort(ws, function(x, y) return x[1] < y[1] end)
-    for _, e in ipairs(ws) do
-        admitted_windows[#admitted_windows + 1] = e[1]
-        admitted_windows[#admitted_windows + 1] = e[2]
+    local live = math.floor(L.session / active_window) + 2
+    local most = 240  -- max_active_windows - 16
+    local active_run = active_window * math.max(1, math.floor((live + most - 1) / most))
+    do
+        local runs, starts = {}, {}
+        for _, e in ipairs(active_windows) do
+            local r = floor_to(e[1], active_run)
+            if runs[r] == nil then
+                runs[r] = 0
+                starts[#starts + 1] = r
+            end
+            runs[r] = runs[r] + e[2]
+        end
+        active_windows = {}
+        for _, r in ipairs(starts) do active_windows[#active_windows + 1] = {r, runs[r]} end
     end
 end
-local active = live_sum(KEYS[2], active_live, true)
 
 -- Waiting: prune, then sum per bucket in ascending order, each (bucket, window) floored at zero
 -- as above, dropping buckets that sum to 0.
@@ -777,4 +800,4 @@ for k = 1, #rev, 2 do
 end
 return {granted, release, active, admitted,
         held_total(nodes, ids), waiting, dcs, read_overrides(), epoch, revoked, abandoned,
-        admitted_windows}
+        ascending_pairs(admitted_windows), ascending_pairs(active_windows)}
