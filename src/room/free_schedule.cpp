@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace waitroom::room {
 
@@ -121,8 +122,15 @@ void free_schedule::start_over(std::int64_t at_ms, double in_minute, double held
     table_.clear();
 }
 
-void free_schedule::learn_comebacks(std::int64_t at_ms, const windows& now,
-                                    std::int64_t max_gap_ms) {
+std::size_t free_schedule::silence_bin(std::int64_t at_ms, std::int64_t start) const {
+    // Silent since the middle of the entry's span (a window or a run of them), at least 0.
+    const double silence =
+        static_cast<double>(at_ms - start) - static_cast<double>(run_ms_) / 2.0;
+    return std::min<std::size_t>(silence_bins - 1,
+                                 static_cast<std::size_t>(std::max(0.0, silence) / bin_ms_));
+}
+
+void free_schedule::learn_comebacks(std::int64_t at_ms, windows now, std::int64_t max_gap_ms) {
     const std::int64_t dt = at_ms - windows_at_ms_;
     if (!windows_.empty() && dt > 0 && dt <= max_gap_ms) {
         const double keep =
@@ -147,10 +155,7 @@ void free_schedule::learn_comebacks(std::int64_t at_ms, const windows& now,
             if (m > n) {
                 continue;  // joined late after all
             }
-            const double silence =
-                static_cast<double>(windows_at_ms_ - w) - static_cast<double>(run_ms_) / 2.0;
-            const auto bin = std::min<std::size_t>(
-                silence_bins - 1, static_cast<std::size_t>(std::max(0.0, silence) / bin_ms_));
+            const std::size_t bin = silence_bin(windows_at_ms_, w);
             // The hazard of coming back, as the log of the share still silent (its comebacks
             // come in lumps: a crowd that browses a page every 5 s all comes back at 5 s,
             // which a count of comebacks per place-second would tell as 1 in e staying gone).
@@ -161,7 +166,7 @@ void free_schedule::learn_comebacks(std::int64_t at_ms, const windows& now,
                                         (static_cast<double>(m) + 0.5));
         }
     }
-    windows_ = now;
+    windows_ = std::move(now);
     windows_at_ms_ = at_ms;
 }
 
@@ -246,21 +251,19 @@ void free_schedule::follow(std::int64_t at_ms, std::int64_t admitted_last_minute
     // counting no more than the places held can be. Others are no store's: not learned from.
     // An entry that is not live now (a node's clock ahead or behind) is left out on its own.
     const bool windows_sane =
-        active_windows.size() <= 4 * max_active_windows &&
+        active_windows.size() <= max_active_windows_read &&
         std::is_sorted(active_windows.begin(), active_windows.end()) &&
         std::all_of(active_windows.begin(), active_windows.end(), [&](const auto& e) {
             return e.second >= 0 && static_cast<double>(e.second) <= held_cap;
         });
-    windows live;
     if (windows_sane) {
+        windows live;
         for (const auto& e : active_windows) {
             if (e.first > at_ms - run_ms_ - live_session_ms_ && e.first <= at_ms + max_gap_ms) {
                 live.push_back(e);
             }
         }
-    }
-    if (windows_sane && live.size() <= 2 * max_active_windows) {
-        learn_comebacks(at_ms, live, max_gap_ms);
+        learn_comebacks(at_ms, std::move(live), max_gap_ms);
     } else {
         windows_.clear();
     }
@@ -355,10 +358,7 @@ void free_schedule::tabulate(std::int64_t at_ms, double held) {
     if (windows_at_ms_ == at_ms && !windows_.empty()) {
         const std::vector<double> gone = staying_gone();
         for (const auto& [w, n] : windows_) {
-            const double silence =
-                static_cast<double>(at_ms - w) - static_cast<double>(run_ms_) / 2.0;
-            const double q = gone[std::min<std::size_t>(
-                silence_bins - 1, static_cast<std::size_t>(std::max(0.0, silence) / bin_ms_))];
+            const double q = gone[silence_bin(at_ms, w)];
             if (q < 0) {
                 continue;
             }

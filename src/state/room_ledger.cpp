@@ -133,12 +133,13 @@ room::room_counts room_ledger::counts(const room_limits& l, std::int64_t now_ms)
             c.admitted_windows.emplace_back(w, n);
         }
     }
-    c.active = floored_sum(active_, room::active_window_live, l, now_ms);
-    // By run of windows (room::active_run_ms: the window itself but for sessions of over 40
-    // minutes), ascending: the map is.
+    // The places held, and by run of windows (room::active_run_ms: the window itself but for
+    // sessions of over 40 minutes), ascending: the map is. Each window floored at zero, as
+    // floored_sum.
     const std::int64_t run = room::active_run_ms(l);
     for (const auto& [w, n] : active_) {
         if (n > 0 && room::active_window_live(w, l, now_ms)) {
+            c.active += n;
             const std::int64_t start = room::floor_to(w, run);
             if (!c.active_windows.empty() && c.active_windows.back().first == start) {
                 c.active_windows.back().second += n;

@@ -409,7 +409,7 @@ std::error_code parse_grant(const value& v, const std::string& room, std::int64_
     // The script lists about max_active_windows at most (by runs beyond), twice that with
     // nodes' clocks far ahead: a longer list is no script's. It only informs the wait
     // estimate: left out unread, not a failed grant.
-    if (e.size() >= 13 && e[12].elements.size() <= 4 * max_active_windows &&
+    if (e.size() >= 13 && e[12].elements.size() / 2 <= room::max_active_windows_read &&
         !as_windows(e[12], std::numeric_limits<std::size_t>::max(), out.counts.active_windows)) {
         return bad;
     }

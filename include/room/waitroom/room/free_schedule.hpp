@@ -56,7 +56,7 @@ class free_schedule {
     static constexpr std::size_t max_marks = 512;
     static constexpr std::size_t table_points = 129;
     // The silences whose comebacks are learned (the last check-in windows followed are
-    // bounded by max_active_windows, limits.hpp).
+    // bounded by max_active_windows_read, limits.hpp).
     static constexpr std::size_t silence_bins = 64;
 
     // Follows the store's counts at `at_ms`. A first call, a step back in time, a gap longer
@@ -96,7 +96,9 @@ class free_schedule {
     void start_over(std::int64_t at_ms, double in_minute, double held);
     void learn(double frees, double hold_ms, double places);
     void tabulate(std::int64_t at_ms, double held);
-    void learn_comebacks(std::int64_t at_ms, const windows& now, std::int64_t max_gap_ms);
+    void learn_comebacks(std::int64_t at_ms, windows now, std::int64_t max_gap_ms);
+    // The silence bin of an entry starting at `start`, seen at `at_ms`.
+    std::size_t silence_bin(std::int64_t at_ms, std::int64_t start) const;
     // Per silence bin, the share of the visitors silent that long who will not check in again
     // (-1: not known yet).
     std::vector<double> staying_gone() const;

@@ -110,6 +110,7 @@ inline constexpr std::size_t max_revoked_sessions = 4096;
 // up to twice as long (windows of nodes whose clocks run far ahead) is still read; a longer one
 // is no store's, and left out.
 inline constexpr std::size_t max_active_windows = 256;
+inline constexpr std::size_t max_active_windows_read = 2 * max_active_windows;
 
 // The span of one entry of active_windows, labelled by its start: the active window itself, or
 // for a session with more live windows than max_active_windows a run of neighbours, on fixed

@@ -613,19 +613,17 @@ do
     local live = math.floor(L.session / active_window) + 2
     local most = 240  -- max_active_windows - 16
     local active_run = active_window * math.max(1, math.floor((live + most - 1) / most))
-    do
-        local runs, starts = {}, {}
-        for _, e in ipairs(active_windows) do
-            local r = floor_to(e[1], active_run)
-            if runs[r] == nil then
-                runs[r] = 0
-                starts[#starts + 1] = r
-            end
-            runs[r] = runs[r] + e[2]
+    local runs, starts = {}, {}
+    for _, e in ipairs(active_windows) do
+        local r = floor_to(e[1], active_run)
+        if runs[r] == nil then
+            runs[r] = 0
+            starts[#starts + 1] = r
         end
-        active_windows = {}
-        for _, r in ipairs(starts) do active_windows[#active_windows + 1] = {r, runs[r]} end
+        runs[r] = runs[r] + e[2]
     end
+    active_windows = {}
+    for _, r in ipairs(starts) do active_windows[#active_windows + 1] = {r, runs[r]} end
 end
 
 -- Waiting: prune, then sum per bucket in ascending order, each (bucket, window) floored at zero
