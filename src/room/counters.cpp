@@ -9,6 +9,7 @@ void room_deltas::merge(const room_deltas& o) {
     slots_used += o.slots_used;
     demand += o.demand;
     queued += o.queued;
+    taken_behind += o.taken_behind;
     for (const auto& r : o.revoked) {
         revoke(r);
     }
@@ -31,7 +32,7 @@ bool room_deltas::revoking(std::uint64_t ticket) const {
 
 bool room_deltas::empty() const {
     return admitted.empty() && active.empty() && waiting.empty() && slots_used == 0 &&
-           demand == 0 && queued == 0 && revoked.empty();
+           demand == 0 && queued == 0 && taken_behind == 0 && revoked.empty();
 }
 
 void room_deltas::reset() {
@@ -41,6 +42,7 @@ void room_deltas::reset() {
     slots_used = 0;
     demand = 0;
     queued = 0;
+    taken_behind = 0;
     revoked.clear();
 }
 

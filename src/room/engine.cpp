@@ -320,6 +320,7 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
                 took_slot = true;
                 if (older > 0) {
                     v.pool->note_taken_behind();
+                    ++deltas.taken_behind;
                 }
             } else if (at == attempt::first && v.pool->top_up_allowed(now_ms)) {
                 // The store is asked next: give it this worker's latest numbers first (off the

@@ -226,7 +226,7 @@ node_state::node_state() : snapshot_(std::make_shared<const state_snapshot>()) {
 void node_state::publish(std::shared_ptr<state_snapshot> s) {
     for (auto& [id, room] : s->rooms) {
         if (room.taken_behind_mark_ < 0) {
-            room.taken_behind_mark_ = pool(id).taken_behind();
+            room.taken_behind_mark_ = pool(id).reported_behind();
         }
     }
     std::uint64_t v = version_.load(std::memory_order_relaxed) + 1;

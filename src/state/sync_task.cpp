@@ -52,6 +52,7 @@ room::room_deltas live_only(room::room_deltas d, const room::room_limits& l, std
     out.slots_used = d.slots_used;
     out.demand = d.demand;
     out.queued = d.queued;
+    out.taken_behind = d.taken_behind;
     out.revoked = std::move(d.revoked);
     return out;
 }
@@ -536,6 +537,8 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
             }
         }
         demand[g.room] = sent[i].deltas.demand;
+        // The store's counts now hold these admissions: the snapshot's free capacity has them.
+        pool.note_reported_behind(sent[i].deltas.taken_behind);
         room::room_state st(std::move(g.counts), limits[g.room]);
         if (const room::room_state* before = previous->find(g.room)) {
             st.follow(*before, limits[g.room].window_ms);  // the queue's departure rate

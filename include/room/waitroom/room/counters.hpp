@@ -60,6 +60,10 @@ struct room_deltas {
     std::int64_t slots_used = 0;       // admissions that consumed a leased slot
     std::int64_t demand = 0;           // decisions that wanted a slot (admitted or not)
     std::int64_t queued = 0;           // queue pages served (statistics)
+    // Admissions of later buckets past visitors queued ahead (the admission front): not sent
+    // to the store; once its answer counts them, the node's snapshot no longer needs to take
+    // them off its free capacity (slot_pool::reported_behind).
+    std::int64_t taken_behind = 0;
     std::vector<revocation> revoked;   // sessions revoked, each ticket once
 
     // Records a revocation unless this ticket's is already here.

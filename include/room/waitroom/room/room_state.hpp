@@ -93,7 +93,7 @@ class room_state {
     // the room saw in between: the queue's departures, the turnover, how long capacity stayed
     // free (sync task, before publishing).
     void follow(const room_state& previous, std::int64_t window_ms);
-    // The node's slot_pool::taken_behind() for this room when the state was first published
+    // The node's slot_pool::reported_behind() for this room when the state was first published
     // (a state carried into later snapshots unchanged, while its room fails alone at the
     // store, keeps its mark: its free capacity is as old as the mark).
     std::int64_t taken_behind_mark() const { return std::max<std::int64_t>(0, taken_behind_mark_); }
@@ -155,10 +155,23 @@ class slot_pool {
     std::int64_t take_up_to(std::int64_t n);
     std::int64_t available() const { return available_.load(std::memory_order_acquire); }
     // Slots taken by visitors with others queued ahead of them (a later arrival bucket through
-    // the admission front), over the pool's life. Those taken since a snapshot are capacity the
-    // snapshot still shows free, and the visitors ahead still need (engine, the front).
+    // the admission front), over the pool's life. Those the store's counts do not hold yet are
+    // capacity a snapshot still shows free, and the visitors ahead still need (engine, the
+    // front).
     std::int64_t taken_behind() const { return taken_behind_.load(std::memory_order_relaxed); }
     void note_taken_behind() { taken_behind_.fetch_add(1, std::memory_order_relaxed); }
+    // Of those, the ones in reports the store has answered (room_deltas::taken_behind, added by
+    // the sync task before it publishes the answer): the counts it published hold them. Taken
+    // at publish, taken_behind() was early: an admission still in a worker's deltas (flushed on
+    // the worker's own timer, up to an interval later) was counted as in the snapshot, which
+    // showed its place free a second time, and later buckets took the place of the front
+    // visitor ahead of them (simulator, spike-1node: one visitor passed by 11).
+    std::int64_t reported_behind() const {
+        return reported_behind_.load(std::memory_order_relaxed);
+    }
+    void note_reported_behind(std::int64_t n) {
+        reported_behind_.fetch_add(n, std::memory_order_relaxed);
+    }
     // Slots taken by try_take over the pool's life: the sync task tells the store how many of
     // them it has not reported yet.
     std::int64_t taken() const { return taken_.load(std::memory_order_acquire); }
@@ -173,6 +186,7 @@ class slot_pool {
   private:
     std::atomic<std::int64_t> available_{0};
     std::atomic<std::int64_t> taken_behind_{0};
+    std::atomic<std::int64_t> reported_behind_{0};
     std::atomic<std::int64_t> taken_{0};
     std::atomic<std::int64_t> no_top_up_until_{0};
     std::atomic<std::int64_t> expires_at_{0};
