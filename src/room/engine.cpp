@@ -304,7 +304,8 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
             // in its cookie, where a request without a place (no cookie, a lapsed one) could ask
             // every few milliseconds and pass everyone waiting (and any challenge).
             // The free capacity is the snapshot's less the places this node gave later buckets
-            // since it was published: with two places free for one visitor ahead, every later
+            // that the store's answer behind the snapshot does not hold yet (still in a worker's
+            // deltas, or given since): with two places free for one visitor ahead, every later
             // visitor who came before the next sync took one, and a front that refreshes more
             // slowly (a background tab) found none left, again and again (real daemons: one
             // visitor passed by 13-22 later ones in a run, issue 16). Places the visitors ahead

@@ -237,8 +237,15 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
         report.rooms.push_back(std::move(rr));
         adj.push_back(a);
     }
-    // Deltas of rooms removed by a reload are dropped with the room; a report of unknown outcome
-    // goes again all the same (the store may have applied it: its answer settles it).
+    // Deltas of rooms removed by a reload are dropped with the room (their places given behind
+    // count as reported: no answer will ever hold them, and the room's pool outlives it); a
+    // report of unknown outcome goes again all the same (the store may have applied it: its
+    // answer settles it).
+    for (const auto& [id, d] : deltas) {
+        if (d.taken_behind > 0 && eng->find(id) == nullptr) {
+            node_.pool(id).note_reported_behind(d.taken_behind);
+        }
+    }
     for (auto& [id, u] : resend) {
         limits[id] = u.limits;
         report.rooms.push_back(std::move(u.sent));
@@ -407,6 +414,7 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
             }
             if (adj[i].removed) {
                 failing_.erase(sent[i].room);  // a room nobody runs any more: its counts go too
+                node_.pool(sent[i].room).note_reported_behind(sent[i].deltas.taken_behind);
                 continue;
             }
             room_report& r = sent[i];

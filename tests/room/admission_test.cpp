@@ -276,6 +276,41 @@ TEST(Admission, APlaceTakenBehindThatNoReportCarriedYetIsNotFreeAgainAfterASync)
     EXPECT_EQ(f.h.visit(f.older).what, action::admit);
 }
 
+// Once a report carried it, a place given behind is in the store's counts and no longer taken
+// off the snapshot's free capacity a second time (the sync task counts it as reported).
+TEST(Admission, APlaceTakenBehindThatAReportCarriedIsTakenOffOnlyOnce) {
+    one_freed_place f(3, 3);
+    f.h.advance(2s);
+    f.h.sync();
+    ASSERT_EQ(f.h.state("shop").free_capacity(), 3);
+    EXPECT_EQ(f.h.visit(f.later).what, action::admit) << "3 free, 1 ahead";
+    f.h.sync();  // the worker hands its deltas over, the store counts the admission
+    ASSERT_EQ(f.h.state("shop").free_capacity(), 2);
+    EXPECT_EQ(f.h.visit(f.more_later[0]).what, action::admit) << "2 free, 1 ahead";
+    EXPECT_EQ(f.h.visit(f.more_later[1]).what, action::queue) << "the last is the older's";
+    f.h.advance(900ms);
+    EXPECT_EQ(f.h.visit(f.older).what, action::admit);
+}
+
+// A reload that removes a room drops its deltas with it; the places given behind in them count
+// as reported (no answer will ever hold them), so the room, added back, does not lose them from
+// its free capacity for the life of the process.
+TEST(Admission, PlacesTakenBehindInTheDeltasOfARemovedRoomDoNotLingerWhenItIsBack) {
+    one_freed_place f(3, 3);
+    f.h.advance(2s);
+    f.h.sync();
+    EXPECT_EQ(f.h.visit(f.later).what, action::admit);
+    const config::room shop = f.h.cfg().rooms.front();
+    f.h.cfg().rooms.clear();
+    f.h.reload();
+    f.h.sync();
+    f.h.cfg().rooms.push_back(shop);
+    f.h.reload();
+    f.h.sync();
+    EXPECT_EQ(f.h.node().pool("shop").taken_behind(), 1);
+    EXPECT_EQ(f.h.state("shop").taken_behind_mark(), 1);
+}
+
 // The mark is taken when a state is first published: a state the sync task carries unchanged
 // into later snapshots (its room failing alone at the store) keeps the free capacity it had, so
 // it keeps its mark too, and the places given since still count against that capacity.

@@ -161,11 +161,10 @@ class slot_pool {
     std::int64_t taken_behind() const { return taken_behind_.load(std::memory_order_relaxed); }
     void note_taken_behind() { taken_behind_.fetch_add(1, std::memory_order_relaxed); }
     // Of those, the ones in reports the store has answered (room_deltas::taken_behind, added by
-    // the sync task before it publishes the answer): the counts it published hold them. Taken
-    // at publish, taken_behind() was early: an admission still in a worker's deltas (flushed on
-    // the worker's own timer, up to an interval later) was counted as in the snapshot, which
-    // showed its place free a second time, and later buckets took the place of the front
-    // visitor ahead of them (simulator, spike-1node: one visitor passed by 11).
+    // the sync task before it publishes the answer), or that no answer will hold (the deltas of
+    // a room a reload removed): the counts it published hold them. An admission still in a
+    // worker's deltas, or waiting in the node for a resend, is not in them, and its place shows
+    // free in the snapshot.
     std::int64_t reported_behind() const {
         return reported_behind_.load(std::memory_order_relaxed);
     }
