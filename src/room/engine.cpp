@@ -311,7 +311,8 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
             // visitor passed by 13-22 later ones in a run, issue 16). Places the visitors ahead
             // took shrink the free capacity and the count ahead alike.
             older = st.waiting_before(bucket);
-            const std::int64_t free_now = free - (v.pool->taken_behind() - st.taken_behind_mark());
+            const std::int64_t free_now =
+                free - std::max<std::int64_t>(0, v.pool->taken_behind() - st.taken_behind_mark());
             eligible = older == 0 || older < free_now ||
                        (queued_cookie && st.free_unclaimed_for(bucket, win_.front_hold_ms));
         }

@@ -162,6 +162,7 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
             // Of unknown outcome: it goes again as it was, under its batch, before any new one.
             if (auto it = deltas.find(r.id()); it != deltas.end()) {
                 wait[r.id()] = live_only(std::move(it->second), u->second.limits, now_ms);
+                deltas.erase(it);
             }
             limits[r.id()] = u->second.limits;
             report.rooms.push_back(std::move(u->second.sent));
@@ -174,6 +175,7 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
         rr.limits = r.limits_at(now_ms);
         if (auto it = deltas.find(r.id()); it != deltas.end()) {
             rr.deltas = std::move(it->second);
+            deltas.erase(it);
         }
         room::slot_pool& pool = node_.pool(r.id());
         adjust a;
@@ -237,12 +239,12 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
         report.rooms.push_back(std::move(rr));
         adj.push_back(a);
     }
-    // Deltas of rooms removed by a reload are dropped with the room (their places given behind
-    // count as reported: no answer will ever hold them, and the room's pool outlives it); a
-    // report of unknown outcome goes again all the same (the store may have applied it: its
-    // answer settles it).
+    // What is left of the deltas is the rooms a reload removed: dropped with the room (their
+    // places given behind count as reported: no answer will ever hold them, and the room's pool
+    // outlives it); a report of unknown outcome goes again all the same (the store may have
+    // applied it: its answer settles it).
     for (const auto& [id, d] : deltas) {
-        if (d.taken_behind > 0 && eng->find(id) == nullptr) {
+        if (d.taken_behind > 0) {
             node_.pool(id).note_reported_behind(d.taken_behind);
         }
     }

@@ -161,10 +161,12 @@ class slot_pool {
     std::int64_t taken_behind() const { return taken_behind_.load(std::memory_order_relaxed); }
     void note_taken_behind() { taken_behind_.fetch_add(1, std::memory_order_relaxed); }
     // Of those, the ones in reports the store has answered (room_deltas::taken_behind, added by
-    // the sync task before it publishes the answer), or that no answer will hold (the deltas of
-    // a room a reload removed): the counts it published hold them. An admission still in a
-    // worker's deltas, or waiting in the node for a resend, is not in them, and its place shows
-    // free in the snapshot.
+    // the sync task before it publishes the answer): the counts it published hold them. An
+    // admission still in a worker's deltas, or waiting in the node for a resend, is not in them,
+    // and its place shows free in the snapshot. Those in the deltas of a room a reload removed
+    // count too: no answer will hold them. The room, added back, shows their places free until
+    // their visitors' next check-in counts them again, instead of keeping them off its free
+    // capacity for the life of the process.
     std::int64_t reported_behind() const {
         return reported_behind_.load(std::memory_order_relaxed);
     }
