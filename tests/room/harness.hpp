@@ -1,7 +1,7 @@
 #pragma once
 // Test harness for the admission engine: one node with the local store, a manual clock, a seeded
 // RNG and visitors that carry their cookie like a browser (kept only when the gateway would set
-// it). Rooms are built in code.
+// it). Rooms are built in code. More nodes of the same store: harness(first, "node-b").
 
 #include <chrono>
 #include <memory>
@@ -41,12 +41,24 @@ class harness {
     // Starts on a minute boundary so window arithmetic in tests is easy to read.
     explicit harness(std::vector<config::room> rooms, std::uint64_t seed = 42)
         : clock_(util::sys_time{std::chrono::seconds{1'800'000'000 - 1'800'000'000 % 60}}),
+          store_(own_store_),
           sync_(node_, store_, state::sync_options{}),
           ws_(node_),
           rng_(seed) {
         auto cfg = std::make_shared<config::config>();
         cfg->rooms = std::move(rooms);
         set_config(cfg);
+        sync();
+    }
+    // Another node of `first`'s room: the same rooms and store, at the same time, its own
+    // node id, snapshot, slots and worker. Move its clock with set_time_ms(first.now()).
+    harness(harness& first, std::string node_id, std::uint64_t seed = 43)
+        : clock_(util::sys_time{std::chrono::milliseconds{first.now()}}),
+          store_(first.store_),
+          sync_(node_, store_, peer_options(std::move(node_id))),
+          ws_(node_),
+          rng_(seed) {
+        set_config(std::make_shared<config::config>(first.cfg()));
         sync();
     }
 
@@ -105,6 +117,11 @@ class harness {
     int top_ups() const { return top_ups_; }
 
   private:
+    static state::sync_options peer_options(std::string node_id) {
+        state::sync_options o;
+        o.node_id = std::move(node_id);
+        return o;
+    }
     room::decision decide(const visitor& v, const std::string& room_id, bool solved) {
         const room::compiled_room* r =
             room_id.empty() ? &engine_->rooms().front() : engine_->find(room_id);
@@ -123,7 +140,8 @@ class harness {
     std::shared_ptr<config::config> cfg_;
     std::shared_ptr<room::engine> engine_;
     room::node_state node_;
-    state::local_store store_;
+    state::local_store own_store_;  // unused by a peer node
+    state::local_store& store_;
     state::sync_task sync_;
     room::worker_state ws_;
     room::rng rng_;
