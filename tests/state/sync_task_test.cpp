@@ -354,6 +354,62 @@ TEST(SyncTask, AFailingRoomThatAReloadRemovedIsDroppedAfterOneMoreTry) {
     EXPECT_EQ(st.sync_calls, 5);
 }
 
+// Places given behind (a later arrival bucket let in while older ones waited) are taken off the
+// snapshot's free capacity until a store answer holds them (room::slot_pool::reported_behind).
+// A room a reload removed gets no answer that will ever hold them: they count as reported once,
+// whichever way its last report ends, so the room, added back, does not lose those places.
+void give_behind(room::node_state& node, const std::string& room, std::int64_t n) {
+    room::delta_set d;
+    d[room].demand = n;
+    d[room].taken_behind = n;
+    node.submit(d);
+}
+
+TEST(SyncTask, PlacesGivenBehindInARemovedRoomWhoseLastReportFailsCountOnce) {
+    auto both = make_two_room_engine(100, 100);
+    std::shared_ptr<const room::engine> current = both;
+    local_store shared;
+    test::room_failing_store st(shared);
+    room::node_state node;
+    sync_task sync(node, st, {});
+    sync.follow_engine([&] { return current; });
+    st.refuse.insert("bad");
+    give_behind(node, "bad", 2);
+    give_behind(node, "shop", 1);
+    sync.run_once(t0);
+    EXPECT_EQ(node.pool("shop").reported_behind(), 1);
+    EXPECT_EQ(node.pool("bad").reported_behind(), 0) << "no answer holds them yet";
+    sync.run_once(t0 + 1'000);
+    EXPECT_EQ(node.pool("bad").reported_behind(), 0);
+    current = make_engine(100, 100);  // "bad" removed: its report goes once more, and fails
+    sync.run_once(t0 + 2'000);
+    EXPECT_EQ(node.pool("bad").reported_behind(), 2);
+    sync.run_once(t0 + 3'000);
+    sync.run_once(t0 + 4'000);
+    EXPECT_EQ(node.pool("bad").reported_behind(), 2);
+    EXPECT_EQ(node.pool("shop").reported_behind(), 1);
+}
+
+TEST(SyncTask, PlacesGivenBehindInARoomRemovedAfterAWholeSyncFailedCountOnce) {
+    auto both = make_two_room_engine(100, 100);
+    std::shared_ptr<const room::engine> current = both;
+    scripted_store st;
+    room::node_state node;
+    sync_task sync(node, st, {});
+    sync.follow_engine([&] { return current; });
+    sync.run_once(t0);
+    give_behind(node, "bad", 2);
+    st.down = true;
+    sync.run_once(t0 + 1'000);  // the deltas stay for the next sync
+    EXPECT_EQ(node.pool("bad").reported_behind(), 0);
+    st.down = false;
+    current = make_engine(100, 100);
+    sync.run_once(t0 + 2'000);
+    EXPECT_EQ(node.pool("bad").reported_behind(), 2);
+    sync.run_once(t0 + 3'000);
+    EXPECT_EQ(node.pool("bad").reported_behind(), 2);
+}
+
 TEST(SyncTask, ARunWhileOneIsInFlightIsSkipped) {
     auto eng = make_engine(10, 100);
     room::node_state node;
