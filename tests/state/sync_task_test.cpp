@@ -324,18 +324,28 @@ TEST(SyncTask, ARoomTheStoreKeepsFailingDegradesAloneAndTheOthersStayExact) {
     EXPECT_EQ(heard.back(), "b bad ok");
 }
 
+// A node of rooms "shop" and "bad", whose store fails "bad" alone until told otherwise; a
+// reload removes "bad" with remove_bad().
+struct failing_bad_room {
+    std::shared_ptr<const room::engine> current = make_two_room_engine(100, 100);
+    local_store shared;
+    test::room_failing_store st{shared};
+    room::node_state node;
+    sync_task sync{node, st, {}};
+
+    failing_bad_room() {
+        sync.follow_engine([this] { return current; });
+        st.refuse.insert("bad");
+    }
+    void remove_bad() { current = make_engine(100, 100); }
+};
+
 // A room the store fails alone and a reload then removes: its report goes once more (the store
 // may have applied it), and when that fails too it is dropped, not resent for ever.
 TEST(SyncTask, AFailingRoomThatAReloadRemovedIsDroppedAfterOneMoreTry) {
-    auto both = make_two_room_engine(100, 100);
-    auto shop_only = make_engine(100, 100);
-    std::shared_ptr<const room::engine> current = both;
-    local_store shared;
-    test::room_failing_store st(shared);
-    room::node_state node;
-    sync_task sync(node, st, {});
-    sync.follow_engine([&] { return current; });
-    st.refuse.insert("bad");
+    failing_bad_room f;
+    auto& st = f.st;
+    auto& sync = f.sync;
     auto run = [&](std::int64_t now) {
         const int before = st.failed_rooms;
         std::error_code ec = make_error_code(errc::busy);
@@ -346,7 +356,7 @@ TEST(SyncTask, AFailingRoomThatAReloadRemovedIsDroppedAfterOneMoreTry) {
     EXPECT_EQ(run(t0), 1);
     EXPECT_EQ(run(t0 + 1'000), 1);
     EXPECT_TRUE(sync.failing_alone("bad"));
-    current = shop_only;
+    f.remove_bad();
     EXPECT_EQ(run(t0 + 2'000), 1);  // once more
     EXPECT_EQ(run(t0 + 3'000), 0);  // then gone
     EXPECT_FALSE(sync.failing_alone("bad"));
@@ -366,14 +376,9 @@ void give_behind(room::node_state& node, const std::string& room, std::int64_t n
 }
 
 TEST(SyncTask, PlacesGivenBehindInARemovedRoomWhoseLastReportFailsCountOnce) {
-    auto both = make_two_room_engine(100, 100);
-    std::shared_ptr<const room::engine> current = both;
-    local_store shared;
-    test::room_failing_store st(shared);
-    room::node_state node;
-    sync_task sync(node, st, {});
-    sync.follow_engine([&] { return current; });
-    st.refuse.insert("bad");
+    failing_bad_room f;
+    auto& node = f.node;
+    auto& sync = f.sync;
     give_behind(node, "bad", 2);
     give_behind(node, "shop", 1);
     sync.run_once(t0);
@@ -381,7 +386,7 @@ TEST(SyncTask, PlacesGivenBehindInARemovedRoomWhoseLastReportFailsCountOnce) {
     EXPECT_EQ(node.pool("bad").reported_behind(), 0) << "no answer holds them yet";
     sync.run_once(t0 + 1'000);
     EXPECT_EQ(node.pool("bad").reported_behind(), 0);
-    current = make_engine(100, 100);  // "bad" removed: its report goes once more, and fails
+    f.remove_bad();  // its report goes once more, and fails
     sync.run_once(t0 + 2'000);
     EXPECT_EQ(node.pool("bad").reported_behind(), 2);
     sync.run_once(t0 + 3'000);
