@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <limits>
 
 #include "admission_rules.hpp"
 
@@ -176,11 +177,12 @@ void room_state::follow(const room_state& previous, std::int64_t window_ms) {
 }
 
 std::uint32_t room_state::nodes() const {
-    std::uint32_t n = 0;
+    std::uint64_t n = 0;  // at most as many datacenters as a reply holds: no wrap
     for (const auto& dc : counts_.datacenters) {
         n += dc.nodes;
     }
-    return n;
+    return static_cast<std::uint32_t>(
+        std::min<std::uint64_t>(n, std::numeric_limits<std::uint32_t>::max()));
 }
 
 const room_state* state_snapshot::find(const std::string& room_id) const {

@@ -13,6 +13,7 @@
 
 #include "redis_protocol.hpp"
 #include "state/redis_values.hpp"
+#include "waitroom/room/room_state.hpp"
 #include "waitroom/state/error.hpp"
 
 namespace waitroom::state::redis {
@@ -175,6 +176,16 @@ TEST(RedisProtocol, DecodesAGrantWithWaitingBucketsAndDatacenters) {
     v.elements.push_back(integer(0));
     v.elements[9] = array({text("7x")});
     EXPECT_TRUE(parse_grant(v, "shop", 42, g)) << "a ticket that is not a number";
+    v.elements[9] = array({});
+    ASSERT_FALSE(parse_grant(v, "shop", 42, g));
+    v.elements[6] = array({text("dc1"), integer(-1)});
+    EXPECT_TRUE(parse_grant(v, "shop", 42, g)) << "a negative count of nodes";
+    v.elements[6] = array({text("dc1"), integer(4'294'967'296)});
+    EXPECT_TRUE(parse_grant(v, "shop", 42, g)) << "more nodes than 32 bits count";
+    v.elements[6] = array({text("dc1"), integer(4'294'967'295), text("dc2"), integer(2)});
+    ASSERT_FALSE(parse_grant(v, "shop", 42, g));
+    EXPECT_EQ(room::room_state(g.counts, room::room_limits{}).nodes(), 4'294'967'295u)
+        << "the sum saturates";
 }
 
 TEST(RedisProtocol, DecodesTheMinutesAdmissionsBySubWindowAndRefusesBadOnes) {

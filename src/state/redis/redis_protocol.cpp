@@ -383,7 +383,10 @@ std::error_code parse_grant(const value& v, const std::string& room, std::int64_
     }
     for (std::size_t i = 0; i < dcs.elements.size(); i += 2) {
         std::int64_t n = 0;
-        if (dcs.elements[i].type != value::kind::string || !as_int(dcs.elements[i + 1], n)) {
+        // A count of nodes no store could have (negative, or past 32 bits) is no store's answer:
+        // cast, it would split a room's spare between billions of nodes (engine).
+        if (dcs.elements[i].type != value::kind::string || !as_int(dcs.elements[i + 1], n) ||
+            n < 0 || n > std::numeric_limits<std::uint32_t>::max()) {
             return bad;
         }
         out.counts.datacenters.push_back({dcs.elements[i].str, static_cast<std::uint32_t>(n)});
