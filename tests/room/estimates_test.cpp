@@ -352,8 +352,8 @@ TEST(Estimates, VisitorsNearTheFrontComeBackSoonAndOthersAfterTheInterval) {
     h.sync();
     auto near = h.visit(front[0]);
     auto far = h.visit(back[0]);
-    EXPECT_EQ(near.refresh_seconds, 3);
-    EXPECT_EQ(near.page.refresh_interval_seconds, 3);
+    EXPECT_EQ(near.refresh_seconds, 2);
+    EXPECT_EQ(near.page.refresh_interval_seconds, 2);
     EXPECT_EQ(far.refresh_seconds, 20);
 }
 

@@ -18,10 +18,12 @@ struct windowing {
     std::int64_t rate_span_ms = 60'000;      // new_users_per_minute is per this span
     std::int64_t abandon_margin_ms = 5'000;  // slack over refresh_interval before a queued
                                              // visitor who stopped refreshing is dropped
-    std::int64_t min_refresh_ms = 3'000;     // adaptive refresh: visitors near the front
+    std::int64_t min_refresh_ms = 2'000;     // adaptive refresh: visitors near the front
+                                             // (3 s left the simulator's rooms 0.2-0.5 points
+                                             // idler: issue 16, bench/README.md)
     std::int64_t front_hold_ms = 8'000;      // a freed place is held this long for the oldest
                                              // waiting bucket before a later one may take it:
-                                             // a front visitor back at 2.5 times its 3 s
+                                             // a front visitor back at 2.5 times a 3 s
                                              // Refresh (a background tab) and a sync (issue 16)
     std::int64_t queue_rejoin_ms = 600'000;  // a queued cookie silent longer than this starts
                                              // over at the back
