@@ -41,7 +41,7 @@ unsigned refresh_of(const http_response& r) {
     return it == r.headers.end() ? 0u : static_cast<unsigned>(std::stoul(std::string{it->value()}));
 }
 
-// Product time runs this many times faster (a Refresh of 3 s is 0.6 s real, a window 2 s).
+// Product time runs this many times faster (a Refresh of 2 s is 0.4 s real, a window 2 s).
 constexpr double time_scale = 5;
 
 std::string config(const std::string& origin_url, const std::string& top, const std::string& room,

@@ -116,7 +116,7 @@ TEST(Admission, AnEndedSessionFreesItsPlaceWithinASecondOfItsEnd) {
     EXPECT_EQ(h.engine().standing(h.engine().rooms().front(), h.worker(), *v.cookie, h.now()).tier,
               0);
     EXPECT_EQ(h.state("shop").free_capacity(), 1);
-    h.set_time_ms(h.start() + 64'500);  // early's Refresh (3 s) is due
+    h.set_time_ms(h.start() + 64'500);  // early's Refresh is due
     EXPECT_EQ(h.visit(early).what, action::admit);
 }
 
@@ -176,8 +176,8 @@ TEST(Admission, NewVisitorNeverJumpsAnOlderWaitingBucket) {
 
 // A room of 40 with one-minute sessions, full at 0 s; `older` queues at 10 s, `later` (and
 // `more_later`) at 20 s; all but `leaving` of the admitted keep browsing, so `leaving` places
-// free together at 61 s. The queued visitors refresh every 3 s until then (as the front is told
-// to).
+// free together at 61 s. The queued visitors refresh every 3 s until then (the front is told
+// 2 s; a visitor whose window just became the front may still be on a longer Refresh).
 struct one_freed_place {
     harness h;
     std::vector<visitor> in{40};

@@ -24,7 +24,9 @@ struct windowing {
     std::int64_t front_hold_ms = 8'000;      // a freed place is held this long for the oldest
                                              // waiting bucket before a later one may take it:
                                              // a front visitor back at 2.5 times a 3 s
-                                             // Refresh (a background tab) and a sync (issue 16)
+                                             // Refresh (a background tab; one whose window
+                                             // just became the front may be on a longer one
+                                             // than min_refresh) and a sync (issue 16)
     std::int64_t queue_rejoin_ms = 600'000;  // a queued cookie silent longer than this starts
                                              // over at the back
     std::int64_t refresh_slack_ms = 1'000;   // a refresh this much before its due time still
