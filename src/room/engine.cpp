@@ -313,19 +313,19 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
             // With other nodes live, each sees the same spare (the free capacity beyond everyone
             // ahead) and would give it away: three nodes that each saw 4 free for 3 ahead let
             // three later visitors in, and the front's own top-up found none left (simulator,
-            // spike-3nodes: 4 seeds of 40 over 0.5 % inversions, 7 with abandonment). While places bind, a node
-            // gives later buckets only its even share of the spare in its snapshot, rounded
-            // down: on snapshots of one moment the nodes together pass no more than the spare
-            // (the hold aside). Snapshots are of each node's own sync: one that does not hold
-            // yet what the others gave since their last reports gives the node a new share of a
-            // spare they partly used, so nodes syncing one after another pass more, about a
-            // third more than the spare with three nodes. The rest waits for the front, the next
-            // snapshot or the hold. While the rate binds, nodes still each give all the spare they
-            // see: the sliding minute frees capacity all along, and shared out evenly it starved
-            // the node with most of the traffic (simulator, outage-30s: idle 2.76 -> 3.44 %),
-            // where the rate-bound scenarios showed no inversions worth that (worst seed 0.08 %).
-            // Nodes live in the store that serve nobody count in the split too (the counts carry
-            // no node's share of the traffic).
+            // spike-3nodes: 4 seeds of 40 over 0.5 % inversions, 7 with abandonment). While
+            // places bind, a node gives later buckets only its even share of the spare in its
+            // snapshot, rounded down: on snapshots of one moment the nodes together pass no more
+            // than the spare (the hold aside). Snapshots are of each node's own sync: one that
+            // does not hold yet what the others gave since their last reports gives the node a
+            // new share of a spare they partly used, so nodes syncing one after another pass
+            // more, about a third more than the spare with three nodes. The rest waits for the
+            // front, the next snapshot or the hold. While the rate binds, nodes still each give
+            // all the spare they see: the sliding minute frees capacity all along, and shared
+            // out evenly it starved the node with most of the traffic (simulator, outage-30s:
+            // idle 2.76 -> 3.44 %), where the rate-bound scenarios showed no inversions worth
+            // that (worst seed 0.08 %). Nodes live in the store that serve nobody count in the
+            // split too (the counts carry no node's share of the traffic).
             older = st.waiting_before(bucket);
             const std::int64_t given_since =
                 std::max<std::int64_t>(0, v.pool->taken_behind() - st.taken_behind_mark());
