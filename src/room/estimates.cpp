@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace waitroom::room {
 
@@ -25,6 +26,25 @@ constexpr double max_wait_minutes = 1e7;
 std::int64_t wait_seconds(double minutes) {
     const double m = std::clamp(minutes, 0.0, max_wait_minutes);
     return std::max<std::int64_t>(10, std::llround(m * 6.0) * 10);
+}
+
+// The visitors a FIFO arrival bucket will hold, from its count in the snapshot. Order within a
+// bucket is not kept: a visitor is expected halfway through its bucket's visitors, those who
+// arrive after it included. While the bucket was still open at the snapshot, its count is the
+// arrivals so far, extrapolated to the whole window at their rate, at most doubled (a first
+// arrival a moment into the window tells no rate, and a spike ends). Counting only those seen
+// told the first of a spike, who queue while their bucket fills, a third of their place
+// (issue 16: position 0-1 for the first 11 of a spike, admitted 11th to 18th).
+std::int64_t own_bucket_expected(const room_state& st, std::int64_t bucket,
+                                 std::int64_t window_ms) {
+    const std::int64_t n = st.waiting_in(bucket);
+    const std::int64_t elapsed = st.counts().as_of_ms - bucket;
+    if (n <= 0 || elapsed < 0 || elapsed >= window_ms ||
+        n > std::numeric_limits<std::int64_t>::max() / 4) {
+        return n;
+    }
+    const double seen = static_cast<double>(std::max(elapsed, window_ms / 2));
+    return std::llround(static_cast<double>(n) * static_cast<double>(window_ms) / seen);
 }
 
 }  // namespace
@@ -87,7 +107,9 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
                 chance >= 1.0 ? 60 : wait_seconds(std::log(0.5) / std::log(1.0 - chance));
         }
     } else {
-        const std::int64_t ahead = older + st.waiting_in(bucket) / 2;
+        const std::int64_t half = own_bucket_expected(st, bucket, win_.window_ms) / 2;
+        const std::int64_t ahead =
+            std::min(older, std::numeric_limits<std::int64_t>::max() - half) + half;
         p.queue_position = ahead;
         if (rate > 0 && !s.queue_all) {
             // The queue ahead drains by admissions and by visitors giving up (h per minute):
@@ -121,10 +143,11 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
             auto draining_minutes = [&](double r) {
                 return h > 1e-6 ? std::log1p(h * a / r) / h : a / r;
             };
-            // Once the room has seen places free, it knows when the places held now were
-            // filled and about how long they are held: the wait is when the places the queue
-            // ahead needs will have freed (st.frees(); the linear model spread a generation's
-            // frees evenly, telling a third too much between generations, then too little).
+            // The room knows when the places held now were filled, and about how long they are
+            // held (the prior's hold until places are seen to free): the wait is when the
+            // places the queue ahead needs will have freed (st.frees(); the linear model spread
+            // a generation's frees evenly, telling a third too much between generations, then
+            // too little, and took a spike's places as all filled when it started queueing).
             // Capacity free now is the front's. Only while places bind: the schedule does not
             // model the rate limit (the turnover measures it), and the wait is never shorter
             // than the rate limit allows.
@@ -133,9 +156,9 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
                 !ph.prequeueing &&
                 rules::places_bind(s.total_active_users, s.new_users_per_minute, c) &&
                 st.frees().ready();
-            auto turnover_minutes = [&](double r) {
+            auto turnover_minutes = [&](double r, bool by_schedule) {
                 const double linear = dead + draining_minutes(r);
-                if (!scheduled) {
+                if (!by_schedule) {
                     return linear;
                 }
                 const double places = r * draining_minutes(r) + 1.0 -
@@ -152,25 +175,27 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
                 const double session = static_cast<double>(s.session_ms) / 60'000.0;
                 return std::clamp(std::max(wait, by_rate), linear / 3.0, 3.0 * linear + session);
             };
-            auto minutes_at = [&](double r) {
+            auto minutes_at = [&](double r, bool by_schedule) {
                 return std::max<std::int64_t>(
-                    1,
-                    std::llround(std::min(turnover_minutes(r), max_wait_minutes)) + before_start);
+                    1, std::llround(std::min(turnover_minutes(r, by_schedule), max_wait_minutes)) +
+                           before_start);
             };
             p.wait_time_known = true;
-            p.wait_time = minutes_at(rate);
+            p.wait_time = minutes_at(rate, scheduled);
             p.wait_time_seconds = wait_seconds(
-                turnover_minutes(rate) +
+                turnover_minutes(rate, scheduled) +
                 (ph.prequeueing ? static_cast<double>(ph.start_ms - now_ms) / 60'000.0 : 0.0));
             p.wait_time_50_percentile = p.wait_time;
-            if (scheduled || st.turnover_per_minute() > 0) {
+            if ((scheduled && st.frees().measured()) || st.turnover_per_minute() > 0) {
                 p.wait_time_25_percentile = p.wait_time;
                 p.wait_time_75_percentile = p.wait_time;
             } else {
-                // Turnover not seen yet: the range from visitors who leave at once to visitors
-                // who stay twice as long as the prior assumes.
-                p.wait_time_25_percentile = minutes_at(turnover_if(s, rules::fast_sessions));
-                p.wait_time_75_percentile = minutes_at(turnover_if(s, rules::slow_sessions));
+                // Nothing seen of the holds yet: the range from visitors who leave at once to
+                // visitors who stay twice as long as session_duration, around the estimate.
+                p.wait_time_25_percentile = std::min(
+                    p.wait_time, minutes_at(turnover_if(s, rules::fast_sessions), false));
+                p.wait_time_75_percentile = std::max(
+                    p.wait_time, minutes_at(turnover_if(s, rules::slow_sessions), false));
             }
         }
         // Adaptive refresh: come back about when the turn is expected, soon when it is near.

@@ -10,11 +10,12 @@ namespace waitroom::room {
 
 namespace {
 
-// Before any place is seen to free, visitors are assumed to hold their place 1 to 3 sessions
-// (leaving at once to staying twice as long as session_duration), 2 on average: the prior of
-// the linear model (rules::prior_sessions), with sessions of at least a minute as there.
-constexpr double prior_sessions = 2.0;
-constexpr double prior_spread_sessions = 1.0;
+// Before any place is seen to free, visitors are assumed to hold their place 1.25 to 2.25
+// sessions (a visit of a quarter to one and a quarter sessions, then the session after its last
+// request): the prior of the linear model (rules::prior_sessions), with sessions of at least a
+// minute as there.
+constexpr double prior_sessions = 1.75;
+constexpr double prior_spread_sessions = 0.5;
 // The last check-ins of other nodes land up to a flush late in a window already closed.
 constexpr std::int64_t late_ms = 1'000;
 // A guess: the room's own frees soon outweigh it.
@@ -371,7 +372,10 @@ void free_schedule::tabulate(std::int64_t at_ms, double held) {
         }
     }
     pinned = std::min(pinned, places);
-    if (matched_ <= 0 && !(samples_ == 0 && told)) {
+    // Before any free, the prior's holds from when the places were filled (a room that starts
+    // with its spike, the usual case: its history saw every place filled). Once frees were
+    // learned, a history that starts over answers again when a free matches within it.
+    if (matched_ <= 0 && samples_ > 0 && !told) {
         return;
     }
     // The others come back first: they free a session after that at the earliest.

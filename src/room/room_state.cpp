@@ -1,6 +1,7 @@
 #include "waitroom/room/room_state.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <limits>
 
@@ -87,15 +88,18 @@ std::int64_t room_state::waiting_in(std::int64_t bucket) const {
 
 void room_state::follow(const room_state& previous, std::int64_t window_ms) {
     abandon_per_minute_ = previous.abandon_per_minute_;
+    abandon_measured_ = previous.abandon_measured_;
     if (previous.known_) {
         frees_ = previous.frees_;
     }
     // The schedule follows every count (its history is the room's admissions) but tabulates
-    // only when someone may ask: the room queues and its places bind (fill_page's own test).
+    // only when someone may ask: its places bind (fill_page's own test) and it queues, or is
+    // full (the first of a queue are queued before a snapshot shows them).
     frees_.follow(counts_.as_of_ms, counts_.admitted_last_minute, counts_.active,
                   counts_.active_windows, schedule_limits_, window_ms,
-                  waiting_total_ > 0 && rules::places_bind(schedule_limits_.places,
-                                                           schedule_limits_.new_users, counts_));
+                  (waiting_total_ > 0 || free_ == 0) &&
+                      rules::places_bind(schedule_limits_.places, schedule_limits_.new_users,
+                                         counts_));
     const std::int64_t dt = counts_.as_of_ms - previous.counts_.as_of_ms;
     // Across a gap (store outage) the store forgot the windows nobody could refresh: that is
     // no departure, and capacity seen free before it says nothing of now.
@@ -172,8 +176,26 @@ void room_state::follow(const room_state& previous, std::int64_t window_ms) {
     const double minutes = static_cast<double>(dt) / 60'000.0;
     const double lost = static_cast<double>(std::max<std::int64_t>(0, before - sum(counts_)));
     const double sample = std::min(1.0, lost / static_cast<double>(before) / minutes);
-    // An average over about a minute: departures show up in lumps, when a window stops counting.
-    abandon_per_minute_ += std::min(1.0, minutes) * (sample - abandon_per_minute_);
+    // An average over about a minute (departures show up in lumps, when a window stops
+    // counting), from the first measure: it replaces the prior. (Averaged from the prior, or
+    // weighing it as ten seconds of measure, told a long queue that nobody leaves a fifth or a
+    // tenth short: the simulator's spike-single, 30-minute waits, where even 1 % a minute is a
+    // sixth of the wait. A mean of the first minute's measures told its abandon-30 a fifth
+    // short: the first minute's departures come in a few large lumps.)
+    const double weight = abandon_measured_ ? std::min(1.0, minutes) : 1.0;
+    abandon_per_minute_ += weight * (sample - abandon_per_minute_);
+    abandon_measured_ = true;
+}
+
+double room_state::abandon_per_minute() const {
+    if (abandon_measured_) {
+        return abandon_per_minute_;
+    }
+    const double queued_ms = static_cast<double>(
+        queueing_since_ms_ > 0 ? std::max<std::int64_t>(0, counts_.as_of_ms - queueing_since_ms_)
+                               : 0);
+    const double session_ms = static_cast<double>(std::max<std::int64_t>(60'000, session_ms_));
+    return rules::prior_abandon_per_minute * std::exp(-queued_ms / session_ms);
 }
 
 std::uint32_t room_state::nodes() const {

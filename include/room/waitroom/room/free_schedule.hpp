@@ -18,10 +18,11 @@
 // node's visitors missing for a sync): a count no real crowd could give (above a few times the
 // limits, or a drop in the places held larger than the places old enough to free) starts the
 // history over instead of being learned from, and so does a rise that shows frees counted before
-// never happened. The schedule answers only from a history of its own (a free matched to a place
-// filled within it) and while it is consistent (few places held past their expected free or
-// filled before the history: visitors who keep their place for ever); otherwise the estimate is
-// the linear model's (ready() false).
+// never happened. The schedule answers from the prior's holds before any free (applied to when
+// the places were filled: a spike's first answers), then only from a history of its own (a free
+// matched to a place filled within it), and while it is consistent (few places held past their
+// expected free or filled before the history: visitors who keep their place for ever);
+// otherwise the estimate is the linear model's (ready() false).
 //
 // A store that lists the places held by their visitor's last check-in window (active_windows)
 // tells more: a visitor who stopped browsing frees its place when that window stops counting,
@@ -74,8 +75,8 @@ class free_schedule {
     // At least one place was seen to free since the schedule started: before that the room knows
     // nothing of how long its visitors stay.
     bool measured() const { return samples_ > 0; }
-    // wait_ms() answers: a free was matched to a place filled within the current history, the
-    // history is consistent, and the last follow tabulated.
+    // wait_ms() answers: nothing learned yet (the prior) or a free matched to a place filled
+    // within the current history, the history is consistent, and the last follow tabulated.
     bool ready() const { return !table_.empty(); }
     // Expected ms from the last followed count until `frees` more places have freed (the next
     // place is 1); -1 when not ready(). Never negative otherwise, finite for finite input.

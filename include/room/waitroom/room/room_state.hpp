@@ -67,9 +67,13 @@ class room_state {
                std::binary_search(counts_.revoked.begin(), counts_.revoked.end(), ticket);
     }
     // Share of the queue behind the admission front that gives up per minute, followed across
-    // snapshots (0 = nobody leaves). The wait estimate discounts the visitors ahead who will
-    // leave before their turn: counting them all told the queue 25% too long.
-    double abandon_per_minute() const { return abandon_per_minute_; }
+    // snapshots (0 = nobody leaves). Until the room first measures it, a prior
+    // (rules::prior_abandon_per_minute) that fades over a session of queueing: a queue too
+    // small to measure (fewer than 20 a minute behind the front) whose visitors waited that
+    // long without a measure is not told the prior for ever. The wait estimate discounts the
+    // visitors ahead who will leave before their turn: counting them all told the queue 25%
+    // too long.
+    double abandon_per_minute() const;
     // Capacity has been free in every snapshot of the last `span_ms` while nobody queued ahead
     // of `bucket` was admitted or left: the visitors ahead are not taking it (late, or gone and
     // still counted). False until the snapshots followed cover that span. The admission front
@@ -106,6 +110,7 @@ class room_state {
     std::int64_t waiting_total_ = 0;
     std::vector<std::int64_t> prefix_;  // prefix_[i] = queued in buckets [0, i)
     double abandon_per_minute_ = 0;
+    bool abandon_measured_ = false;  // false: abandon_per_minute() is the prior
     double turnover_per_minute_ = 0;
     std::int64_t queueing_since_ms_ = 0;
     std::int64_t turnover_from_ms_ = 0;
