@@ -43,7 +43,7 @@ std::int64_t own_bucket_expected(const room_state& st, std::int64_t bucket,
         n > std::numeric_limits<std::int64_t>::max() / 4) {
         return n;
     }
-    const double seen = static_cast<double>(std::max(elapsed, window_ms / 2));
+    const double seen = static_cast<double>(std::max({elapsed, window_ms / 2, std::int64_t{1}}));
     return std::llround(static_cast<double>(n) * static_cast<double>(window_ms) / seen);
 }
 

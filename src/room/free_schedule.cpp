@@ -375,7 +375,7 @@ void free_schedule::tabulate(std::int64_t at_ms, double held) {
     // Before any free, the prior's holds from when the places were filled (a room that starts
     // with its spike, the usual case: its history saw every place filled). Once frees were
     // learned, a history that starts over answers again when a free matches within it.
-    if (matched_ <= 0 && samples_ > 0 && !told) {
+    if (matched_ <= 0 && samples_ > 0) {
         return;
     }
     // The others come back first: they free a session after that at the earliest.

@@ -177,13 +177,16 @@ void room_state::follow(const room_state& previous, std::int64_t window_ms) {
     const double lost = static_cast<double>(std::max<std::int64_t>(0, before - sum(counts_)));
     const double sample = std::min(1.0, lost / static_cast<double>(before) / minutes);
     // An average over about a minute (departures show up in lumps, when a window stops
-    // counting), from the first measure: it replaces the prior. (Averaged from the prior, or
-    // weighing it as ten seconds of measure, told a long queue that nobody leaves a fifth or a
-    // tenth short: the simulator's spike-single, 30-minute waits, where even 1 % a minute is a
-    // sixth of the wait. A mean of the first minute's measures told its abandon-30 a fifth
-    // short: the first minute's departures come in a few large lumps.)
-    const double weight = abandon_measured_ ? std::min(1.0, minutes) : 1.0;
-    abandon_per_minute_ += weight * (sample - abandon_per_minute_);
+    // counting), from the prior. A first measure below the prior replaces it: averaged from the
+    // prior, or weighing it as ten seconds of measure, told a long queue that nobody leaves a
+    // fifth or a tenth short (the simulator's spike-single, 30-minute waits, where even 1 % a
+    // minute is a sixth of the wait). One above it moves it as any measure does: a first lump
+    // (or bots that joined together and stopped refreshing) would otherwise stand for a whole
+    // minute's rate.
+    const double from = abandon_per_minute();
+    abandon_per_minute_ = !abandon_measured_ && sample <= from
+                              ? sample
+                              : from + std::min(1.0, minutes) * (sample - from);
     abandon_measured_ = true;
 }
 

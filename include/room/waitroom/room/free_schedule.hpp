@@ -10,7 +10,7 @@
 // is what was admitted a minute before), the frees are the admissions minus the places still
 // held, and each free is matched to the oldest place still held (first filled, first freed):
 // its age is a measured hold. The holds' mean and spread are learned over about a room of frees
-// from a prior of 1 to 3 sessions; the expected frees to come (the places held now, conditioned
+// from a prior of 1.25 to 2.25 sessions; the expected frees to come (the places held now, conditioned
 // on not having freed yet, then the places they refill) are tabulated once per sync. Memory is
 // bounded per room whatever arrives: at most max_marks points of history, table_points values.
 //
@@ -63,7 +63,7 @@ class free_schedule {
     // Follows the store's counts at `at_ms`. A first call, a step back in time, a gap longer
     // than `max_gap_ms` (a store outage: the counts after it say nothing of what happened in it)
     // or a count no real crowd could give starts over. The table of frees to come is built
-    // only when `tabulate` (the room queues and its places bind: nobody asks otherwise).
+    // only when `tabulate` (its places bind and it queues or is full: nobody asks otherwise).
     void follow(std::int64_t at_ms, std::int64_t admitted_last_minute, std::int64_t active,
                 const windows& active_windows, const limits& l, std::int64_t max_gap_ms,
                 bool tabulate = true);
@@ -72,8 +72,8 @@ class free_schedule {
                 const limits& l, std::int64_t max_gap_ms, bool tabulate = true) {
         follow(at_ms, admitted_last_minute, active, windows{}, l, max_gap_ms, tabulate);
     }
-    // At least one place was seen to free since the schedule started: before that the room knows
-    // nothing of how long its visitors stay.
+    // At least one place was seen to free since the schedule started: before that the room has
+    // only the prior of how long its visitors stay.
     bool measured() const { return samples_ > 0; }
     // wait_ms() answers: nothing learned yet (the prior) or a free matched to a place filled
     // within the current history, the history is consistent, and the last follow tabulated.

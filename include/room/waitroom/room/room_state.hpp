@@ -91,7 +91,7 @@ class room_state {
     // a place sooner, so a minute that ends before then measures no turnover); 0 = nobody waits.
     std::int64_t turnover_from_ms() const { return turnover_from_ms_; }
     // When the room's places will free, from its admissions and the session ends seen since
-    // (the wait estimate, once a place has been seen to free).
+    // (the wait estimate; from the prior's holds before a place has been seen to free).
     const free_schedule& frees() const { return frees_; }
     // Carries the estimates over from the room's previous snapshot and moves them towards what
     // the room saw in between: the queue's departures, the turnover, how long capacity stayed
