@@ -24,7 +24,7 @@ TEST(Estimates, QueuePositionCountsOlderBucketsAndHalfOfItsOwn) {
     visitor inside;
     ASSERT_EQ(h.visit(inside).what, action::admit);
     h.advance(10s);
-    std::vector<visitor> first(4), second(2);
+    std::vector<visitor> first(4), second(3);
     for (auto& v : first) {
         ASSERT_EQ(h.visit(v).what, action::queue);
     }
@@ -32,12 +32,15 @@ TEST(Estimates, QueuePositionCountsOlderBucketsAndHalfOfItsOwn) {
     for (auto& v : second) {
         ASSERT_EQ(h.visit(v).what, action::queue);
     }
-    h.sync();  // the second bucket has just opened: 2 seen, 4 expected
+    h.sync();  // the second bucket has just opened: 3 seen, at most twice that expected
     h.advance(1s);
-    EXPECT_EQ(h.visit(second[0]).page.queue_position, 4 + 2);
+    EXPECT_EQ(h.visit(second[0]).page.queue_position, 4 + 3);
     EXPECT_EQ(h.visit(first[0]).page.queue_position, 0 + 2);  // closed at the snapshot
-    h.advance(10s);
-    h.sync();  // closed: the 2 seen
+    h.advance(7s);
+    h.sync();  // 8 s into it: 3 seen, 3.75 expected at their rate, rounded to 4
+    EXPECT_EQ(h.visit(second[0]).page.queue_position, 4 + 2);
+    h.advance(3s);
+    h.sync();  // closed: the 3 seen
     EXPECT_EQ(h.visit(second[0]).page.queue_position, 4 + 1);
 }
 
@@ -49,9 +52,9 @@ TEST(Estimates, QueuePositionCountsOlderBucketsAndHalfOfItsOwn) {
 // sync that saw the queue): nobody in it leaves before a session has passed since (59 s from
 // now). 11 ahead (10, and half its own bucket: 1 seen just as it opened, 2 expected), less
 // those the prior expects to give up: ln(1 + 0.1 * 11 / r) / 0.1 minutes of turnover r after
-// those 59 s. 25th: 0.98 + 4.38 = 5.4; 75th: 0.98 + 9.75 = 10.7; the estimate 0.98 + 6.74 =
-// 7.7 (the linear model: the sync at 20 s, 20 s after the last, started the schedule's history
-// over, and the schedule answers from a history that saw the places filled).
+// those 59 s. 25th: 0.98 + 4.38 = 5.4; 75th: 0.98 + 9.75 = 10.7; the estimate about 8 (the
+// linear model at 1.14 a minute: 0.98 + 6.74 = 7.7; the free schedule, from the places taken
+// as filled at the sync the first queued visitor's top-up made at 10 s: about 8.2).
 TEST(Estimates, BeforeTheTurnoverIsSeenTheWaitAssumesTheHoldsOfThePriorWithARange) {
     auto r = make_room("shop", 2, 60);
     r.session_duration = 1min;

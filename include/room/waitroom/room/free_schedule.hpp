@@ -10,9 +10,10 @@
 // is what was admitted a minute before), the frees are the admissions minus the places still
 // held, and each free is matched to the oldest place still held (first filled, first freed):
 // its age is a measured hold. The holds' mean and spread are learned over about a room of frees
-// from a prior of 1.25 to 2.25 sessions; the expected frees to come (the places held now, conditioned
-// on not having freed yet, then the places they refill) are tabulated once per sync. Memory is
-// bounded per room whatever arrives: at most max_marks points of history, table_points values.
+// from a prior of 1.25 to 2.25 sessions; the expected frees to come (the places held now,
+// conditioned on not having freed yet, then the places they refill) are tabulated once per
+// sync. Memory is bounded per room whatever arrives: at most max_marks points of history,
+// table_points values.
 //
 // The counts are the store's, and a store's can be anything (junk, a restart that refills it, a
 // node's visitors missing for a sync): a count no real crowd could give (above a few times the
