@@ -51,15 +51,15 @@ inline bool filled_lately(std::int64_t total_active_users, std::int64_t new_user
 }
 
 // Before the room has queued for a minute it has not seen its turnover; it assumes a visitor
-// holds a place 1.75 sessions (the free schedule: 1.25 to 2.25, a visit of a quarter to one and
-// a quarter sessions, then the session after its last request), and gives the range from
+// holds a place 1.75 sessions (the free schedule's prior: 1.25 to 2.25, a visit of a quarter to
+// one and a quarter sessions, then the session after its last request), and gives the range from
 // leaving at once (1) to staying twice as long as session_duration (3) as the 25th and 75th
 // percentiles. Visitors who waited for a place use it for a while, and rarely much longer than
 // the session the operator sized for a visit: the fidelity harness's crowd browses 20-60 s of
 // a one-minute session, the simulator's built-ins 0-4 minutes of five. The prior of 1 to 3
 // sessions told the first of a spike a third short and the back of its queue too long
 // (issue 16, bench/README.md).
-inline constexpr double prior_sessions = 1.75;
+inline constexpr double prior_sessions = free_schedule::prior_hold_sessions;
 inline constexpr double fast_sessions = 1.0;
 inline constexpr double slow_sessions = 3.0;
 

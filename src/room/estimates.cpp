@@ -38,11 +38,14 @@ std::int64_t wait_seconds(double minutes) {
 std::int64_t own_bucket_expected(const room_state& st, std::int64_t bucket,
                                  std::int64_t window_ms) {
     const std::int64_t n = st.waiting_in(bucket);
-    const std::int64_t elapsed = st.counts().as_of_ms - bucket;
-    if (n <= 0 || elapsed < 0 || elapsed >= window_ms ||
+    const std::int64_t as_of = st.counts().as_of_ms;
+    // Open at the snapshot: within the window before it (compared so that no bucket a cookie
+    // carries, however far off, makes the difference overflow).
+    if (n <= 0 || bucket > as_of || bucket <= as_of - window_ms ||
         n > std::numeric_limits<std::int64_t>::max() / 4) {
         return n;
     }
+    const std::int64_t elapsed = as_of - bucket;
     const double seen = static_cast<double>(std::max({elapsed, window_ms / 2, std::int64_t{1}}));
     return std::llround(static_cast<double>(n) * static_cast<double>(window_ms) / seen);
 }

@@ -10,12 +10,6 @@ namespace waitroom::room {
 
 namespace {
 
-// Before any place is seen to free, visitors are assumed to hold their place 1.25 to 2.25
-// sessions (a visit of a quarter to one and a quarter sessions, then the session after its last
-// request): the prior of the linear model (rules::prior_sessions), with sessions of at least a
-// minute as there.
-constexpr double prior_sessions = 1.75;
-constexpr double prior_spread_sessions = 0.5;
 // The last check-ins of other nodes land up to a flush late in a window already closed.
 constexpr std::int64_t late_ms = 1'000;
 // A guess: the room's own frees soon outweigh it.
@@ -226,7 +220,7 @@ void free_schedule::follow(std::int64_t at_ms, std::int64_t admitted_last_minute
         windows_.clear();
     }
     if (samples_ == 0) {
-        hold_ms_ = prior_sessions * static_cast<double>(session_ms_);
+        hold_ms_ = prior_hold_sessions * static_cast<double>(session_ms_);
         spread_ms_ = prior_spread_sessions * static_cast<double>(session_ms_);
         var_ms2_ = spread_ms_ * spread_ms_ / 3.0;
     }

@@ -41,6 +41,7 @@ room_state::room_state(room_counts counts, const room_limits& limits)
                             ? queueing_since_ms_ + (filled_lately ? limits.session_ms : 0)
                             : 0;
     session_ms_ = limits.session_ms;
+    abandon_per_minute_ = prior_abandon_per_minute();
     rate_limit_ = limits.new_users_per_minute;
     prior_turnover_ = rules::turnover_if(limits.total_active_users, limits.new_users_per_minute,
                                          limits.session_ms, rules::prior_sessions);
@@ -115,6 +116,9 @@ void room_state::follow(const room_state& previous, std::int64_t window_ms) {
     if (waiting_total_ > 0 && previous.queueing_since_ms_ > 0) {
         queueing_since_ms_ = previous.queueing_since_ms_;
     }
+    if (!abandon_measured_) {
+        abandon_per_minute_ = prior_abandon_per_minute();  // fades with the queueing carried
+    }
     if (turnover_from_ms_ > 0 && previous.turnover_from_ms_ > 0) {
         turnover_from_ms_ = previous.turnover_from_ms_;
         turnover_per_minute_ = previous.turnover_per_minute_;
@@ -183,17 +187,14 @@ void room_state::follow(const room_state& previous, std::int64_t window_ms) {
     // minute is a sixth of the wait). One above it moves it as any measure does: a first lump
     // (or bots that joined together and stopped refreshing) would otherwise stand for a whole
     // minute's rate.
-    const double from = abandon_per_minute();
+    const double from = abandon_per_minute_;
     abandon_per_minute_ = !abandon_measured_ && sample <= from
                               ? sample
                               : from + std::min(1.0, minutes) * (sample - from);
     abandon_measured_ = true;
 }
 
-double room_state::abandon_per_minute() const {
-    if (abandon_measured_) {
-        return abandon_per_minute_;
-    }
+double room_state::prior_abandon_per_minute() const {
     const double queued_ms = static_cast<double>(
         queueing_since_ms_ > 0 ? std::max<std::int64_t>(0, counts_.as_of_ms - queueing_since_ms_)
                                : 0);

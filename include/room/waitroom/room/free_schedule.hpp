@@ -55,6 +55,12 @@ class free_schedule {
         std::int64_t active_run_ms = 0;  // the span of one entry of them (active_run_ms)
     };
     using windows = std::vector<std::pair<std::int64_t, std::int64_t>>;
+    // Before any place is seen to free, visitors are assumed to hold their place 1.25 to 2.25
+    // sessions (a visit of a quarter to one and a quarter sessions, then the session after its
+    // last request): the mean is the linear model's prior too (rules::prior_sessions), with
+    // sessions of at least a minute as there.
+    static constexpr double prior_hold_sessions = 1.75;
+    static constexpr double prior_spread_sessions = 0.5;
     static constexpr std::size_t max_marks = 512;
     static constexpr std::size_t table_points = 129;
     // The silences whose comebacks are learned (the last check-in windows followed are

@@ -73,7 +73,7 @@ class room_state {
     // long without a measure is not told the prior for ever. The wait estimate discounts the
     // visitors ahead who will leave before their turn: counting them all told the queue 25%
     // too long.
-    double abandon_per_minute() const;
+    double abandon_per_minute() const { return abandon_per_minute_; }
     // Capacity has been free in every snapshot of the last `span_ms` while nobody queued ahead
     // of `bucket` was admitted or left: the visitors ahead are not taking it (late, or gone and
     // still counted). False until the snapshots followed cover that span. The admission front
@@ -110,7 +110,8 @@ class room_state {
     std::int64_t waiting_total_ = 0;
     std::vector<std::int64_t> prefix_;  // prefix_[i] = queued in buckets [0, i)
     double abandon_per_minute_ = 0;
-    bool abandon_measured_ = false;  // false: abandon_per_minute() is the prior
+    bool abandon_measured_ = false;  // false: abandon_per_minute_ is the prior, per snapshot
+    double prior_abandon_per_minute() const;  // faded by the queueing so far
     double turnover_per_minute_ = 0;
     std::int64_t queueing_since_ms_ = 0;
     std::int64_t turnover_from_ms_ = 0;
