@@ -185,12 +185,23 @@ std::int64_t room_ledger::capacity(const room_limits& l, std::int64_t now_ms) co
         0, std::min(l.total_active_users - active, l.new_users_per_minute - admitted));
 }
 
-double room_ledger::share_of(const node_entry& me) const {
-    double total_demand = 0;
+double room_ledger::demand_total() const {
+    double total = 0;
     for (const auto& [id, n] : nodes_) {
-        total_demand += n.demand;
+        total += n.demand;
     }
+    return total;
+}
+
+double room_ledger::share_of(const node_entry& me) const {
+    const double total_demand = demand_total();
     return total_demand > 0 ? me.demand / total_demand : 1.0 / static_cast<double>(nodes_.size());
+}
+
+bool room_ledger::near_limit(std::int64_t cap) const {
+    return nodes_.size() > 1 &&
+           static_cast<double>(cap) <=
+               2 * demand_total() + 2 * static_cast<double>(nodes_.size());
 }
 
 std::int64_t room_ledger::held_total() const {
@@ -449,7 +460,9 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
         // being released one interval later; its next visitor pays one top-up.
         const bool idle = alone ? me.demand < 1 : report.deltas.demand == 0;
         const auto by_demand = idle ? 0 : static_cast<std::int64_t>(std::ceil(me.demand / 2)) + 1;
-        const std::int64_t target = std::min(by_share, by_demand);
+        // Near the limit no node leases (see near_limit): the last free places go by exact
+        // top-ups, to whichever node's visitors ask first.
+        const std::int64_t target = near_limit(cap) ? 0 : std::min(by_share, by_demand);
         // With others live, one grant takes at most the node's share of what nobody holds
         // (rounded down), as a top-up does: near the limit the store's capacity still counts
         // the slots other nodes used since their last sync, and leases sized from it left a
@@ -479,7 +492,8 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
 
 std::int64_t room_ledger::top_up(const std::string& node_id, const std::string& datacenter,
                                  const room_limits& limits, std::int64_t want, std::int64_t now_ms,
-                                 const std::string& epoch, std::uint64_t id) {
+                                 const std::string& epoch, std::uint64_t id,
+                                 std::int64_t need) {
     expire_nodes(now_ms, node_ttl_ms_);
     node_entry& me = touch(node_id, datacenter, now_ms);
     // Remembered until the node's next sync, which may say that it never got this answer.
@@ -502,6 +516,11 @@ std::int64_t room_ledger::top_up(const std::string& node_id, const std::string& 
         const auto by_share =
             static_cast<std::int64_t>(std::floor(static_cast<double>(free_unheld) * share));
         most = std::min((free_unheld + 1) / 2, std::max<std::int64_t>(1, by_share));
+    }
+    // Near the limit a top-up takes only what the visitors waiting for it need (a node that
+    // does not say, need 0, gets what it asked): the rest of its ask would sit in its pool.
+    if (need > 0 && near_limit(capacity(limits, now_ms))) {
+        most = std::min(most, need);
     }
     const std::int64_t g = std::min(want, most);
     me.held += g;

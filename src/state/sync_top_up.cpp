@@ -96,6 +96,7 @@ void sync_task::top_up(const std::string& room_id, std::int64_t now_ms,
         req.want = std::max({opt_.top_up_min, it == last_demand_.end() ? 0 : it->second,
                              twice_asked(asked)});
         asked = req.want;
+        req.need = static_cast<std::int64_t>(waiters.size());
         req.id = next_top_up_++;
         ++top_ups_;
         ++top_ups_by_room_[room_id];
@@ -142,6 +143,7 @@ void sync_task::ask_store(top_up_request req) {
                 std::int64_t& asked = top_up_asked_[room_id];
                 again.want = std::max(twice_asked(asked), short_by);
                 asked = again.want;
+                again.need = short_by;
                 again.id = next_top_up_++;
                 ++top_ups_;
                 ++top_ups_by_room_[room_id];

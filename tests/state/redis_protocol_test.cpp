@@ -119,11 +119,13 @@ TEST(RedisProtocol, TopUpCommandNamesTheEpochTheNodeKnowsAndItsId) {
     req.want = 4;
     req.epoch = "500/edge-2";
     req.id = 18'446'744'073'709'551'615ull;
+    req.need = 3;
     auto c = top_up_command("wr", req);
-    ASSERT_GE(c.size(), 3u);
-    EXPECT_EQ(c[c.size() - 3], "4");
-    EXPECT_EQ(c[c.size() - 2], "500/edge-2");
-    EXPECT_EQ(c.back(), "18446744073709551615");
+    ASSERT_GE(c.size(), 4u);
+    EXPECT_EQ(c[c.size() - 4], "4");
+    EXPECT_EQ(c[c.size() - 3], "500/edge-2");
+    EXPECT_EQ(c[c.size() - 2], "18446744073709551615");
+    EXPECT_EQ(c.back(), "3");  // ARGV[17]: the visitors waiting for it
 }
 
 TEST(RedisProtocol, StaleAnswerAsksForTheLiveWindows) {

@@ -198,7 +198,7 @@ TEST(RedisStore, TakesBackUnusedLeasesAndGrantsSharesOfTheUnheldAsTheLocalStoreD
         EXPECT_EQ(remote.granted, local.granted) << id << " " << now;
         return remote.granted;
     };
-    auto l = limits(1000, 40);
+    auto l = limits(1000, 100);  // far from the limit: 100 free against demand 20
     // Shares 70 / 20 / 5 / 5 of the demand.
     both_sync("a", t0, report(l, "shop", 14));
     const auto lease_b = both_sync("b", t0 + 1, report(l, "shop", 4)).granted;
@@ -206,7 +206,7 @@ TEST(RedisStore, TakesBackUnusedLeasesAndGrantsSharesOfTheUnheldAsTheLocalStoreD
     both_sync("d", t0 + 3, report(l, "shop", 1));
     ASSERT_GT(lease_b, 0);
     // The 20 % node's top-up gets an even split (a quarter), not half, of what nobody holds.
-    const std::int64_t free = 40 - ls.counts("shop", l, t0 + 10).held;
+    const std::int64_t free = 100 - ls.counts("shop", l, t0 + 10).held;
     EXPECT_EQ(both_top_up("b", t0 + 10, l), free / 4);
     // Node b's visitors ask for nothing through an interval: it hands its pool back in its
     // report and leases nothing more, though its decayed demand is not zero.
@@ -217,17 +217,57 @@ TEST(RedisStore, TakesBackUnusedLeasesAndGrantsSharesOfTheUnheldAsTheLocalStoreD
     EXPECT_EQ(g.release, 0);
     // The 70 % node drains the unheld slots by top-ups, at most its share each, then a lease
     // of the small node gets at most its share of the few left.
-    while (40 - ls.counts("shop", l, t0 + 1100).held >= 6) {
+    while (100 - ls.counts("shop", l, t0 + 1100).held >= 6) {
         ASSERT_GT(both_top_up("a", t0 + 1100, l), 0);
     }
-    const std::int64_t left = 40 - ls.counts("shop", l, t0 + 1100).held;
+    const std::int64_t left = 100 - ls.counts("shop", l, t0 + 1100).held;
     auto gc = both_sync("c", t0 + 1102, report(l, "shop", 12));
     EXPECT_LT(gc.granted, left);
     // At least one per top-up while any is unheld, then none.
-    for (std::int64_t n = 40 - ls.counts("shop", l, t0 + 1200).held; n > 0; --n) {
+    for (std::int64_t n = 100 - ls.counts("shop", l, t0 + 1200).held; n > 0; --n) {
         EXPECT_EQ(both_top_up("d", t0 + 1200, l), 1);
     }
     EXPECT_EQ(both_top_up("d", t0 + 1200, l), 0);
+}
+
+TEST(RedisStore, NearTheLimitLeasesNothingAndTopsUpWhatIsNeededAsTheLocalStoreDoes) {
+    redis_server srv;
+    boost::asio::io_context ioc;
+    redis_store rs(ioc.get_executor(), options(srv));
+    local_store ls;
+    auto both_sync = [&](const std::string& id, std::int64_t now, const room_report& r) {
+        auto local = call_sync(ioc, ls, node(id, "dc", now, {r}));
+        auto remote = call_sync(ioc, rs, node(id, "dc", now, {r}));
+        EXPECT_FALSE(remote.ec);
+        EXPECT_EQ(describe(remote.rooms.at(0)), describe(local.rooms.at(0))) << id << " " << now;
+        return remote.rooms.at(0);
+    };
+    auto both_top_up = [&](const std::string& id, std::int64_t now, const room::room_limits& l,
+                           std::int64_t want, std::int64_t need) {
+        auto req = top_up(id, "dc", l, want, now);
+        req.need = need;
+        auto local = call_top_up(ioc, ls, req);
+        auto remote = call_top_up(ioc, rs, req);
+        EXPECT_FALSE(remote.ec);
+        EXPECT_EQ(remote.granted, local.granted) << id << " " << now;
+        return remote.granted;
+    };
+    auto l = limits(20, 60);
+    // Far from the limit: leases, and a top-up gets what it asks for.
+    EXPECT_EQ(both_sync("a", t0, report(l, "shop", 1)).granted, 2);
+    EXPECT_EQ(both_sync("b", t0 + 10, report(l, "shop", 1)).granted, 2);
+    EXPECT_EQ(both_top_up("a", t0 + 20, l, 4, 1), 4);
+    EXPECT_EQ(both_top_up("a", t0 + 30, l, 6, 1), 6);
+    // Node a admits 12; near the limit now, it leases nothing and b is asked for its lease.
+    auto filled = report(l, "shop", 12);
+    filled.deltas.admitted.add(room::floor_to(t0 + 1000, 1000), 12);
+    filled.deltas.active.add(room::floor_to(t0 + 1000, 10'000), 12);
+    filled.deltas.slots_used = 12;
+    EXPECT_EQ(both_sync("a", t0 + 1000, filled).granted, 0);
+    EXPECT_EQ(both_sync("b", t0 + 1010, report(l, "shop", 1)).release, 2);
+    // What its visitors need; not told (need 0, an older node), what it asks within the rules.
+    EXPECT_EQ(both_top_up("a", t0 + 1020, l, 4, 1), 1);
+    EXPECT_EQ(both_top_up("a", t0 + 1030, l, 4, 0), 3);
 }
 
 // The same random sequence of reports and top-ups against both stores gives identical answers:
@@ -369,6 +409,7 @@ TEST(RedisStore, GivesTheSameAnswersAsTheLocalStore) {
             }
         } else {
             auto req = top_up(n.id, n.dc, l, pick(1, 6), now);
+            req.need = pick(0, static_cast<int>(req.want));  // 0: not told (an older node)
             auto local = call_top_up(ioc, ls, req);
             auto remote = call_top_up(ioc, rs, req);
             ASSERT_FALSE(remote.ec);

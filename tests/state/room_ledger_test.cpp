@@ -469,28 +469,19 @@ TEST(Ledger, LeasesNeverExceedFreeCapacity) {
     EXPECT_GE(true_admissions.size(), 90u);  // the limits are used, not wasted
 }
 
-TEST(Ledger, LeaseFollowsEachNodesShareOfDemand) {
+TEST(Ledger, LeaseFollowsEachNodesDemand) {
     room_ledger ledger;
-    auto l = limits(100, 1000);
-    auto busy = report(l);
-    busy.deltas.demand = 300;
-    auto quiet = report(l);
-    quiet.deltas.demand = 100;
-    auto ga = ledger.sync("busy", "dc", busy, t0, 3000);
-    auto gb = ledger.sync("quiet", "dc", quiet, t0, 3000);
-    // The first node alone got everything; the second gets what is left.
-    EXPECT_EQ(ga.granted, 100);
-    EXPECT_EQ(gb.granted, 0);
-    EXPECT_EQ(gb.release, 0);  // it holds nothing to give back
-    auto ga2 = ledger.sync("busy", "dc", busy, t0 + 1000, 3000);
-    EXPECT_GT(ga2.release, 0);  // above its 3/4 share: gives some back
-    auto back = report(l);
-    back.deltas.demand = 300;
-    back.slots_returned = ga2.release;
-    ledger.sync("busy", "dc", back, t0 + 2000, 3000);
-    auto gq = ledger.sync("quiet", "dc", quiet, t0 + 2000, 3000);
-    EXPECT_GT(gq.granted, 0);
-    EXPECT_LE(ledger.held_total(), 100);
+    // Far from the limit: 1000 free places against 40 slot requests an interval.
+    auto l = limits(1000, 10'000);
+    // About two intervals of a node's decayed demand (ceil(d / 2) + 1), alone or not.
+    EXPECT_EQ(ledger.sync("busy", "dc", busy_report(l, 30), t0, 3000).granted, 16);
+    EXPECT_EQ(ledger.sync("quiet", "dc", busy_report(l, 10), t0, 3000).granted, 6);
+    EXPECT_EQ(ledger.sync("busy", "dc", busy_report(l, 30), t0 + 1000, 3000).granted, 8);  // d 45
+    // Once its demand falls, it gives back what is above: d 22.5 + 2, ceil(12.25) + 1 = 14.
+    auto ga = ledger.sync("busy", "dc", busy_report(l, 2), t0 + 2000, 3000);
+    EXPECT_EQ(ga.granted, 0);
+    EXPECT_EQ(ga.release, 24 - 14);
+    EXPECT_EQ(ledger.sync("quiet", "dc", busy_report(l, 10), t0 + 2000, 3000).granted, 3);  // d 15
 }
 
 TEST(Ledger, SilentNodesLeaseExpires) {
@@ -574,13 +565,18 @@ TEST(Ledger, LeaseTakesHalfOfItsShareWhileOtherNodesAreLive) {
     // Alone, a busy node leases all of the free capacity.
     room_ledger alone;
     EXPECT_EQ(alone.sync("a", "dc", busy_report(l), t0, 3000).granted, 40);
-    // With another node live, even a node with all the demand leases half of it: the other half
-    // stays unheld for the top-ups of whichever node runs dry first.
+    // With another node live, a node leases at most half of its share of the capacity: the
+    // other half stays unheld for the top-ups of whichever node runs dry first. Far from the
+    // limit, this binds a node of little demand (a node of more leases about two intervals of
+    // its demand, which is less).
+    auto far = limits(1000, 300);
     room_ledger two;
+    EXPECT_EQ(two.sync("a", "dc", busy_report(far, 99), t0, 3000).granted, 51);
+    // 300 free places, demand 100 in all (not near the limit): the 1 % node's whole share is
+    // 3, its demand's cap 2; it leases half of its share, 1.
+    EXPECT_EQ(two.sync("b", "dc", busy_report(far, 1), t0 + 100, 3000).granted, 1);
     // (A node without demand leases nothing at all.)
-    EXPECT_EQ(two.sync("a", "dc", busy_report(l, 0), t0, 3000).granted, 0);
-    EXPECT_EQ(two.sync("b", "dc", busy_report(l), t0 + 100, 3000).granted, 20);
-    EXPECT_EQ(two.capacity(l, t0 + 100) - two.held_total(), 20);
+    EXPECT_EQ(two.sync("c", "dc", busy_report(far, 0), t0 + 200, 3000).granted, 0);
 }
 
 TEST(Ledger, TakesBackALeaseNotUsedForAnIntervalWhileOtherNodesAreLive) {
@@ -611,7 +607,7 @@ TEST(Ledger, TakesBackALeaseNotUsedForAnIntervalWhileOtherNodesAreLive) {
 
 TEST(Ledger, ALeaseTakesAtMostTheNodesShareOfWhatNobodyHolds) {
     room_ledger ledger;
-    auto l = limits(1000, 100);
+    auto l = limits(1000, 1000);
     ledger.sync("big", "dc", busy_report(l, 60), t0, 3000);
     ledger.sync("small", "dc", busy_report(l, 20), t0 + 10, 3000);
     // The big node tops up until few slots are unheld (its visitors used them: the store does
@@ -655,6 +651,42 @@ TEST(Ledger, NearTheLimitATopUpTakesAtMostTheNodesShareOfWhatNobodyHolds) {
     }
     EXPECT_EQ(ledger.top_up("d", "dc", l, 100, t0 + 12), 1);
     EXPECT_EQ(ledger.top_up("d", "dc", l, 100, t0 + 12), 0);
+}
+
+TEST(Ledger, NearTheLimitNobodyLeasesAndATopUpTakesWhatItsVisitorsNeed) {
+    room_ledger ledger;
+    auto l = limits(20, 60);
+    // Far from the limit (20 free, decayed demand 2 in all: 2 * 2 + 2 a node = 8), nodes lease
+    // about two intervals of their demand, and a top-up gets what it asks for (at most half
+    // of what nobody holds), not just what its visitors need.
+    EXPECT_EQ(ledger.sync("a", "dc", busy_report(l, 1), t0, 3000).granted, 2);
+    EXPECT_EQ(ledger.sync("b", "dc", busy_report(l, 1), t0 + 10, 3000).granted, 2);
+    EXPECT_EQ(ledger.top_up("a", "dc", l, 4, t0 + 20, "", 0, 1), 4);
+    ASSERT_EQ(ledger.top_up("a", "dc", l, 6, t0 + 30), 6);
+    // Node a admits 12: 8 places are left, against decayed demand 12.5 + 1: near the limit.
+    // It leases nothing more.
+    auto filled = busy_report(l, 12);
+    filled.deltas.admitted.add(room::floor_to(t0 + 1000, 1000), 12);
+    filled.deltas.active.add(room::floor_to(t0 + 1000, 10'000), 12);
+    filled.deltas.slots_used = 12;
+    auto ga = ledger.sync("a", "dc", filled, t0 + 1000, 3000);
+    EXPECT_EQ(ga.granted, 0);
+    EXPECT_EQ(ga.release, 0);
+    EXPECT_EQ(ledger.capacity(l, t0 + 1000), 8);
+    // Node b, with visitors still (its decayed demand would keep 2), is asked for all of its
+    // lease back: at its next report what it did not use is unheld.
+    auto gb = ledger.sync("b", "dc", busy_report(l, 1), t0 + 1010, 3000);
+    EXPECT_EQ(gb.granted, 0);
+    EXPECT_EQ(gb.release, 2);
+    // A top-up takes what its visitors need, where it could have had 3 ((6 + 1) / 2); one that
+    // does not say (an older node) is granted as before.
+    EXPECT_EQ(ledger.top_up("a", "dc", l, 4, t0 + 1020, "", 0, 1), 1);
+    EXPECT_EQ(ledger.top_up("a", "dc", l, 4, t0 + 1030, "", 0, 0), 3);
+    EXPECT_EQ(ledger.capacity(l, t0 + 1030) - ledger.held_total(), 2);
+    // A node alone is never near its limit: nobody else could need its lease.
+    room_ledger alone;
+    EXPECT_EQ(alone.sync("a", "dc", busy_report(l, 30), t0, 3000).granted, 16);
+    EXPECT_EQ(alone.top_up("a", "dc", l, 4, t0 + 10, "", 0, 1), 4);
 }
 
 TEST(Ledger, EachWindowCountsAtLeastZeroSummedOverNodes) {

@@ -74,6 +74,7 @@ class scripted_store final : public store {
 
     void top_up(top_up_request req, top_up_handler done) override {
         ++top_up_calls;
+        top_up_requests.push_back(req);
         if (hold_calls) {
             pending.push_back([this, req = std::move(req), done = std::move(done)]() mutable {
                 apply_top_up(std::move(req), std::move(done));
@@ -115,6 +116,7 @@ class scripted_store final : public store {
     bool lose_next_top_up = false;
     int sync_calls = 0;
     int top_up_calls = 0;
+    std::vector<top_up_request> top_up_requests;  // in call order
     std::vector<std::uint64_t> batches;  // each sync's batch id (its first room's), in call order
     std::vector<std::function<void()>> pending;
 

@@ -194,6 +194,7 @@ command top_up_command(std::string_view prefix, const top_up_request& req) {
     c.push_back(std::to_string(req.want));
     c.push_back(req.epoch);
     c.push_back(std::to_string(req.id));
+    c.push_back(std::to_string(req.need));
     return c;
 }
 

@@ -4,8 +4,9 @@
 // at about one interval of that demand, and at half a share while other nodes are live, so the
 // rest stays free for top-ups) without ever leasing more than is free. While other nodes are
 // live, a node without demand for an interval leases nothing (its node hands the unused slots
-// back in the same report), and no grant exceeds the node's share of the unheld slots. It also
-// keeps the room's run-time switches, which every sync answer carries.
+// back in the same report), no grant exceeds the node's share of the unheld slots, and near the
+// limit nobody leases: the last free places go by top-ups of what the waiting visitors need.
+// It also keeps the room's run-time switches, which every sync answer carries.
 // The local store uses it directly; the Redis script mirrors it.
 
 #include <array>
@@ -48,13 +49,15 @@ class room_ledger {
     room_grant sync(const std::string& node_id, const std::string& datacenter,
                     const room_report& report, std::int64_t now_ms, std::int64_t node_ttl_ms,
                     std::uint64_t batch = 0);
-    // Grants up to `want` slots from the capacity not leased yet.
+    // Grants up to `want` slots from the capacity not leased yet; near the limit (see sync),
+    // at most `need` (the visitors waiting for them; 0: not told, as `want`).
     // Nothing for a node that names another epoch ("" names none): the counts miss its windows;
     // nothing either while live nodes may still have to re-report (see sync).
     // `id` (0: none) is remembered with the grant until a sync names it lost.
     std::int64_t top_up(const std::string& node_id, const std::string& datacenter,
                         const room::room_limits& limits, std::int64_t want, std::int64_t now_ms,
-                        const std::string& epoch = {}, std::uint64_t id = 0);
+                        const std::string& epoch = {}, std::uint64_t id = 0,
+                        std::int64_t need = 0);
 
     // Current aggregated state (also what the admin API of a node sees after a sync).
     room::room_counts counts(const room::room_limits& limits, std::int64_t now_ms) const;
@@ -87,8 +90,16 @@ class room_ledger {
     void expire_nodes(std::int64_t now_ms, std::int64_t node_ttl_ms);
     node_entry& touch(const std::string& node_id, const std::string& datacenter,
                       std::int64_t now_ms);
-    // The node's share of the live nodes' decayed demand (an even split while nobody asked).
+    // The live nodes' decayed demand, summed; and one node's share of it (an even split while
+    // nobody asked).
+    double demand_total() const;
     double share_of(const node_entry& me) const;
+    // With other nodes live, the room is near its limit when its free places (`cap`, those
+    // leased included) are at most twice the live nodes' decayed demand (about four intervals
+    // of their slot requests) plus two a node. A lease lives until its node's next report
+    // hands back what it did not use: granted then, it could sit in a quiet node's pool while
+    // the room fills through the others, whose visitors would be queued below the limit.
+    bool near_limit(std::int64_t cap) const;
     // What the last sync of a node left: kept for as long as the room's Redis keys would live
     // without syncs, since a store outage may outlast the node TTL by that much.
     struct seen_entry {

@@ -119,6 +119,10 @@ struct top_up_request {
     std::string room;
     room::room_limits limits;
     std::int64_t want = 1;
+    // The visitors waiting for this call (0: not told). Near the room's limit the store grants
+    // no more than this (room_ledger::near_limit): the rest of `want` would sit in this node's
+    // pool while another node queued.
+    std::int64_t need = 0;
     std::int64_t now_ms = 0;
     // As room_report::epoch: a store with another epoch grants nothing until this node's next
     // sync has re-reported its windows (its counts are missing them).

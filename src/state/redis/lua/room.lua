@@ -52,6 +52,7 @@
 --              off the count instead; with a re-report, held is ARGV[20] either way)
 --           last: the id of a top-up whose answer the node never got ("0" = none)
 --   top_up: 14 want  15 epoch the node last had answered ("" = none)  16 id ("0" = none)
+--           17 need: the visitors waiting for it ("0" or absent = not told)
 -- Returns, sync:   {granted, release, active, admitted_last_minute, held,
 --                   {bucket, queued, ...}, {datacenter, nodes, ...}, {queue_all, suspended},
 --                   epoch, {revoked ticket, ...}, abandoned (the queued visitors the waiting
@@ -263,13 +264,25 @@ local function held_total(nodes, ids)
     return h
 end
 
--- room_ledger::share_of: the node's share of the live nodes' decayed demand, summed in byte
--- order of node id as std::map does (an even split while nobody asked).
+-- room_ledger::demand_total and share_of: the live nodes' decayed demand, summed in byte order
+-- of node id as std::map does; one node's share of it (an even split while nobody asked).
+local function demand_total(nodes, ids)
+    local total = 0
+    for _, id in ipairs(ids) do total = total + nodes[id].demand end
+    return total
+end
+
 local function share_of(nodes, ids, me)
-    local total_demand = 0
-    for _, id in ipairs(ids) do total_demand = total_demand + nodes[id].demand end
+    local total_demand = demand_total(nodes, ids)
     if total_demand > 0 then return me.demand / total_demand end
     return 1.0 / #ids
+end
+
+-- room_ledger::near_limit: with other nodes live, free places (`cap`, those leased included)
+-- at most twice the live nodes' decayed demand plus two a node. Then nobody leases, and a
+-- top-up takes only what its waiting visitors need.
+local function near_limit(nodes, ids, cap)
+    return #ids > 1 and cap <= 2 * demand_total(nodes, ids) + 2 * #ids
 end
 
 -- Nothing accumulates: every key outlives its longest-lived entry by a minute, then goes.
@@ -426,9 +439,10 @@ if op == 'top_up' then
     local refilling = now < (count(m[2]) or 0) and m[2] ~= m[3]
     local seen, ghosts = load_seen(nil)
     if L.needs_slots and want > 0 and epoch_ok and not refilling then
-        local free_unheld = free_unheld_of(live_sum(KEYS[2], active_live, false),
-                                           live_sum(KEYS[1], rate_live, false), seen, ghosts,
-                                           nodes, ids, node_ttl, node_id)
+        local active = live_sum(KEYS[2], active_live, false)
+        local admitted = live_sum(KEYS[1], rate_live, false)
+        local free_unheld = free_unheld_of(active, admitted, seen, ghosts, nodes, ids, node_ttl,
+                                           node_id)
         -- With other nodes live, one top-up takes at most half of what nobody holds, and at
         -- most the node's share of it or an even split, whichever is more (at least one): the
         -- next node to run dry finds some too, and near the limit the nodes run dry together.
@@ -437,6 +451,12 @@ if op == 'top_up' then
             local share = math.max(share_of(nodes, ids, me), 1.0 / #ids)
             most = math.min(math.floor((free_unheld + 1) / 2),
                             math.max(1, math.floor(free_unheld * share)))
+        end
+        -- Near the limit, no more than the visitors waiting for it need (0 or absent, from an
+        -- older node: not told).
+        local need = tonumber(ARGV[17]) or 0
+        if need > 0 and near_limit(nodes, ids, capacity(active, admitted)) then
+            most = math.min(most, need)
         end
         granted = math.min(want, most)
         me.held = me.held + granted
@@ -748,6 +768,8 @@ if L.needs_slots then
     local by_demand = 0
     if not idle then by_demand = math.ceil(me.demand / 2) + 1 end
     local target = math.min(by_share, by_demand)
+    -- Near the limit no node leases: the last free places go by exact top-ups.
+    if near_limit(nodes, ids, cap) then target = 0 end
     -- With others live, one grant takes at most the node's share of what nobody holds.
     local most = free_unheld
     if #ids > 1 then most = math.floor(free_unheld * share) end
