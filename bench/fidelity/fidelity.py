@@ -56,12 +56,21 @@ REFRESHERS = [
 WINDOW_S = 10.0  # the engine's arrival bucket (room::windowing::window_ms)
 
 
+_ports_given = set()
+
+
 def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
+    """A loopback port free now and not given before by this process: the nodes bind theirs only
+    once started, so the kernel may hand the port of one node's listener out again for the next
+    node's admin (a node then failed to start: address already in use)."""
+    while True:
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        p = s.getsockname()[1]
+        s.close()
+        if p not in _ports_given:
+            _ports_given.add(p)
+            return p
 
 
 # ---------------------------------------------------------------------------------------------

@@ -596,8 +596,13 @@ TEST_F(MultiNode, FollowsASentinelFailoverUnderLoadAndFillsTheRoomExactly) {
                     true));
     std::vector<visitor> admitted(2);
     for (std::size_t i = 0; i < admitted.size(); ++i) {
-        auto r = send(admitted[i]);
-        ASSERT_TRUE(from_origin(r)) << "visitor " << i + 1 << ": " << describe(r);
+        // Under time_scale a sync has 80 ms of wall time before it times out: on a loaded
+        // machine a node may be degraded for a moment, and then queues a new visitor (DESIGN.md
+        // §4) until its next refresh. What this test checks is the failover, not that moment.
+        http_response r;
+        const bool in = poll_until(5s, 100ms, [&] { return from_origin(r = send(admitted[i])); });
+        ASSERT_TRUE(in) << "visitor " << i + 1 << ": " << describe(r) << "\n"
+                        << nodes_[0].proc->output();
     }
     // Every node knows both sessions: its allowance while degraded is then a third of the two
     // free places, rounded down (none).

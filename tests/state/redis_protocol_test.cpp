@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -188,6 +189,39 @@ TEST(RedisProtocol, DecodesAGrantWithWaitingBucketsAndDatacenters) {
     ASSERT_FALSE(parse_grant(v, "shop", 42, g));
     EXPECT_EQ(room::room_state(g.counts, room::room_limits{}).nodes(), 4'294'967'295u)
         << "the sum saturates";
+}
+
+TEST(RedisProtocol, RefusesCountsNoStoreCouldHave) {
+    // Past 2^40 a count would bring the sums of room_state (a waiting count per bucket, up to
+    // half a million buckets in a reply) or the pools near the ends of int64.
+    constexpr std::int64_t most = std::int64_t{1} << 40;
+    const auto grant = [](std::vector<value> counts, value waiting) {
+        return array({counts[0], counts[1], counts[2], counts[3], counts[4], std::move(waiting),
+                      array({text("dc1"), integer(1)}), array({integer(-1), integer(-1)}),
+                      text("1000/edge-1"), array({}), counts[5], array({}),
+                      array({integer(10'000), counts[6]})});
+    };
+    const std::vector<value> fine{integer(most), integer(most),  integer(-most), integer(-most),
+                                  integer(most), integer(most),  integer(most)};
+    room_grant g;
+    ASSERT_FALSE(parse_grant(grant(fine, array({integer(100), integer(most)})), "shop", 42, g));
+    EXPECT_EQ(g.counts.waiting.at(0).second, most);
+    EXPECT_EQ(g.counts.active, -most);
+    EXPECT_TRUE(parse_grant(grant(fine, array({integer(100), integer(most + 1)})), "shop", 42, g))
+        << "a waiting count";
+    EXPECT_TRUE(parse_grant(grant(fine, array({integer(100), integer(-1)})), "shop", 42, g))
+        << "a negative waiting count";
+    for (std::size_t i = 0; i < fine.size(); ++i) {
+        auto past = fine;
+        past[i] = integer(past[i].integer < 0 ? -most - 1 : most + 1);
+        EXPECT_TRUE(parse_grant(grant(past, array({})), "shop", 42, g)) << "count " << i;
+        past[i] = integer(std::numeric_limits<std::int64_t>::min());
+        EXPECT_TRUE(parse_grant(grant(past, array({})), "shop", 42, g)) << "count " << i;
+    }
+    std::int64_t n = 0;
+    EXPECT_FALSE(parse_top_up(integer(most), n));
+    EXPECT_TRUE(parse_top_up(integer(most + 1), n));
+    EXPECT_TRUE(parse_top_up(integer(-1), n));
 }
 
 TEST(RedisProtocol, DecodesTheMinutesAdmissionsBySubWindowAndRefusesBadOnes) {

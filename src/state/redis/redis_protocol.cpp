@@ -59,6 +59,15 @@ bool as_int(const value& v, std::int64_t& out) {
     return true;
 }
 
+// A count of visitors or slots past 2^40 (a thousand billion) is no store's answer. Refused, it
+// never reaches the sums and differences of room_state and the pools, where a value near the
+// ends of int64 would overflow (a key written by hand, a broken proxy in between).
+constexpr std::int64_t max_count = std::int64_t{1} << 40;
+
+bool as_count(const value& v, std::int64_t& out, std::int64_t lowest = 0) {
+    return as_int(v, out) && out >= lowest && out <= max_count;
+}
+
 const char* write_arg(switch_write w) {
     switch (w) {
         case switch_write::unset:
@@ -84,7 +93,7 @@ bool as_windows(const value& v, std::size_t most,
     for (std::size_t i = 0; i < v.elements.size(); i += 2) {
         std::int64_t w = 0;
         std::int64_t n = 0;
-        if (!as_int(v.elements[i], w) || !as_int(v.elements[i + 1], n) || n < 0) {
+        if (!as_int(v.elements[i], w) || !as_count(v.elements[i + 1], n)) {
             return false;
         }
         out.emplace_back(w, n);
@@ -363,9 +372,10 @@ std::error_code parse_grant(const value& v, const std::string& room, std::int64_
     const auto& e = v.elements;
     out.epoch = e[8].str;
     out.counts.as_of_ms = now_ms;
-    if (!as_int(e[0], out.granted) || !as_int(e[1], out.release) ||
-        !as_int(e[2], out.counts.active) || !as_int(e[3], out.counts.admitted_last_minute) ||
-        !as_int(e[4], out.counts.held) || !as_int(e[10], out.abandoned) || out.abandoned < 0) {
+    if (!as_count(e[0], out.granted) || !as_count(e[1], out.release) ||
+        !as_count(e[2], out.counts.active, -max_count) ||
+        !as_count(e[3], out.counts.admitted_last_minute, -max_count) ||
+        !as_count(e[4], out.counts.held) || !as_count(e[10], out.abandoned)) {
         return bad;
     }
     const value& waiting = e[5];
@@ -377,7 +387,7 @@ std::error_code parse_grant(const value& v, const std::string& room, std::int64_
     for (std::size_t i = 0; i < waiting.elements.size(); i += 2) {
         std::int64_t bucket = 0;
         std::int64_t n = 0;
-        if (!as_int(waiting.elements[i], bucket) || !as_int(waiting.elements[i + 1], n)) {
+        if (!as_int(waiting.elements[i], bucket) || !as_count(waiting.elements[i + 1], n)) {
             return bad;
         }
         out.counts.waiting.emplace_back(bucket, n);
@@ -429,7 +439,7 @@ std::error_code parse_overrides(const value& v, room_switch_values& out) {
 }
 
 std::error_code parse_top_up(const value& v, std::int64_t& granted) {
-    if (!as_int(v, granted)) {
+    if (!as_count(v, granted)) {
         return make_error_code(errc::protocol);
     }
     return {};
