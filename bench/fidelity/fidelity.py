@@ -578,6 +578,16 @@ def score(h, visitors, olog, workdir):
         if waiting(t - 1e-9) == 0:
             onset = max(active(t) / A, adm60(t) / R)
             res["onset_at_s"] = round(t, 2)
+            # Diagnostic, not scored: admissions in flight then (their request sent before this
+            # queue answer came back, at the origin only after it). The gateway may have given
+            # their places before it answered the queue page: four visitors in one millisecond
+            # for the last place, one of them admitted, reach the origin tens of ms later.
+            fly = 0
+            for o in V:
+                sent = next((r.get("t_send") for r in o["log"] if r.get("kind") == "origin"), None)
+                if o["admit"] is not None and sent is not None and sent <= t < o["admit"]:
+                    fly += 1
+            res["onset_in_flight"] = fly
             break
     res["queue_onset_utilization"] = onset
 
