@@ -464,10 +464,10 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
         // top-ups, to whichever node's visitors ask first.
         const std::int64_t target = near_limit(cap) ? 0 : std::min(by_share, by_demand);
         // With others live, one grant takes at most the node's share of what nobody holds
-        // (rounded down), as a top-up does: near the limit the store's capacity still counts
-        // the slots other nodes used since their last sync, and leases sized from it left a
-        // small node an interval's worth of the last free places while the big node ran dry
-        // (queueing began at 94-96.5 % of the limit on the worst seeds).
+        // (rounded down), as a top-up does: the store's capacity still counts the slots other
+        // nodes used since their last sync, and leases sized from it left a small node an
+        // interval's worth of the last free places while the big node ran dry (queueing began
+        // at 94-96.5 % of the limit on the worst seeds, before near_limit).
         const std::int64_t most =
             alone ? free_unheld
                   : static_cast<std::int64_t>(std::floor(static_cast<double>(free_unheld) * share));
@@ -506,10 +506,9 @@ std::int64_t room_ledger::top_up(const std::string& node_id, const std::string& 
     const std::int64_t free_unheld = this->free_unheld(limits, now_ms, node_id);
     // With other nodes live, one top-up takes at most half of what nobody holds, and at most
     // the node's share of it or an even split, whichever is more (at least one): the next node
-    // to run dry finds some too, and near the limit every node holds about what its traffic
-    // uses, so they run dry together instead of one queueing while another's pool still holds
-    // an interval's worth of the last free places. (The even split is for a node whose traffic
-    // just rose: its share shows it only from its next sync.)
+    // to run dry finds some too, instead of one node taking an interval's worth of what is
+    // left. (The even split is for a node whose traffic just rose: its share shows it only
+    // from its next sync.)
     std::int64_t most = free_unheld;
     if (nodes_.size() > 1) {
         const double share = std::max(share_of(me), 1.0 / static_cast<double>(nodes_.size()));

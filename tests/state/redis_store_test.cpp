@@ -268,6 +268,12 @@ TEST(RedisStore, NearTheLimitLeasesNothingAndTopsUpWhatIsNeededAsTheLocalStoreDo
     // What its visitors need; not told (need 0, an older node), what it asks within the rules.
     EXPECT_EQ(both_top_up("a", t0 + 1020, l, 4, 1), 1);
     EXPECT_EQ(both_top_up("a", t0 + 1030, l, 4, 0), 3);
+    // The edge, in rooms of their own: demand 1 each is near 8 free places, not near 9.
+    for (const auto [room, places, lease] : {std::tuple{"edge8", 8, 0}, std::tuple{"edge9", 9, 2}}) {
+        auto e = limits(places, 1000);
+        both_sync("a", t0, report(e, room, 1));
+        EXPECT_EQ(both_sync("b", t0 + 10, report(e, room, 1)).granted, lease) << room;
+    }
 }
 
 // The same random sequence of reports and top-ups against both stores gives identical answers:
@@ -366,7 +372,9 @@ TEST(RedisStore, GivesTheSameAnswersAsTheLocalStore) {
                 }
             }
             r.deltas.slots_used = n.used;
-            r.deltas.demand = n.demand;
+            // Four slot requests an attempt: the room is near its limit (room_ledger::near_limit)
+            // for much of the run, and far from it for the rest.
+            r.deltas.demand = 4 * n.demand;
             bool lost = false;
             if (n.was_down && now - n.last_sync > 2000) {
                 r.held_exact = true;  // its lease lapsed: it holds none of it

@@ -473,7 +473,8 @@ TEST(Ledger, LeaseFollowsEachNodesDemand) {
     room_ledger ledger;
     // Far from the limit: 1000 free places against 40 slot requests an interval.
     auto l = limits(1000, 10'000);
-    // About two intervals of a node's decayed demand (ceil(d / 2) + 1), alone or not.
+    // About one interval of a node's demand (ceil(d / 2) + 1 of the decayed demand d, which
+    // is about two intervals of it), alone or not.
     EXPECT_EQ(ledger.sync("busy", "dc", busy_report(l, 30), t0, 3000).granted, 16);
     EXPECT_EQ(ledger.sync("quiet", "dc", busy_report(l, 10), t0, 3000).granted, 6);
     EXPECT_EQ(ledger.sync("busy", "dc", busy_report(l, 30), t0 + 1000, 3000).granted, 8);  // d 45
@@ -657,7 +658,7 @@ TEST(Ledger, NearTheLimitNobodyLeasesAndATopUpTakesWhatItsVisitorsNeed) {
     room_ledger ledger;
     auto l = limits(20, 60);
     // Far from the limit (20 free, decayed demand 2 in all: 2 * 2 + 2 a node = 8), nodes lease
-    // about two intervals of their demand, and a top-up gets what it asks for (at most half
+    // about one interval of their demand, and a top-up gets what it asks for (at most half
     // of what nobody holds), not just what its visitors need.
     EXPECT_EQ(ledger.sync("a", "dc", busy_report(l, 1), t0, 3000).granted, 2);
     EXPECT_EQ(ledger.sync("b", "dc", busy_report(l, 1), t0 + 10, 3000).granted, 2);
@@ -683,6 +684,14 @@ TEST(Ledger, NearTheLimitNobodyLeasesAndATopUpTakesWhatItsVisitorsNeed) {
     EXPECT_EQ(ledger.top_up("a", "dc", l, 4, t0 + 1020, "", 0, 1), 1);
     EXPECT_EQ(ledger.top_up("a", "dc", l, 4, t0 + 1030, "", 0, 0), 3);
     EXPECT_EQ(ledger.capacity(l, t0 + 1030) - ledger.held_total(), 2);
+    // The edge: two nodes of decayed demand 1 each are near a room of 2 * 2 + 2 * 2 = 8 free
+    // places, and not near 9.
+    for (const auto [places, lease] : {std::pair{8, 0}, std::pair{9, 2}}) {
+        room_ledger edge;
+        auto e = limits(places, 1000);
+        edge.sync("a", "dc", busy_report(e, 1), t0, 3000);
+        EXPECT_EQ(edge.sync("b", "dc", busy_report(e, 1), t0 + 10, 3000).granted, lease) << places;
+    }
     // A node alone is never near its limit: nobody else could need its lease.
     room_ledger alone;
     EXPECT_EQ(alone.sync("a", "dc", busy_report(l, 30), t0, 3000).granted, 16);

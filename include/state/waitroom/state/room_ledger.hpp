@@ -1,8 +1,8 @@
 #pragma once
 // The counting and lease arithmetic of one room inside a store: sums the counter windows, forgets
-// dead windows and silent nodes, and sizes leases by each node's share of recent demand (capped
-// at about one interval of that demand, and at half a share while other nodes are live, so the
-// rest stays free for top-ups) without ever leasing more than is free. While other nodes are
+// dead windows and silent nodes, and sizes leases by each node's recent demand (about one
+// interval of it; with other nodes live also at most half a share, which binds only a node of
+// little demand, so the rest stays free for top-ups) without ever leasing more than is free. While other nodes are
 // live, a node without demand for an interval leases nothing (its node hands the unused slots
 // back in the same report), no grant exceeds the node's share of the unheld slots, and near the
 // limit nobody leases: the last free places go by top-ups of what the waiting visitors need.

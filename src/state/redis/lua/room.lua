@@ -445,7 +445,7 @@ if op == 'top_up' then
                                            node_id)
         -- With other nodes live, one top-up takes at most half of what nobody holds, and at
         -- most the node's share of it or an even split, whichever is more (at least one): the
-        -- next node to run dry finds some too, and near the limit the nodes run dry together.
+        -- next node to run dry finds some too.
         local most = free_unheld
         if #ids > 1 then
             local share = math.max(share_of(nodes, ids, me), 1.0 / #ids)
