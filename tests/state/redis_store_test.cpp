@@ -176,27 +176,43 @@ TEST(RedisStore, TopUpGrantsOnlyCapacityNobodyHolds) {
     EXPECT_EQ(c.rooms[0].counts.held, 6);
 }
 
-// The lease rules of room_ledger.cpp, step by step on both stores: a lease not used for an
-// interval comes back and is not leased again while other nodes are live, and near the limit
-// a lease or a top-up takes at most the node's share of what nobody holds.
-TEST(RedisStore, TakesBackUnusedLeasesAndGrantsSharesOfTheUnheldAsTheLocalStoreDoes) {
+// One Redis and one embedded store given the same calls: each answer of the script must be the
+// local ledger's.
+struct both_stores {
     redis_server srv;
     boost::asio::io_context ioc;
-    redis_store rs(ioc.get_executor(), options(srv));
+    redis_store rs{ioc.get_executor(), options(srv)};
     local_store ls;
-    auto both_sync = [&](const std::string& id, std::int64_t now, const room_report& r) {
+
+    room_grant sync(const std::string& id, std::int64_t now, const room_report& r) {
         auto local = call_sync(ioc, ls, node(id, "dc", now, {r}));
         auto remote = call_sync(ioc, rs, node(id, "dc", now, {r}));
         EXPECT_FALSE(remote.ec);
         EXPECT_EQ(describe(remote.rooms.at(0)), describe(local.rooms.at(0))) << id << " " << now;
         return remote.rooms.at(0);
-    };
-    auto both_top_up = [&](const std::string& id, std::int64_t now, const room::room_limits& l) {
-        auto local = call_top_up(ioc, ls, top_up(id, "dc", l, 100, now));
-        auto remote = call_top_up(ioc, rs, top_up(id, "dc", l, 100, now));
+    }
+    std::int64_t top_up(const std::string& id, std::int64_t now, const room::room_limits& l,
+                        std::int64_t want = 100, std::int64_t need = 0) {
+        auto req = state::top_up(id, "dc", l, want, now);
+        req.need = need;
+        auto local = call_top_up(ioc, ls, req);
+        auto remote = call_top_up(ioc, rs, req);
         EXPECT_FALSE(remote.ec);
         EXPECT_EQ(remote.granted, local.granted) << id << " " << now;
         return remote.granted;
+    }
+};
+
+// The lease rules of room_ledger.cpp, step by step on both stores: a lease not used for an
+// interval comes back and is not leased again while other nodes are live, and near the limit
+// a lease or a top-up takes at most the node's share of what nobody holds.
+TEST(RedisStore, TakesBackUnusedLeasesAndGrantsSharesOfTheUnheldAsTheLocalStoreDoes) {
+    both_stores both;
+    auto both_sync = [&](const std::string& id, std::int64_t now, const room_report& r) {
+        return both.sync(id, now, r);
+    };
+    auto both_top_up = [&](const std::string& id, std::int64_t now, const room::room_limits& l) {
+        return both.top_up(id, now, l);
     };
     auto l = limits(1000, 100);  // far from the limit: 100 free against demand 20
     // Shares 70 / 20 / 5 / 5 of the demand.
@@ -206,7 +222,7 @@ TEST(RedisStore, TakesBackUnusedLeasesAndGrantsSharesOfTheUnheldAsTheLocalStoreD
     both_sync("d", t0 + 3, report(l, "shop", 1));
     ASSERT_GT(lease_b, 0);
     // The 20 % node's top-up gets an even split (a quarter), not half, of what nobody holds.
-    const std::int64_t free = 100 - ls.counts("shop", l, t0 + 10).held;
+    const std::int64_t free = 100 - both.ls.counts("shop", l, t0 + 10).held;
     EXPECT_EQ(both_top_up("b", t0 + 10, l), free / 4);
     // Node b's visitors ask for nothing through an interval: it hands its pool back in its
     // report and leases nothing more, though its decayed demand is not zero.
@@ -217,40 +233,27 @@ TEST(RedisStore, TakesBackUnusedLeasesAndGrantsSharesOfTheUnheldAsTheLocalStoreD
     EXPECT_EQ(g.release, 0);
     // The 70 % node drains the unheld slots by top-ups, at most its share each, then a lease
     // of the small node gets at most its share of the few left.
-    while (100 - ls.counts("shop", l, t0 + 1100).held >= 6) {
+    while (100 - both.ls.counts("shop", l, t0 + 1100).held >= 6) {
         ASSERT_GT(both_top_up("a", t0 + 1100, l), 0);
     }
-    const std::int64_t left = 100 - ls.counts("shop", l, t0 + 1100).held;
+    const std::int64_t left = 100 - both.ls.counts("shop", l, t0 + 1100).held;
     auto gc = both_sync("c", t0 + 1102, report(l, "shop", 12));
     EXPECT_LT(gc.granted, left);
     // At least one per top-up while any is unheld, then none.
-    for (std::int64_t n = 100 - ls.counts("shop", l, t0 + 1200).held; n > 0; --n) {
+    for (std::int64_t n = 100 - both.ls.counts("shop", l, t0 + 1200).held; n > 0; --n) {
         EXPECT_EQ(both_top_up("d", t0 + 1200, l), 1);
     }
     EXPECT_EQ(both_top_up("d", t0 + 1200, l), 0);
 }
 
 TEST(RedisStore, NearTheLimitLeasesNothingAndTopsUpWhatIsNeededAsTheLocalStoreDoes) {
-    redis_server srv;
-    boost::asio::io_context ioc;
-    redis_store rs(ioc.get_executor(), options(srv));
-    local_store ls;
+    both_stores both;
     auto both_sync = [&](const std::string& id, std::int64_t now, const room_report& r) {
-        auto local = call_sync(ioc, ls, node(id, "dc", now, {r}));
-        auto remote = call_sync(ioc, rs, node(id, "dc", now, {r}));
-        EXPECT_FALSE(remote.ec);
-        EXPECT_EQ(describe(remote.rooms.at(0)), describe(local.rooms.at(0))) << id << " " << now;
-        return remote.rooms.at(0);
+        return both.sync(id, now, r);
     };
     auto both_top_up = [&](const std::string& id, std::int64_t now, const room::room_limits& l,
                            std::int64_t want, std::int64_t need) {
-        auto req = top_up(id, "dc", l, want, now);
-        req.need = need;
-        auto local = call_top_up(ioc, ls, req);
-        auto remote = call_top_up(ioc, rs, req);
-        EXPECT_FALSE(remote.ec);
-        EXPECT_EQ(remote.granted, local.granted) << id << " " << now;
-        return remote.granted;
+        return both.top_up(id, now, l, want, need);
     };
     auto l = limits(20, 60);
     // Far from the limit: leases, and a top-up gets what it asks for.
