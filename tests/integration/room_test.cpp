@@ -343,7 +343,10 @@ TEST_F(Room, QueuesATamperedCookieAsANewVisitorAtTheBack) {
     for (int step = 0; step < window_steps; ++step) {
         std::this_thread::sleep_for(200ms);  // time passing on purpose (see window_steps)
         ASSERT_TRUE(from_origin(a.get("/hello")));
-        ASSERT_TRUE(is_queue_page(b.get("/hello"), 200));
+        auto rb = b.get("/hello");
+        ASSERT_TRUE(is_queue_page(rb, 200))
+            << "step " << step << ": " << rb.status << " " << rb.error << "\n"
+            << rb.body.substr(0, 300);
     }
     const std::size_t before = origin_.requests();
 

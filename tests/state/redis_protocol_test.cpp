@@ -215,9 +215,22 @@ TEST(RedisProtocol, RefusesCountsNoStoreCouldHave) {
         auto past = fine;
         past[i] = integer(past[i].integer < 0 ? -most - 1 : most + 1);
         EXPECT_TRUE(parse_grant(grant(past, array({})), "shop", 42, g)) << "count " << i;
+        past[i] = integer(most + 1);
+        EXPECT_TRUE(parse_grant(grant(past, array({})), "shop", 42, g)) << "count " << i;
         past[i] = integer(std::numeric_limits<std::int64_t>::min());
         EXPECT_TRUE(parse_grant(grant(past, array({})), "shop", 42, g)) << "count " << i;
     }
+    // A window no store could have: its start past 2^62 ms, either way.
+    auto far = grant(fine, array({}));
+    far.elements[12] = array({integer(std::int64_t{1} << 62), integer(1)});
+    EXPECT_FALSE(parse_grant(far, "shop", 42, g));
+    far.elements[12] = array({integer((std::int64_t{1} << 62) + 1), integer(1)});
+    EXPECT_TRUE(parse_grant(far, "shop", 42, g)) << "a place's window";
+    far.elements[12] = array({});
+    far.elements[11] = array({integer(std::numeric_limits<std::int64_t>::min()), integer(1)});
+    EXPECT_TRUE(parse_grant(far, "shop", 42, g)) << "a sub-window";
+    far.elements[11] = array({integer(1000), integer(most + 1)});
+    EXPECT_TRUE(parse_grant(far, "shop", 42, g)) << "a sub-window's count";
     std::int64_t n = 0;
     EXPECT_FALSE(parse_top_up(integer(most), n));
     EXPECT_TRUE(parse_top_up(integer(most + 1), n));

@@ -271,10 +271,13 @@ TEST(RedisStore, NearTheLimitLeasesNothingAndTopsUpWhatIsNeededAsTheLocalStoreDo
     // What its visitors need; not told (need 0, an older node), what it asks within the rules.
     EXPECT_EQ(both_top_up("a", t0 + 1020, l, 4, 1), 1);
     EXPECT_EQ(both_top_up("a", t0 + 1030, l, 4, 0), 3);
-    // The edge, in rooms of their own: demand 1 each is near 8 free places, not near 9.
-    for (const auto [room, places, lease] : {std::tuple{"edge8", 8, 0}, std::tuple{"edge9", 9, 2}}) {
+    // The edge, in rooms of their own: demand 1 each is near 8 free places, not near 9; demand
+    // 3 and 1, near 12 and not near 13.
+    for (const auto& [room, places, demand_a, lease] :
+         {std::tuple{"edge8", 8, 1, 0}, std::tuple{"edge9", 9, 1, 2}, std::tuple{"edge12", 12, 3, 0},
+          std::tuple{"edge13", 13, 3, 1}}) {
         auto e = limits(places, 1000);
-        both_sync("a", t0, report(e, room, 1));
+        both_sync("a", t0, report(e, room, demand_a));
         EXPECT_EQ(both_sync("b", t0 + 10, report(e, room, 1)).granted, lease) << room;
     }
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include <random>
+#include <tuple>
 
 #include "waitroom/state/room_ledger.hpp"
 
@@ -685,11 +686,13 @@ TEST(Ledger, NearTheLimitNobodyLeasesAndATopUpTakesWhatItsVisitorsNeed) {
     EXPECT_EQ(ledger.top_up("a", "dc", l, 4, t0 + 1030, "", 0, 0), 3);
     EXPECT_EQ(ledger.capacity(l, t0 + 1030) - ledger.held_total(), 2);
     // The edge: two nodes of decayed demand 1 each are near a room of 2 * 2 + 2 * 2 = 8 free
-    // places, and not near 9.
-    for (const auto [places, lease] : {std::pair{8, 0}, std::pair{9, 2}}) {
+    // places, and not near 9; of demand 3 and 1, near 2 * 4 + 2 * 2 = 12 and not near 13 (node
+    // b's lease there is half its quarter share, 1).
+    for (const auto& [places, demand_a, lease] :
+         {std::tuple{8, 1, 0}, std::tuple{9, 1, 2}, std::tuple{12, 3, 0}, std::tuple{13, 3, 1}}) {
         room_ledger edge;
         auto e = limits(places, 1000);
-        edge.sync("a", "dc", busy_report(e, 1), t0, 3000);
+        edge.sync("a", "dc", busy_report(e, demand_a), t0, 3000);
         EXPECT_EQ(edge.sync("b", "dc", busy_report(e, 1), t0 + 10, 3000).granted, lease) << places;
     }
     // A node alone is never near its limit: nobody else could need its lease.

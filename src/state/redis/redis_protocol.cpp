@@ -68,6 +68,14 @@ bool as_count(const value& v, std::int64_t& out, std::int64_t lowest = 0) {
     return as_int(v, out) && out >= lowest && out <= max_count;
 }
 
+// A window start (ms since the epoch) past ±2^62, 146 million years, is no store's either: the
+// degraded allowance adds the minute to it and the estimates subtract now from it.
+constexpr std::int64_t max_time = std::int64_t{1} << 62;
+
+bool as_time(const value& v, std::int64_t& out) {
+    return as_int(v, out) && out >= -max_time && out <= max_time;
+}
+
 const char* write_arg(switch_write w) {
     switch (w) {
         case switch_write::unset:
@@ -93,7 +101,7 @@ bool as_windows(const value& v, std::size_t most,
     for (std::size_t i = 0; i < v.elements.size(); i += 2) {
         std::int64_t w = 0;
         std::int64_t n = 0;
-        if (!as_int(v.elements[i], w) || !as_count(v.elements[i + 1], n)) {
+        if (!as_time(v.elements[i], w) || !as_count(v.elements[i + 1], n)) {
             return false;
         }
         out.emplace_back(w, n);
@@ -422,7 +430,8 @@ std::error_code parse_grant(const value& v, const std::string& room, std::int64_
     }
     // The script lists about max_active_windows at most (by runs beyond), twice that with
     // nodes' clocks far ahead: a longer list is no script's. It only informs the wait
-    // estimate: left out unread, not a failed grant.
+    // estimate: left out unread, not a failed grant. (A list of the right length with a count
+    // or window no store could have fails the answer, as every other list does.)
     if (e.size() >= 13 && e[12].elements.size() / 2 <= room::max_active_windows_read &&
         !as_windows(e[12], std::numeric_limits<std::size_t>::max(), out.counts.active_windows)) {
         return bad;
