@@ -29,9 +29,12 @@ constexpr double time_scale = 5;
 constexpr int window_steps = 12;
 
 // A daemon config with one room. `room` is the room's flow-mapping body (after `name: Shop,`).
-// Under a time scale the daemon runs one worker and syncs every second. (The sync task's lease
-// times are scaled with the clock; NeverAdmitsOverTheLimitAcrossWorkersUnderTimeScale guards
-// that with two workers.)
+// Under a time scale the daemon runs one worker and syncs every 200 ms: a second of product
+// time, as in production. (Every second of wall time was five of product time, as long as a
+// session here: a sync could then miss a visitor's check-ins for longer than its place lives
+// in the store, and lease that place to the next visitor.) The sync task's lease times are
+// scaled with the clock; NeverAdmitsOverTheLimitAcrossWorkersUnderTimeScale guards that with
+// two workers.
 std::string room_config(const std::string& origin_url, const std::string& room,
                         double scale = 1.0) {
     std::ostringstream c;
@@ -41,7 +44,7 @@ std::string room_config(const std::string& origin_url, const std::string& room,
       << "limits: {header_timeout: 1s, max_header_bytes: 8192, drain_timeout: 10s}\n"
       << "logging: {level: info}\n";
     if (scale != 1.0) {
-        c << "threads: 1\nstate: {backend: local, sync_interval: 1s}\n"
+        c << "threads: 1\nstate: {backend: local, sync_interval: 200ms}\n"
           << "testing: {time_scale: " << scale << "}\n";
     } else {
         c << "threads: 2\nstate: {backend: local, sync_interval: 50ms}\n";
