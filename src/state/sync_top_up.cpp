@@ -96,7 +96,7 @@ void sync_task::top_up(const std::string& room_id, std::int64_t now_ms,
         req.want = std::max({opt_.top_up_min, it == last_demand_.end() ? 0 : it->second,
                              twice_asked(asked)});
         asked = req.want;
-        req.need = static_cast<std::int64_t>(waiters.size());
+        req.need = 1;  // this caller alone: the others join while the call is out (above)
         req.id = next_top_up_++;
         ++top_ups_;
         ++top_ups_by_room_[room_id];
