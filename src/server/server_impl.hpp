@@ -57,13 +57,12 @@ struct server::impl {
     std::vector<std::thread> threads_;
 
     // The waiting room: one node state, one store and one sync task per process; the filter
-    // that applies decisions on every worker; a timer per worker that hands its counters over.
+    // that applies decisions on every worker.
     room::node_state node_;
     std::unique_ptr<state::store> store_;
     std::unique_ptr<state::sync_task> sync_;
     std::unique_ptr<sync_timer> sync_timer_;
     std::shared_ptr<gateway::room_filter> filter_;
-    std::vector<std::unique_ptr<flush_timer>> flush_timers_;
 
     // Operating it: metrics (one slot per worker, one for the control thread), the run-time
     // room switches (the node's, so they survive reloads) and the admin listener on control_.
@@ -77,7 +76,6 @@ struct server::impl {
     ~impl() {
         admin_.reset();
         stop_threads();
-        flush_timers_.clear();
         sync_timer_.reset();
         // The shared context outlives this object in no one else, but make the order explicit:
         // the filter holds the workers' executors, so it goes before their io_contexts.

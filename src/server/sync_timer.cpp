@@ -2,15 +2,58 @@
 
 #include <boost/asio/post.hpp>
 
+#include <algorithm>
+
 namespace waitroom::server {
 
 namespace asio = boost::asio;
 
 struct sync_timer::impl : std::enable_shared_from_this<sync_timer::impl> {
-    impl(asio::any_io_executor ex, state::sync_task& t, const util::clock& c, std::chrono::milliseconds i)
-        : timer(ex), task(t), clock(c), interval(i) {}
+    impl(asio::any_io_executor ex, state::sync_task& t, const util::clock& c,
+         std::chrono::milliseconds i, std::vector<worker_counters> w)
+        : timer(ex),
+          deadline(ex),
+          task(t),
+          clock(c),
+          interval(i),
+          flush_wait(std::clamp<std::chrono::milliseconds>(i / 4, std::chrono::milliseconds{1},
+                                                           std::chrono::milliseconds{250})),
+          workers(std::move(w)) {}
 
+    // Every worker flushes on its own thread; the last to answer (or the deadline) syncs. Counts
+    // and rounds are touched only on this executor's thread.
     void tick() {
+        if (stopped) {
+            return;
+        }
+        if (workers.empty()) {
+            sync();
+            return;
+        }
+        const std::uint64_t r = ++round;
+        waiting = workers.size();
+        auto home = timer.get_executor();
+        for (const auto& w : workers) {
+            asio::post(w.ex, [self = shared_from_this(), counters = w.counters, home, r] {
+                counters->flush();
+                asio::post(home, [self, r] {
+                    if (r == self->round && --self->waiting == 0) {
+                        self->sync();
+                    }
+                });
+            });
+        }
+        deadline.expires_after(flush_wait);
+        deadline.async_wait([self = shared_from_this(), r](const boost::system::error_code& ec) {
+            if (!ec && r == self->round) {
+                self->sync();  // a busy worker's deltas go with the next sync
+            }
+        });
+    }
+
+    void sync() {
+        ++round;  // late flushes of this round change nothing
+        deadline.cancel();
         if (stopped) {
             return;
         }
@@ -25,19 +68,23 @@ struct sync_timer::impl : std::enable_shared_from_this<sync_timer::impl> {
     }
 
     asio::steady_timer timer;
+    asio::steady_timer deadline;
     state::sync_task& task;
     const util::clock& clock;
     std::chrono::milliseconds interval;
+    std::chrono::milliseconds flush_wait;
+    std::vector<worker_counters> workers;
+    std::uint64_t round = 0;
+    std::size_t waiting = 0;
     bool stopped = false;
 };
 
 sync_timer::sync_timer(asio::any_io_executor ex, state::sync_task& task, const util::clock& clock,
-                       std::chrono::milliseconds interval)
-    : impl_(std::make_shared<impl>(std::move(ex), task, clock, interval)) {}
+                       std::chrono::milliseconds interval, std::vector<worker_counters> workers)
+    : impl_(std::make_shared<impl>(std::move(ex), task, clock, interval, std::move(workers))) {}
 
 sync_timer::~sync_timer() {
-    impl_->stopped = true;
-    impl_->timer.cancel();
+    stop();
 }
 
 void sync_timer::start() {
@@ -47,45 +94,7 @@ void sync_timer::start() {
 void sync_timer::stop() {
     impl_->stopped = true;
     impl_->timer.cancel();
-}
-
-struct flush_timer::impl : std::enable_shared_from_this<flush_timer::impl> {
-    impl(asio::any_io_executor ex, room::worker_state& w, std::chrono::milliseconds i)
-        : timer(ex), ws(w), interval(i) {}
-
-    void arm() {
-        timer.expires_after(interval);
-        timer.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-            if (ec || self->stopped) {
-                return;
-            }
-            self->ws.flush();
-            self->arm();
-        });
-    }
-
-    asio::steady_timer timer;
-    room::worker_state& ws;
-    std::chrono::milliseconds interval;
-    bool stopped = false;
-};
-
-flush_timer::flush_timer(asio::any_io_executor ex, room::worker_state& ws,
-                         std::chrono::milliseconds interval)
-    : impl_(std::make_shared<impl>(std::move(ex), ws, interval)) {}
-
-flush_timer::~flush_timer() {
-    impl_->stopped = true;
-    impl_->timer.cancel();
-}
-
-void flush_timer::start() {
-    impl_->arm();
-}
-
-void flush_timer::stop() {
-    impl_->stopped = true;
-    impl_->timer.cancel();
+    impl_->deadline.cancel();
 }
 
 }  // namespace waitroom::server

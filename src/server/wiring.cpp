@@ -93,14 +93,13 @@ bool server::impl::start_rooms(const config::snapshot& cfg) {
         }
     });
 
-    sync_timer_ = std::make_unique<sync_timer>(control_.get_executor(), *sync_, ctx_->clock(),
-                                               cfg->state.sync_interval);
-    sync_timer_->start();
+    std::vector<worker_counters> counters;
     for (unsigned i = 0; i < iocs_.size(); ++i) {
-        flush_timers_.push_back(std::make_unique<flush_timer>(
-            iocs_[i]->get_executor(), filter_->room_counters(i), cfg->state.sync_interval));
-        flush_timers_.back()->start();
+        counters.push_back({iocs_[i]->get_executor(), &filter_->room_counters(i)});
     }
+    sync_timer_ = std::make_unique<sync_timer>(control_.get_executor(), *sync_, ctx_->clock(),
+                                               cfg->state.sync_interval, std::move(counters));
+    sync_timer_->start();
     return true;
 }
 
