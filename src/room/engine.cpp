@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cmath>
 
 namespace waitroom::room {
 
@@ -41,6 +43,13 @@ std::atomic<std::uint64_t> next_generation{1};
 engine::engine(config::snapshot cfg, windowing win, std::shared_ptr<room_overrides> overrides)
     : cfg_(std::move(cfg)),
       win_(win),
+      late_renewal_ms_(std::llround(
+          (2.0 * static_cast<double>(
+                     std::chrono::duration_cast<std::chrono::milliseconds>(
+                         cfg_->state.sync_interval)
+                         .count()) +
+           1000.0) *
+          std::max(1.0, cfg_->testing.time_scale))),
       overrides_(std::move(overrides)),
       generation_(next_generation.fetch_add(1, std::memory_order_relaxed)),
       router_(cfg_->rooms) {
@@ -143,10 +152,19 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
                 s.disable_session_renewal ? c->accepted_at + s.session_ms - now_ms : s.session_ms,
                 1000);
             if (!s.disable_session_renewal && old_w != now_aw) {
+                const std::int64_t filed = filed_window(r, c->last_check_in);
                 deltas.active.add(now_aw, 1);
-                deltas.active.add(filed_window(r, c->last_check_in), -1);
+                deltas.active.add(filed, -1);
                 d.cookie.last_check_in = now_ms;
                 d.cookie_changed = true;
+                if (!active_window_live(filed, lim, now_ms + late_renewal_ms_) &&
+                    ws.late_handed_.first_in(c->ticket, now_aw)) {
+                    // The store lets this visitor's window go before the next sync may report
+                    // the renewal: until then it would count the place free (and a lease or a
+                    // top-up give it away). Handed over now, the next sync takes it, and a
+                    // top-up before that holds the place (node_state::unreported_renewals).
+                    ws.flush();
+                }
             }
             return d;
         }

@@ -299,6 +299,22 @@ bool node_state::try_submit(delta_set& deltas) {
     return true;
 }
 
+std::int64_t node_state::unreported_renewals(const std::string& room_id, const room_limits& l,
+                                             std::int64_t now_ms) {
+    std::lock_guard lock(inbox_mu_);
+    auto it = inbox_.find(room_id);
+    if (it == inbox_.end()) {
+        return 0;
+    }
+    std::int64_t n = 0;
+    for (const auto& [w, d] : it->second.active.entries()) {
+        if (d < 0 && !active_window_live(w, l, now_ms)) {
+            n -= d;
+        }
+    }
+    return n;
+}
+
 delta_set node_state::take_deltas() {
     std::lock_guard lock(inbox_mu_);
     delta_set out;

@@ -20,28 +20,37 @@ struct sync_timer::impl : std::enable_shared_from_this<sync_timer::impl> {
                                                            std::chrono::milliseconds{250})),
           workers(std::move(w)) {}
 
-    // Every worker flushes on its own thread; the last to answer (or the deadline) syncs. Counts
-    // and rounds are touched only on this executor's thread.
+    // Every worker flushes on its own thread; the last to answer (or the deadline) syncs. A
+    // worker whose last flush has not answered yet is not asked again (one flush waits in its
+    // queue at most). Counts, flags and rounds are touched only on this executor's thread.
     void tick() {
         if (stopped) {
             return;
         }
-        if (workers.empty()) {
-            sync();
-            return;
-        }
+        started = std::chrono::steady_clock::now();
         const std::uint64_t r = ++round;
-        waiting = workers.size();
+        waiting = 0;
         auto home = timer.get_executor();
-        for (const auto& w : workers) {
-            asio::post(w.ex, [self = shared_from_this(), counters = w.counters, home, r] {
-                counters->flush();
-                asio::post(home, [self, r] {
-                    if (r == self->round && --self->waiting == 0) {
-                        self->sync();
-                    }
-                });
-            });
+        for (std::size_t i = 0; i < workers.size(); ++i) {
+            if (asked[i]) {
+                continue;
+            }
+            asked[i] = true;
+            ++waiting;
+            asio::post(workers[i].ex,
+                       [self = shared_from_this(), counters = workers[i].counters, home, r, i] {
+                           counters->flush();
+                           asio::post(home, [self, r, i] {
+                               self->asked[i] = false;
+                               if (r == self->round && --self->waiting == 0) {
+                                   self->sync();
+                               }
+                           });
+                       });
+        }
+        if (waiting == 0 && std::ranges::none_of(asked, [](bool a) { return a; })) {
+            sync();  // no workers
+            return;
         }
         deadline.expires_after(flush_wait);
         deadline.async_wait([self = shared_from_this(), r](const boost::system::error_code& ec) {
@@ -58,7 +67,8 @@ struct sync_timer::impl : std::enable_shared_from_this<sync_timer::impl> {
             return;
         }
         task.run_once(util::unix_ms(clock.now()));
-        timer.expires_after(interval);
+        // The period counts from the round's start: waiting for the workers does not stretch it.
+        timer.expires_at(started + interval);
         timer.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
             if (ec) {
                 return;  // cancelled by stop()
@@ -74,6 +84,8 @@ struct sync_timer::impl : std::enable_shared_from_this<sync_timer::impl> {
     std::chrono::milliseconds interval;
     std::chrono::milliseconds flush_wait;
     std::vector<worker_counters> workers;
+    std::vector<bool> asked = std::vector<bool>(workers.size(), false);  // a flush not answered
+    std::chrono::steady_clock::time_point started;
     std::uint64_t round = 0;
     std::size_t waiting = 0;
     bool stopped = false;

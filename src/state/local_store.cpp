@@ -29,7 +29,8 @@ void local_store::top_up(top_up_request req, top_up_handler done) {
     {
         std::lock_guard lock(mu_);
         res.granted = rooms_[req.room].top_up(req.node_id, req.datacenter, req.limits, req.want,
-                                              req.now_ms, req.epoch, req.id, req.need);
+                                              req.now_ms, req.epoch, req.id, req.need,
+                                              req.unreported);
     }
     done(res);
 }

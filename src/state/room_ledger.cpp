@@ -311,8 +311,10 @@ std::pair<std::int64_t, std::int64_t> room_ledger::ghost_reserve(const room_limi
 }
 
 std::int64_t room_ledger::free_unheld(const room_limits& l, std::int64_t now_ms,
-                                      const std::string& asking) const {
-    const std::int64_t active = floored_sum(active_, room::active_window_live, l, now_ms);
+                                      const std::string& asking,
+                                      std::int64_t unseen_active) const {
+    const std::int64_t active =
+        floored_sum(active_, room::active_window_live, l, now_ms) + unseen_active;
     const std::int64_t admitted = floored_sum(admitted_, room::rate_window_live, l, now_ms);
     const auto [rate_reserve, active_reserve] = ghost_reserve(l, now_ms, asking);
     const std::int64_t cap =
@@ -493,7 +495,7 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
 std::int64_t room_ledger::top_up(const std::string& node_id, const std::string& datacenter,
                                  const room_limits& limits, std::int64_t want, std::int64_t now_ms,
                                  const std::string& epoch, std::uint64_t id,
-                                 std::int64_t need) {
+                                 std::int64_t need, std::int64_t unreported) {
     expire_nodes(now_ms, node_ttl_ms_);
     node_entry& me = touch(node_id, datacenter, now_ms);
     // Remembered until the node's next sync, which may say that it never got this answer.
@@ -503,7 +505,10 @@ std::int64_t room_ledger::top_up(const std::string& node_id, const std::string& 
         now_ms < refill_until_) {
         return 0;
     }
-    const std::int64_t free_unheld = this->free_unheld(limits, now_ms, node_id);
+    // The node's visitors who renewed out of windows the counts let go hold active places (not
+    // the rate: a renewal is no new visitor).
+    const std::int64_t free_unheld =
+        this->free_unheld(limits, now_ms, node_id, std::max<std::int64_t>(0, unreported));
     // With other nodes live, one top-up takes at most half of what nobody holds, and at most
     // the node's share of it or an even split, whichever is more (at least one): the next node
     // to run dry finds some too, instead of one node taking an interval's worth of what is

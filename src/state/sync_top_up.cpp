@@ -111,6 +111,11 @@ void sync_task::top_up(const std::string& room_id, std::int64_t now_ms,
 void sync_task::ask_store(top_up_request req) {
     const std::string room_id = req.room;
     const std::int64_t now_ms = req.now_ms;
+    // Renewals handed over since the last sync out of windows the store has let go: the places
+    // of visitors still here, which the store would otherwise grant to someone else. (A worker
+    // hands a renewal over at once when its window ends within two intervals: engine::decide.)
+    // Judged a second ahead: a node whose clock runs ahead lets windows go that much earlier.
+    req.unreported = node_.unreported_renewals(room_id, req.limits, now_ms + 1000);
     top_up_request again = req;  // kept for a follow-up ask
     store_.top_up(std::move(req), [this, room_id, now_ms,
                                    again = std::move(again)](top_up_result res) mutable {

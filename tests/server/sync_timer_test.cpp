@@ -43,12 +43,46 @@ room::decision decide(room::engine& e, room::worker_state& ws, state::sync_task&
     return d;
 }
 
-// A room of one place, sessions of 5 s (active windows of 1 s: a visitor last seen at t0 + 100
-// holds the place in the store until t0 + 6000). Visitor a comes back at t0 + 5800, after its
-// worker's last flush; the next sync runs at t0 + 6500. Unless that sync takes the worker's
-// deltas first, the store has dropped a's place and leases it to b: two in a room of one.
-TEST(SyncTimer, EachSyncTakesEveryWorkersCheckInsFirst) {
-    auto eng = make_engine(1, 100, std::chrono::seconds{5});
+std::int64_t active_in_snapshot(const room::node_state& node) {
+    const room::room_state* rs = node.snapshot()->find("shop");
+    return rs == nullptr ? -1 : rs->counts().active;
+}
+
+// Each worker admits a visitor between two syncs; its counters stay in the worker. The next sync
+// has both flush first, and waits for the last to answer: the store counts both visitors.
+TEST(SyncTimer, EachSyncTakesEveryWorkersDeltasFirst) {
+    auto eng = make_engine(10, 100);
+    room::node_state node;
+    state::local_store st;
+    state::sync_task sync(node, st, {});
+    sync.set_engine(eng);
+    room::worker_state ws1(node), ws2(node);
+    room::rng rng(7);
+    sync.run_once(t0);
+    ASSERT_EQ(decide(*eng, ws1, sync, nullptr, t0 + 100, rng).what, room::action::admit);
+    ASSERT_EQ(decide(*eng, ws2, sync, nullptr, t0 + 200, rng).what, room::action::admit);
+
+    util::manual_clock clock{util::sys_time{std::chrono::milliseconds{t0 + 1000}}};
+    boost::asio::io_context control, worker1, worker2;
+    sync_timer timer(control.get_executor(), sync, clock, std::chrono::milliseconds{1000},
+                     {{worker1.get_executor(), &ws1}, {worker2.get_executor(), &ws2}});
+    const auto syncs = sync.syncs();
+    timer.start();
+    ASSERT_EQ(control.poll_one(), 1u);  // the round: a flush posted to each worker
+    ASSERT_EQ(worker1.poll_one(), 1u);
+    ASSERT_EQ(control.poll_one(), 1u);  // worker 1's answer
+    EXPECT_EQ(sync.syncs(), syncs) << "worker 2 has not answered yet";
+    ASSERT_EQ(worker2.poll_one(), 1u);
+    ASSERT_EQ(control.poll_one(), 1u);  // the last answer: the sync
+    ASSERT_EQ(sync.syncs(), syncs + 1);
+    EXPECT_EQ(active_in_snapshot(node), 2);
+    timer.stop();
+}
+
+// A worker that does not answer in time does not hold the sync back; its deltas go with the
+// next sync, which asks it again once it has answered.
+TEST(SyncTimer, ABusyWorkersDeltasGoWithTheNextSync) {
+    auto eng = make_engine(10, 100);
     room::node_state node;
     state::local_store st;
     state::sync_task sync(node, st, {});
@@ -56,56 +90,28 @@ TEST(SyncTimer, EachSyncTakesEveryWorkersCheckInsFirst) {
     room::worker_state ws(node);
     room::rng rng(7);
     sync.run_once(t0);
-    const auto a = decide(*eng, ws, sync, nullptr, t0 + 100, rng);
-    ASSERT_EQ(a.what, room::action::admit);
-    ws.flush();
-    sync.run_once(t0 + 1000);
-    ASSERT_EQ(decide(*eng, ws, sync, nullptr, t0 + 1100, rng).what, room::action::queue)
-        << "the room of one is full";
-    sync.run_once(t0 + 5500);
-    ASSERT_EQ(decide(*eng, ws, sync, &a.cookie, t0 + 5800, rng).what, room::action::admit)
-        << "a's session is alive: it comes back and is counted in a later window";
+    ASSERT_EQ(decide(*eng, ws, sync, nullptr, t0 + 100, rng).what, room::action::admit);
 
-    util::manual_clock clock{util::sys_time{std::chrono::milliseconds{t0 + 6500}}};
+    util::manual_clock clock{util::sys_time{std::chrono::milliseconds{t0 + 1000}}};
     boost::asio::io_context control, worker;
-    sync_timer timer(control.get_executor(), sync, clock, std::chrono::milliseconds{1000},
+    sync_timer timer(control.get_executor(), sync, clock, std::chrono::milliseconds{400},
                      {{worker.get_executor(), &ws}});
     const auto syncs = sync.syncs();
     timer.start();
-    // The two threads, one step at a time: the flush is posted to the worker, its answer to
-    // control, and the sync runs there.
-    for (int i = 0; i < 100 && sync.syncs() == syncs; ++i) {
-        control.poll_one();
-        worker.poll_one();
-    }
-    ASSERT_EQ(sync.syncs(), syncs + 1);
+    control.run_one();  // the round starts; the flush waits in the busy worker
+    EXPECT_EQ(sync.syncs(), syncs);
+    control.run_one();  // the deadline (100 ms) passes: the sync runs without the worker
+    EXPECT_EQ(sync.syncs(), syncs + 1);
+    EXPECT_EQ(active_in_snapshot(node), 0) << "the admission is still in the worker";
+    worker.run_one();   // the late flush
+    control.run_one();  // its answer ends nothing: that round is over
+    EXPECT_EQ(sync.syncs(), syncs + 1);
+    control.run_one();  // the next round, 400 ms after the last began
+    worker.run_one();
+    control.run_one();
+    EXPECT_EQ(sync.syncs(), syncs + 2);
+    EXPECT_EQ(active_in_snapshot(node), 1) << "the late deltas went with this sync";
     timer.stop();
-    EXPECT_EQ(decide(*eng, ws, sync, nullptr, t0 + 6600, rng).what, room::action::queue)
-        << "a still holds the one place: b waits";
-}
-
-// A worker that does not answer in time does not hold the sync back: its deltas go next time.
-TEST(SyncTimer, ABusyWorkerDoesNotHoldTheSyncBack) {
-    auto eng = make_engine(10, 100);
-    room::node_state node;
-    state::local_store st;
-    state::sync_task sync(node, st, {});
-    sync.set_engine(eng);
-    room::worker_state ws(node);
-    util::manual_clock clock;
-    boost::asio::io_context control, worker;  // the worker's context never runs
-    sync_timer timer(control.get_executor(), sync, clock, std::chrono::milliseconds{40},
-                     {{worker.get_executor(), &ws}});
-    timer.start();
-    control.run_one();  // the round starts; the flush waits in the worker
-    EXPECT_EQ(sync.syncs(), 0u);
-    control.run_one();  // the deadline (10 ms) passes
-    EXPECT_EQ(sync.syncs(), 1u);
-    timer.stop();
-    worker.run();  // the late flush answers a round that is over: no second sync
-    control.restart();
-    control.run();
-    EXPECT_EQ(sync.syncs(), 1u);
 }
 
 }  // namespace

@@ -121,12 +121,16 @@ TEST(RedisProtocol, TopUpCommandNamesTheEpochTheNodeKnowsAndItsId) {
     req.epoch = "500/edge-2";
     req.id = 18'446'744'073'709'551'615ull;
     req.need = 3;
+    req.unreported = 2;
     auto c = top_up_command("wr", req);
-    ASSERT_GE(c.size(), 4u);
-    EXPECT_EQ(c[c.size() - 4], "4");
-    EXPECT_EQ(c[c.size() - 3], "500/edge-2");
-    EXPECT_EQ(c[c.size() - 2], "18446744073709551615");
-    EXPECT_EQ(c.back(), "3");  // ARGV[17]: the visitors waiting for it
+    ASSERT_GE(c.size(), 5u);
+    EXPECT_EQ(c[c.size() - 5], "4");
+    EXPECT_EQ(c[c.size() - 4], "500/edge-2");
+    EXPECT_EQ(c[c.size() - 3], "18446744073709551615");
+    EXPECT_EQ(c[c.size() - 2], "3");  // ARGV[17]: the visitors waiting for it
+    EXPECT_EQ(c.back(), "2");         // ARGV[18]: the places held that the counts miss
+    req.unreported = -5;
+    EXPECT_EQ(top_up_command("wr", req).back(), "0") << "never a negative count of places";
 }
 
 TEST(RedisProtocol, StaleAnswerAsksForTheLiveWindows) {

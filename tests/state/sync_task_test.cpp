@@ -944,10 +944,52 @@ struct two_nodes {
     room::worker_state wa{node_a}, wb{node_b};
 };
 
+// A room of one place, sessions of 5 s (active windows of 1 s: visitor a, last seen at t0 + 100,
+// holds the place in the store until t0 + 6000). a comes back at t0 + 5800 on one worker; b
+// arrives at t0 + 6100 on another, before the next sync. The store let a's window go at 6000;
+// a's renewal, handed over at once (its window ended within two intervals), tells the top-up
+// that b's place is a's: b waits. (Without either step the top-up gave b a's place: two in a
+// room of one.)
+TEST(SyncTask, ARenewalTheStoreHasNotHadYetHoldsItsPlaceAgainstATopUp) {
+    auto eng = make_engine(1, 100, std::chrono::seconds{5});
+    room::node_state node;
+    local_store st;
+    sync_task sync(node, st, {});
+    sync.set_engine(eng);
+    room::worker_state w1(node), w2(node);
+    room::rng rng(3);
+    sync.run_once(t0);
+    const auto a = eng->decide(eng->rooms()[0], w2, nullptr, t0 + 100, rng);
+    room::decision admitted_a = a;
+    if (a.what == room::action::wait_for_slots) {
+        sync.top_up("shop", t0 + 100, [](bool) {});
+        admitted_a = eng->decide(eng->rooms()[0], w2, nullptr, t0 + 100, rng,
+                                 room::attempt::after_top_up);
+    }
+    ASSERT_EQ(admitted_a.what, room::action::admit);
+    w2.flush();
+    sync.run_once(t0 + 1000);
+    sync.run_once(t0 + 5500);
+    const auto again = eng->decide(eng->rooms()[0], w2, &admitted_a.cookie, t0 + 5800, rng);
+    ASSERT_EQ(again.what, room::action::admit) << "a's session is alive";
+    EXPECT_EQ(node.unreported_renewals("shop", eng->rooms()[0].limits_at(t0 + 6100), t0 + 6100),
+              1)
+        << "a's renewal was handed over at once, and the store let its window go at 6000";
+    ASSERT_EQ(eng->decide(eng->rooms()[0], w2, &admitted_a.cookie, t0 + 5900, rng).what,
+              room::action::admit);
+    EXPECT_EQ(node.unreported_renewals("shop", eng->rooms()[0].limits_at(t0 + 6100), t0 + 6100),
+              1)
+        << "a copy of a's old cookie, replayed, is not handed over again";
+    EXPECT_EQ(decide(*eng, w1, sync, t0 + 6100, rng).what, room::action::queue)
+        << "a still holds the one place: b waits";
+    sync.run_once(t0 + 6500);
+    EXPECT_EQ(node.snapshot()->find("shop")->counts().active, 1) << "a, counted again";
+}
+
 TEST(SyncTask, NearTheLimitATopUpTakesOnlyWhatItsVisitorsNeed) {
     // A room of 10 with a demand of 5 an interval over two nodes is near its limit; one of 1000
     // is not.
-    for (const auto [active, got_first] : {std::pair{10, 1}, std::pair{1000, 5}}) {
+    for (const auto& [active, got_first] : {std::pair{10, 1}, std::pair{1000, 5}}) {
         two_nodes n(make_engine(active, 1000));
         add_demand(n.node_a, 5);
         n.a.run_once(t0 + 1500);

@@ -212,6 +212,7 @@ command top_up_command(std::string_view prefix, const top_up_request& req) {
     c.push_back(req.epoch);
     c.push_back(std::to_string(req.id));
     c.push_back(std::to_string(req.need));
+    c.push_back(std::to_string(std::max<std::int64_t>(0, req.unreported)));
     return c;
 }
 

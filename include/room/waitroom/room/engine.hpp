@@ -234,6 +234,10 @@ class worker_state {
         bool first_in(std::uint64_t ticket, std::int64_t window);
     };
     window_tickets counted_;
+    // The admitted tickets whose late renewal (engine::decide) this worker handed over at once,
+    // by their new window: copies of one cookie replayed in the last seconds of its session hand
+    // over once, not on every request. Smaller: late renewals are rare.
+    window_tickets late_handed_{std::vector<window_tickets::entry>(std::size_t{1} << 10)};
     std::shared_ptr<const state_snapshot> snap_;
     std::uint64_t snap_version_ = ~0ull;
     std::uint64_t engine_generation_ = 0;
@@ -310,6 +314,9 @@ class engine {
 
     config::snapshot cfg_;
     windowing win_;
+    // A renewal out of a window the store lets go within this long (product ms) is handed over
+    // at once: two sync intervals, one for a worker that missed a sync's flush, and a second.
+    std::int64_t late_renewal_ms_ = 0;
     std::shared_ptr<room_overrides> overrides_;
     std::uint64_t generation_;
     router router_;

@@ -230,6 +230,10 @@ class node_state {
     void submit(delta_set& deltas);
     bool try_submit(delta_set& deltas);  // never blocks; leaves `deltas` untouched on contention
     delta_set take_deltas();
+    // Check-ins handed over and not taken by a sync yet that moved visitors out of windows the
+    // store no longer counts at `now_ms` (their renewals: the store counts their places free).
+    std::int64_t unreported_renewals(const std::string& room_id, const room_limits& l,
+                                     std::int64_t now_ms);
 
   private:
     void move_into(delta_set& deltas);  // inbox_mu_ held

@@ -50,14 +50,16 @@ class room_ledger {
                     const room_report& report, std::int64_t now_ms, std::int64_t node_ttl_ms,
                     std::uint64_t batch = 0);
     // Grants up to `want` slots from the capacity not leased yet; near the limit (see sync),
-    // at most `need` (the visitors waiting for them; 0: not told, as `want`).
+    // at most `need` (the visitors waiting for them; 0: not told, as `want`). `unreported`
+    // places the counts miss (the asking node's renewals out of windows they no longer count,
+    // not reported yet) are not free.
     // Nothing for a node that names another epoch ("" names none): the counts miss its windows;
     // nothing either while live nodes may still have to re-report (see sync).
     // `id` (0: none) is remembered with the grant until a sync names it lost.
     std::int64_t top_up(const std::string& node_id, const std::string& datacenter,
                         const room::room_limits& limits, std::int64_t want, std::int64_t now_ms,
                         const std::string& epoch = {}, std::uint64_t id = 0,
-                        std::int64_t need = 0);
+                        std::int64_t need = 0, std::int64_t unreported = 0);
 
     // Current aggregated state (also what the admin API of a node sees after a sync).
     room::room_counts counts(const room::room_limits& limits, std::int64_t now_ms) const;
@@ -140,8 +142,9 @@ class room_ledger {
     // The ghost window holds now (see ghosts_until_).
     bool ghosts_open(std::int64_t now_ms, std::int64_t node_ttl_ms) const;
     // capacity() less the ghosts' reserve, less the slots leased.
+    // `unseen_active`: places held that the active windows miss (a top-up's `unreported`).
     std::int64_t free_unheld(const room::room_limits& l, std::int64_t now_ms,
-                             const std::string& asking) const;
+                             const std::string& asking, std::int64_t unseen_active = 0) const;
 
     std::map<std::int64_t, std::int64_t> admitted_;  // rate sub-window → admissions
     std::map<std::int64_t, std::int64_t> active_;    // window → admitted visitors

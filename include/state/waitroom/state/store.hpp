@@ -123,6 +123,10 @@ struct top_up_request {
     // no more than this (room_ledger::near_limit): the rest of `want` would sit in this node's
     // pool while another node queued.
     std::int64_t need = 0;
+    // This node's visitors who renewed their sessions out of windows the store no longer counts
+    // at now_ms, their check-ins not reported yet (room::node_state::unreported_renewals): the
+    // store would count their places free, so it counts them as active (not against the rate).
+    std::int64_t unreported = 0;
     std::int64_t now_ms = 0;
     // As room_report::epoch: a store with another epoch grants nothing until this node's next
     // sync has re-reported its windows (its counts are missing them).

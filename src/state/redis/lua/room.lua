@@ -53,6 +53,8 @@
 --           last: the id of a top-up whose answer the node never got ("0" = none)
 --   top_up: 14 want  15 epoch the node last had answered ("" = none)  16 id ("0" = none)
 --           17 need: the visitors waiting for it ("0" or absent = not told)
+--           18 unreported: the node's visitors who renewed out of windows no longer counted
+--              at now, not reported yet: places held that the counts miss ("0" or absent)
 -- Returns, sync:   {granted, release, active, admitted_last_minute, held,
 --                   {bucket, queued, ...}, {datacenter, nodes, ...}, {queue_all, suspended},
 --                   epoch, {revoked ticket, ...}, abandoned (the queued visitors the waiting
@@ -441,8 +443,11 @@ if op == 'top_up' then
     if L.needs_slots and want > 0 and epoch_ok and not refilling then
         local active = live_sum(KEYS[2], active_live, false)
         local admitted = live_sum(KEYS[1], rate_live, false)
-        local free_unheld = free_unheld_of(active, admitted, seen, ghosts, nodes, ids, node_ttl,
-                                           node_id)
+        -- The node's renewals out of windows no longer counted hold active places (not the
+        -- rate: a renewal is no new visitor).
+        local unreported = math.max(0, count(ARGV[18]) or 0)
+        local free_unheld = free_unheld_of(active + unreported, admitted, seen, ghosts, nodes,
+                                           ids, node_ttl, node_id)
         -- With other nodes live, one top-up takes at most half of what nobody holds, and at
         -- most the node's share of it or an even split, whichever is more (at least one): the
         -- next node to run dry finds some too.
