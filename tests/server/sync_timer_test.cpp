@@ -16,11 +16,8 @@ using test::make_engine;
 using test::t0;
 
 TEST(SyncTimer, DrivesTheSyncTaskOnTheExecutor) {
-    auto eng = make_engine(10, 100);
-    room::node_state node;
-    state::local_store st;
-    state::sync_task sync(node, st, {});
-    sync.set_engine(eng);
+    test::one_node n(make_engine(10, 100));
+    auto& [eng, node, st, sync] = n;
     util::manual_clock clock;
     boost::asio::io_context ioc;
     sync_timer timer(ioc.get_executor(), sync, clock, std::chrono::milliseconds{1000});
@@ -51,11 +48,8 @@ std::int64_t active_in_snapshot(const room::node_state& node) {
 // Each worker admits a visitor between two syncs; its counters stay in the worker. The next sync
 // has both flush first, and waits for the last to answer: the store counts both visitors.
 TEST(SyncTimer, EachSyncTakesEveryWorkersDeltasFirst) {
-    auto eng = make_engine(10, 100);
-    room::node_state node;
-    state::local_store st;
-    state::sync_task sync(node, st, {});
-    sync.set_engine(eng);
+    test::one_node n(make_engine(10, 100));
+    auto& [eng, node, st, sync] = n;
     room::worker_state ws1(node), ws2(node);
     room::rng rng(7);
     sync.run_once(t0);
@@ -82,11 +76,8 @@ TEST(SyncTimer, EachSyncTakesEveryWorkersDeltasFirst) {
 // A worker that does not answer in time does not hold the sync back; its deltas go with the
 // next sync, which asks it again once it has answered.
 TEST(SyncTimer, ABusyWorkersDeltasGoWithTheNextSync) {
-    auto eng = make_engine(10, 100);
-    room::node_state node;
-    state::local_store st;
-    state::sync_task sync(node, st, {});
-    sync.set_engine(eng);
+    test::one_node n(make_engine(10, 100));
+    auto& [eng, node, st, sync] = n;
     room::worker_state ws(node);
     room::rng rng(7);
     sync.run_once(t0);

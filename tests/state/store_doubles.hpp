@@ -17,6 +17,7 @@
 #include "waitroom/room/engine.hpp"
 #include "waitroom/state/error.hpp"
 #include "waitroom/state/local_store.hpp"
+#include "waitroom/state/sync_task.hpp"
 
 namespace waitroom::test {
 
@@ -211,6 +212,17 @@ class room_failing_store final : public store {
     std::set<std::string> lose;  // cleared after each sync
     int sync_calls = 0;
     int failed_rooms = 0;  // room answers that were failures
+};
+
+// One node on its own embedded store: the engine, the node's state and its sync task.
+struct one_node {
+    explicit one_node(std::shared_ptr<room::engine> e) : eng(std::move(e)) {
+        sync.set_engine(eng);
+    }
+    std::shared_ptr<room::engine> eng;
+    room::node_state node;
+    state::local_store st;
+    state::sync_task sync{node, st, {}};
 };
 
 }  // namespace waitroom::test

@@ -951,11 +951,8 @@ struct two_nodes {
 // that b's place is a's: b waits. (Without either step the top-up gave b a's place: two in a
 // room of one.)
 TEST(SyncTask, ARenewalTheStoreHasNotHadYetHoldsItsPlaceAgainstATopUp) {
-    auto eng = make_engine(1, 100, std::chrono::seconds{5});
-    room::node_state node;
-    local_store st;
-    sync_task sync(node, st, {});
-    sync.set_engine(eng);
+    test::one_node n(make_engine(1, 100, std::chrono::seconds{5}));
+    auto& [eng, node, st, sync] = n;
     room::worker_state w1(node), w2(node);
     room::rng rng(3);
     sync.run_once(t0);
