@@ -79,7 +79,7 @@ struct fixture {
         sync->run_once(t0);
         const room::compiled_room& full = *eng->find("full");
         for (int i = 0; i < 150; ++i) {  // 100 admitted, 50 queued in bucket t0
-            eng->decide(full, *ws, nullptr, t0 + 100, rng, room::attempt::after_top_up);
+            eng->decide(full, *ws, nullptr, t0 + 100, rng, room::attempt::after_second_top_up);
         }
         ws->flush();
         sync->run_once(t1);

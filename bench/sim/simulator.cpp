@@ -391,9 +391,11 @@ class simulation {
         if (d.what == room::action::wait_for_slots) {
             // As the gateway does: one asynchronous top-up, then the same request again.
             ++out_.top_ups[n];
-            nodes_[n]->sync->top_up(room_->id(), now, [this, id, n, w](bool) {
-                loop_.at(loop_.now(),
-                         [this, id, n, w]() { decide(id, n, w, room::attempt::after_top_up); });
+            // (A second one when another worker's visitor took what the first brought.)
+            const auto next = at == room::attempt::first ? room::attempt::after_top_up
+                                                         : room::attempt::after_second_top_up;
+            nodes_[n]->sync->top_up(room_->id(), now, [this, id, n, w, next](bool) {
+                loop_.at(loop_.now(), [this, id, n, w, next]() { decide(id, n, w, next); });
             });
             return;
         }

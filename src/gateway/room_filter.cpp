@@ -440,21 +440,37 @@ void room_filter::on_request(const request_head& req, const request_info& info, 
     if (visitor != nullptr) {
         kept = *visitor;
     }
-    sync_.top_up(room.id(), now_ms,
-                 [this, rt, &room, visitor = std::move(kept), traits, solved, index = w.index,
-                  ex = w.executor, done = std::move(done)](bool) mutable {
-                     boost::asio::post(
-                         ex, [this, rt = std::move(rt), &room, visitor = std::move(visitor), traits,
-                              solved, index, done = std::move(done)]() mutable {
-                             per_worker& w = worker(index, rt);
-                             const std::int64_t at_ms = util::unix_ms(clock_.now());
-                             auto again = rt->engine->decide(
-                                 room, w.ws, visitor ? &*visitor : nullptr, at_ms, w.random,
-                                 room::attempt::after_top_up, solved);
-                             apply(w, rt, again, visitor ? &*visitor : nullptr, traits, at_ms,
-                                   done);
-                         });
-                 });
+    top_up_then_decide(rt, room, std::move(kept), traits, solved, w.index, now_ms,
+                       room::attempt::after_top_up, std::move(done));
+}
+
+void room_filter::top_up_then_decide(std::shared_ptr<const node_runtime> rt,
+                                     const room::compiled_room& room,
+                                     std::optional<cookie::payload> visitor,
+                                     const answer_traits& traits, bool solved, unsigned index,
+                                     std::int64_t now_ms, room::attempt next, completion done) {
+    const auto ex = worker(index).executor;
+    sync_.top_up(
+        room.id(), now_ms,
+        [this, rt = std::move(rt), &room, visitor = std::move(visitor), traits, solved, index,
+         ex, next, done = std::move(done)](bool) mutable {
+            boost::asio::post(ex, [this, rt = std::move(rt), &room, visitor = std::move(visitor),
+                                   traits, solved, index, next,
+                                   done = std::move(done)]() mutable {
+                per_worker& w = worker(index, rt);
+                const std::int64_t at_ms = util::unix_ms(clock_.now());
+                auto again = rt->engine->decide(room, w.ws, visitor ? &*visitor : nullptr, at_ms,
+                                                w.random, next, solved);
+                if (again.what == room::action::wait_for_slots) {
+                    // Another worker's visitor took what the top-up brought: once more.
+                    top_up_then_decide(std::move(rt), room, std::move(visitor), traits, solved,
+                                       index, at_ms, room::attempt::after_second_top_up,
+                                       std::move(done));
+                    return;
+                }
+                apply(w, rt, again, visitor ? &*visitor : nullptr, traits, at_ms, done);
+            });
+        });
 }
 
 void room_filter::apply(per_worker& w, const std::shared_ptr<const node_runtime>& rt,

@@ -292,7 +292,7 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
             std::int64_t waiting = st.waiting_total();
             // After a top-up the first attempt's draw stands, unless its place was spent
             // meanwhile (a copy of its cookie was admitted): then it is a new arrival.
-            if (waiting == 0 || (at == attempt::after_top_up && !refused)) {
+            if (waiting == 0 || (at != attempt::first && !refused)) {
                 eligible = true;
             } else if (queued_cookie || free >= waiting) {
                 // A new arrival while others wait joins the queue and draws at its first
@@ -363,7 +363,10 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
                     v.pool->note_taken_behind();
                     ++deltas.taken_behind;
                 }
-            } else if (at == attempt::first && v.pool->top_up_allowed(now_ms)) {
+            } else if (at != attempt::after_second_top_up && v.pool->top_up_allowed(now_ms)) {
+                // (After a top-up: its slots went to a visitor of another worker first, and a
+                // grant of none would have suspended top-ups. The first visitor in an empty room
+                // was queued so, by the second one 4 ms later: real daemons, issue 16.)
                 // The store is asked next: give it this worker's latest numbers first (off the
                 // fast path; a renewal of a lapsed lease needs them to be right).
                 ws.flush();

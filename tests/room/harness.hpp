@@ -15,6 +15,8 @@
 #include "waitroom/state/sync_task.hpp"
 #include "waitroom/util/clock.hpp"
 
+#include "support/decide.hpp"
+
 namespace waitroom::room_testing {
 
 using namespace std::chrono_literals;
@@ -126,13 +128,13 @@ class harness {
         const room::compiled_room* r =
             room_id.empty() ? &engine_->rooms().front() : engine_->find(room_id);
         const cookie::payload* c = v.cookie ? &*v.cookie : nullptr;
-        room::decision d = engine_->decide(*r, ws_, c, now(), rng_, room::attempt::first, solved);
-        if (d.what == room::action::wait_for_slots) {
-            ++top_ups_;
-            sync_.top_up(r->id(), now(), [](bool) {});
-            d = engine_->decide(*r, ws_, c, now(), rng_, room::attempt::after_top_up, solved);
-        }
-        return d;
+        return test::decide_with_top_ups(
+            *engine_, *r, ws_, c, now(), rng_,
+            [&] {
+                ++top_ups_;
+                sync_.top_up(r->id(), now(), [](bool) {});
+            },
+            solved);
     }
 
     util::manual_clock clock_;

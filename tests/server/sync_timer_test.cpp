@@ -6,6 +6,7 @@
 
 #include "server/sync_timer.hpp"
 #include "state/store_doubles.hpp"
+#include "support/decide.hpp"
 #include "waitroom/state/local_store.hpp"
 #include "waitroom/state/sync_task.hpp"
 
@@ -32,12 +33,8 @@ TEST(SyncTimer, DrivesTheSyncTaskOnTheExecutor) {
 // A visitor's decision on a worker (a top-up asked of the store when its pool is empty).
 room::decision decide(room::engine& e, room::worker_state& ws, state::sync_task& sync,
                       const room::payload* cookie, std::int64_t now, room::rng& rng) {
-    auto d = e.decide(e.rooms()[0], ws, cookie, now, rng);
-    if (d.what == room::action::wait_for_slots) {
-        sync.top_up("shop", now, [](bool) {});
-        d = e.decide(e.rooms()[0], ws, cookie, now, rng, room::attempt::after_top_up);
-    }
-    return d;
+    return test::decide_with_top_ups(e, e.rooms()[0], ws, cookie, now, rng,
+                                     [&] { sync.top_up("shop", now, [](bool) {}); });
 }
 
 std::int64_t active_in_snapshot(const room::node_state& node) {

@@ -27,6 +27,7 @@
 
 #include "state/redis_calls.hpp"
 #include "state/store_doubles.hpp"
+#include "support/decide.hpp"
 #include "support/poll.hpp"
 #include "support/room_config.hpp"
 
@@ -843,13 +844,11 @@ TEST(RedisStore, ARoomWithAClobberedKeyDegradesAloneAndTheOtherRoomStaysExact) {
     room::rng rng(3);
     auto admit = [&](std::size_t k, room::worker_state& w, sync_task& t, std::int64_t now) {
         const room::compiled_room& r = eng->rooms()[k];
-        auto d = eng->decide(r, w, nullptr, now, rng);
-        if (d.what == room::action::wait_for_slots) {
+        auto d = test::decide_with_top_ups(*eng, r, w, nullptr, now, rng, [&] {
             bool answered = false;
             t.top_up(r.id(), now, [&](bool) { answered = true; });
             EXPECT_TRUE(run_until(ioc, [&] { return answered; }));
-            d = eng->decide(r, w, nullptr, now, rng, room::attempt::after_top_up);
-        }
+        });
         return d.what == room::action::admit ? 1 : 0;
     };
     int shop_in = 0;

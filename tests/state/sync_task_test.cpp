@@ -13,6 +13,7 @@
 #include "waitroom/state/sync_task.hpp"
 
 #include "state/store_doubles.hpp"
+#include "support/decide.hpp"
 
 namespace waitroom::state {
 namespace {
@@ -32,12 +33,8 @@ void add_demand(room::node_state& node, std::int64_t n) {
 
 room::decision decide(room::engine& e, room::worker_state& ws, sync_task& sync, std::int64_t now,
                       room::rng& rng) {
-    auto d = e.decide(e.rooms()[0], ws, nullptr, now, rng);
-    if (d.what == room::action::wait_for_slots) {
-        sync.top_up("shop", now, [](bool) {});
-        d = e.decide(e.rooms()[0], ws, nullptr, now, rng, room::attempt::after_top_up);
-    }
-    return d;
+    return test::decide_with_top_ups(e, e.rooms()[0], ws, nullptr, now, rng,
+                                     [&] { sync.top_up("shop", now, [](bool) {}); });
 }
 
 TEST(SyncTask, TwoWorkersOnOneNodeAdmitExactlyTheLimitAndTheirDeltasMerge) {
@@ -180,12 +177,9 @@ TEST(SyncTask, AnAnswerThatDidNotParseIsOfUnknownOutcomeAndHoldsNoSlotTheStoreTo
 bool admit_to(room::engine& e, std::size_t k, room::worker_state& ws, sync_task& sync,
               std::int64_t now, room::rng& rng) {
     const room::compiled_room& r = e.rooms()[k];
-    auto d = e.decide(r, ws, nullptr, now, rng);
-    if (d.what == room::action::wait_for_slots) {
-        sync.top_up(r.id(), now, [](bool) {});
-        d = e.decide(r, ws, nullptr, now, rng, room::attempt::after_top_up);
-    }
-    return d.what == room::action::admit;
+    return test::decide_with_top_ups(e, r, ws, nullptr, now, rng, [&] {
+               sync.top_up(r.id(), now, [](bool) {});
+           }).what == room::action::admit;
 }
 
 // One room's answer lost alone (its script ran, its reply was an error): that room goes again
@@ -943,6 +937,37 @@ struct two_nodes {
     sync_task a{node_a, st, named("a")}, b{node_b, st, named("b")};
     room::worker_state wa{node_a}, wb{node_b};
 };
+
+// The first visitor of an idle node waits for a top-up (an idle node leases nothing); its one
+// slot lands in the node's shared pool, and a visitor of another worker takes it first. The first
+// visitor then asks once more, and is admitted: the room is empty. (Real daemons queued such a
+// first visitor in an empty room; issue 16.) A third try there is not: the last one queues.
+TEST(SyncTask, AVisitorWhoseTopUpWasTakenByAnotherWorkersVisitorAsksOnceMore) {
+    test::one_node n(make_engine(20, 60, std::chrono::minutes{1}));
+    auto& [eng, node, st, sync] = n;
+    const room::compiled_room& r = eng->rooms()[0];
+    room::worker_state w1(node), w2(node);
+    room::rng rng(5);
+    sync.run_once(t0);
+    ASSERT_EQ(node.pool("shop").available(), 0) << "an idle node leases nothing";
+    ASSERT_EQ(eng->decide(r, w1, nullptr, t0 + 100, rng).what, room::action::wait_for_slots);
+    sync.top_up("shop", t0 + 100, [](bool) {});
+    ASSERT_EQ(node.pool("shop").available(), 1);
+    ASSERT_EQ(eng->decide(r, w2, nullptr, t0 + 101, rng).what, room::action::admit)
+        << "the other worker's visitor takes the slot first";
+    ASSERT_EQ(eng->decide(r, w1, nullptr, t0 + 102, rng, room::attempt::after_top_up).what,
+              room::action::wait_for_slots)
+        << "its slot gone, the first visitor asks once more";
+    sync.top_up("shop", t0 + 102, [](bool) {});
+    EXPECT_EQ(eng->decide(r, w1, nullptr, t0 + 103, rng, room::attempt::after_second_top_up).what,
+              room::action::admit);
+    // Taken again by someone else, the last try queues rather than ask a third time.
+    while (node.pool("shop").available() > 0) {
+        ASSERT_EQ(eng->decide(r, w2, nullptr, t0 + 104, rng).what, room::action::admit);
+    }
+    EXPECT_EQ(eng->decide(r, w1, nullptr, t0 + 105, rng, room::attempt::after_second_top_up).what,
+              room::action::queue);
+}
 
 // A room of one place, sessions of 5 s (active windows of 1 s: visitor a, last seen at t0 + 100,
 // holds the place in the store until t0 + 6000). a comes back at t0 + 5800 on one worker; b

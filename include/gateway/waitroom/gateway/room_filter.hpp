@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,12 @@ class room_filter final : public request_filter {
                const room::decision& d, const cookie::payload* visitor, const answer_traits& t,
                std::int64_t now_ms, completion& done);
     void count(per_worker& w, const room::decision& d, const cookie::payload* visitor);
+    // A top-up for the room, then the request decided again as `next` on worker `index`.
+    void top_up_then_decide(std::shared_ptr<const node_runtime> rt,
+                            const room::compiled_room& room,
+                            std::optional<cookie::payload> visitor, const answer_traits& traits,
+                            bool solved, unsigned index, std::int64_t now_ms, room::attempt next,
+                            completion done);
 
     room::node_state& node_;
     state::sync_task& sync_;

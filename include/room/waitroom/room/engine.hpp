@@ -116,8 +116,10 @@ enum class action {
 };
 
 // A decision is first tried as `first`; after a wait_for_slots and its top-up, the same request
-// is decided again as `after_top_up` (no second top-up, no second lottery draw for `random`).
-enum class attempt { first, after_top_up };
+// is decided again as `after_top_up` (no second lottery draw for `random`). The slots a top-up
+// brings go to the node's shared pool, and a visitor on another worker may take them before this
+// one is decided again: then it may ask once more, and `after_second_top_up` is the last try.
+enum class attempt { first, after_top_up, after_second_top_up };
 
 enum class pass_reason { none, unmatched, bypassed, suspended };
 
