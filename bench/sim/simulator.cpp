@@ -394,8 +394,10 @@ class simulation {
             // (A second one when another worker's visitor took what the first brought.)
             const auto next = at == room::attempt::first ? room::attempt::after_top_up
                                                          : room::attempt::after_second_top_up;
-            nodes_[n]->sync->top_up(room_->id(), now, [this, id, n, w, next](bool) {
-                loop_.at(loop_.now(), [this, id, n, w, next]() { decide(id, n, w, next); });
+            nodes_[n]->sync->top_up(room_->id(), now, [this, id, n, w, next](bool brought) {
+                // One that brought nothing is the last try, as in the gateway.
+                const auto at = brought ? next : room::attempt::after_second_top_up;
+                loop_.at(loop_.now(), [this, id, n, w, at]() { decide(id, n, w, at); });
             });
             return;
         }

@@ -453,14 +453,17 @@ void room_filter::top_up_then_decide(std::shared_ptr<const node_runtime> rt,
     sync_.top_up(
         room.id(), now_ms,
         [this, rt = std::move(rt), &room, visitor = std::move(visitor), traits, solved, index,
-         ex, next, done = std::move(done)](bool) mutable {
+         ex, next, done = std::move(done)](bool brought) mutable {
+            // A top-up that brought nothing (the store had none, or failed) is the last try:
+            // the suspension of top-ups it set may have passed already when its answer was slow.
+            const room::attempt at = brought ? next : room::attempt::after_second_top_up;
             boost::asio::post(ex, [this, rt = std::move(rt), &room, visitor = std::move(visitor),
-                                   traits, solved, index, next,
+                                   traits, solved, index, at,
                                    done = std::move(done)]() mutable {
                 per_worker& w = worker(index, rt);
                 const std::int64_t at_ms = util::unix_ms(clock_.now());
                 auto again = rt->engine->decide(room, w.ws, visitor ? &*visitor : nullptr, at_ms,
-                                                w.random, next, solved);
+                                                w.random, at, solved);
                 if (again.what == room::action::wait_for_slots) {
                     // Another worker's visitor took what the top-up brought: once more.
                     top_up_then_decide(std::move(rt), room, std::move(visitor), traits, solved,

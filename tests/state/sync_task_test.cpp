@@ -981,13 +981,9 @@ TEST(SyncTask, ARenewalTheStoreHasNotHadYetHoldsItsPlaceAgainstATopUp) {
     room::worker_state w1(node), w2(node);
     room::rng rng(3);
     sync.run_once(t0);
-    const auto a = eng->decide(eng->rooms()[0], w2, nullptr, t0 + 100, rng);
-    room::decision admitted_a = a;
-    if (a.what == room::action::wait_for_slots) {
-        sync.top_up("shop", t0 + 100, [](bool) {});
-        admitted_a = eng->decide(eng->rooms()[0], w2, nullptr, t0 + 100, rng,
-                                 room::attempt::after_top_up);
-    }
+    const auto admitted_a = test::decide_with_top_ups(
+        *eng, eng->rooms()[0], w2, nullptr, t0 + 100, rng,
+        [&] { sync.top_up("shop", t0 + 100, [](bool) {}); });
     ASSERT_EQ(admitted_a.what, room::action::admit);
     w2.flush();
     sync.run_once(t0 + 1000);
