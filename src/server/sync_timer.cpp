@@ -28,6 +28,10 @@ struct sync_timer::impl : std::enable_shared_from_this<sync_timer::impl> {
             return;
         }
         started = std::chrono::steady_clock::now();
+        if (workers.empty()) {
+            sync();
+            return;
+        }
         const std::uint64_t r = ++round;
         waiting = 0;
         auto home = timer.get_executor();
@@ -48,10 +52,7 @@ struct sync_timer::impl : std::enable_shared_from_this<sync_timer::impl> {
                            });
                        });
         }
-        if (waiting == 0 && std::ranges::none_of(asked, [](bool a) { return a; })) {
-            sync();  // no workers
-            return;
-        }
+        // (Every worker still busy with its last flush: the deadline syncs without them.)
         deadline.expires_after(flush_wait);
         deadline.async_wait([self = shared_from_this(), r](const boost::system::error_code& ec) {
             if (!ec && r == self->round) {

@@ -321,12 +321,14 @@ INSTANTIATE_TEST_SUITE_P(
         std::string("GET /hello HTTP/1.1\r\nHost: x\r\nX-Evil: a\0b\r\n\r\n", 45)));
 
 TEST_F(Proxy, Answers502WhenTheOriginIsDown) {
-    std::uint16_t dead_port = 0;
-    {
-        asio::io_context io;
-        tcp::acceptor a{io, {asio::ip::make_address("127.0.0.1"), 0}};
-        dead_port = a.local_endpoint().port();
-    }
+    // A port bound and never listened on, held for the whole test: connections to it are
+    // refused, and no other test running beside this one can take it (a port released at once
+    // was, once: this test then reached someone's listener).
+    asio::io_context io;
+    tcp::socket held{io};
+    held.open(tcp::v4());
+    held.bind({asio::ip::make_address("127.0.0.1"), 0});
+    const std::uint16_t dead_port = held.local_endpoint().port();
     start([&](config::config& c) {
         c.origin.port = dead_port;
         c.origin.url = "http://x";
