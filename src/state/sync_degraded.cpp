@@ -254,7 +254,7 @@ bool sync_task::end_episodes(const std::vector<room_report>& sent, const std::ve
 
 bool sync_task::degraded(std::int64_t now_ms) const {
     std::lock_guard lock(mu_);
-    return now_ms - last_success_ms_ > opt_.lease_ttl_ms;
+    return consecutive_failures_ > 0 && now_ms - last_success_ms_ > opt_.lease_ttl_ms;
 }
 
 std::int64_t sync_task::degraded_since_ms() const {

@@ -461,6 +461,30 @@ TEST(SyncTask, LapsedLeaseIsNotUsedAndGoesBackWhenTheStoreReturns) {
     EXPECT_EQ(pool.available() + 2, st.inner.held_total("shop"));
 }
 
+// A sync that is only late (the timer held back on a loaded machine) says nothing of the store:
+// the node is not degraded, and /readyz stays ready, until a sync past the lease TTL fails.
+TEST(SyncTask, ALateSyncIsNotDegradedUntilTheStoreFailsOne) {
+    auto eng = make_engine(10, 100);
+    room::node_state node;
+    scripted_store st;
+    sync_options opt;
+    opt.lease_ttl_ms = 2000;
+    sync_task sync(node, st, opt);
+    sync.set_engine(eng);
+    sync.run_once(t0);
+    EXPECT_FALSE(sync.degraded(t0 + 2001));
+    EXPECT_FALSE(sync.degraded(t0 + 60'000));
+    st.down = true;
+    sync.run_once(t0 + 1000);  // within the lease: the next sync may well succeed
+    EXPECT_FALSE(sync.degraded(t0 + 1000));
+    EXPECT_TRUE(sync.degraded(t0 + 2001));
+    sync.run_once(t0 + 2500);
+    EXPECT_TRUE(sync.degraded(t0 + 2500));
+    st.down = false;
+    sync.run_once(t0 + 3000);
+    EXPECT_FALSE(sync.degraded(t0 + 60'000));
+}
+
 TEST(SyncTask, ConcurrentTopUpsShareOneStoreCall) {
     auto eng = make_engine(10, 100);
     room::node_state node;

@@ -113,7 +113,9 @@ class sync_task {
 
     // --- Degraded mode (sync_degraded.cpp) ----------------------------------------------------
 
-    // No successful sync for longer than the lease TTL.
+    // The store failed the last sync, and no sync has succeeded for longer than the lease TTL.
+    // A sync that is only late (a loaded machine, an answer still within its deadline) is not:
+    // nothing says the store is unreachable, and /readyz stays ready.
     bool degraded(std::int64_t now_ms) const;
     // Degraded mode (DESIGN.md §4). An episode starts at the first failed sync past the lease
     // TTL and ends with the next successful sync. Meanwhile each failed sync refills a room's
