@@ -87,7 +87,8 @@ TEST_F(Proxy, ReusesOneOriginConnectionForKeepAliveRequests) {
 }
 
 TEST_F(Proxy, AnswersBadGatewayWhenTheOriginIsDown) {
-    start(proxy_config("http://127.0.0.1:" + std::to_string(free_port())));
+    const closed_port dead;
+    start(proxy_config("http://127.0.0.1:" + std::to_string(dead.port())));
     auto r = http_get(port_, "/hello");
     ASSERT_EQ(r.error, "");
     EXPECT_EQ(r.status, 502u);

@@ -4,9 +4,6 @@
 
 #include <sys/stat.h>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-
 #include <csignal>
 #include <regex>
 #include <string>
@@ -20,13 +17,6 @@ using namespace std::chrono_literals;
 
 constexpr std::string_view password = "hunter2-Pa55word";
 constexpr const char* cookie_key = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
-
-// A port nothing listens on: the daemon starts against it in degraded mode.
-std::uint16_t closed_port() {
-    boost::asio::io_context ioc;
-    boost::asio::ip::tcp::acceptor a(ioc, {boost::asio::ip::make_address("127.0.0.1"), 0});
-    return a.local_endpoint().port();
-}
 
 class Secrets : public daemon_test {
   protected:
@@ -47,8 +37,9 @@ class Secrets : public daemon_test {
 
 TEST_F(Secrets, RedisPasswordAppearsInNoLogLineNorCheckOutput) {
     const std::string key = dir_.write("k1.key", std::string(cookie_key) + "\n");
+    const closed_port store;  // nothing answers: the daemon starts in degraded mode
     const std::string url = "redis://app:" + std::string(password) +
-                            "@127.0.0.1:" + std::to_string(closed_port()) + "/0";
+                            "@127.0.0.1:" + std::to_string(store.port()) + "/0";
     const std::string state = "cookie: {keys: [{id: k1, secret_file: \"" + key + "\"}]}\n" +
                               "state: {backend: redis, url: \"" + url +
                               "\", sync_interval: 50ms, timeout: 50ms}\n" +

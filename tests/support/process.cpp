@@ -61,17 +61,17 @@ std::string read_file(const fs::path& p) {
 
 }  // namespace
 
-std::uint16_t free_port() {
-    int fd = loopback_socket(0, false);
-    if (fd < 0) {
-        throw std::runtime_error("free_port: cannot bind 127.0.0.1:0");
+closed_port::closed_port() : fd_(loopback_socket(0, false)) {
+    if (fd_ < 0) {
+        throw std::runtime_error("closed_port: cannot bind 127.0.0.1:0");
     }
     sockaddr_in addr{};
     socklen_t len = sizeof addr;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    ::close(fd);
-    return ntohs(addr.sin_port);
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
 }
+
+closed_port::~closed_port() { ::close(fd_); }
 
 bool wait_port_open(std::uint16_t port, std::chrono::milliseconds timeout) {
     // Tries at least once, so a zero timeout asks "does it accept right now?".

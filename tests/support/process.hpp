@@ -19,8 +19,20 @@ namespace waitroom::test {
 // Path of the waitroomd binary under test (set by CMake).
 std::string waitroomd_path();
 
-// A loopback port that was free a moment ago (bind 127.0.0.1:0, read the port, close).
-std::uint16_t free_port();
+// A loopback port that refuses connections for as long as this lives: bound, never listened
+// on, so that no test running beside it can take it (a port released at once was taken, once).
+class closed_port {
+  public:
+    closed_port();
+    ~closed_port();
+    closed_port(const closed_port&) = delete;
+    closed_port& operator=(const closed_port&) = delete;
+    std::uint16_t port() const { return port_; }
+
+  private:
+    int fd_ = -1;
+    std::uint16_t port_ = 0;
+};
 
 // True once 127.0.0.1:port accepts a TCP connection, polling until `timeout`.
 bool wait_port_open(std::uint16_t port, std::chrono::milliseconds timeout);
