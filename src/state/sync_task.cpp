@@ -111,17 +111,13 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
     std::map<std::string, std::int64_t> granted;  // same rooms → allowance put in their pool
     std::map<std::string, unknown_room> resend;
     {
-        std::lock_guard lock(mu_);
-        if (in_flight_) {
-            if (done) {
-                done(errc::busy);
-            }
-            return;
-        }
-        eng = engine_ ? engine_() : nullptr;
+        std::unique_lock lock(mu_);
+        eng = in_flight_ || !engine_ ? nullptr : engine_();
         if (!eng) {
+            const std::error_code refused = in_flight_ ? errc::busy : errc::no_engine;
+            lock.unlock();  // `done` may take it (a top-up waiting for the sync in flight does)
             if (done) {
-                done(errc::no_engine);
+                done(refused);
             }
             return;
         }
@@ -284,6 +280,15 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
         }
         if (then) {
             then(ec);
+        }
+        // Top-ups that found this sync in flight (renew_then_top_up) go on now.
+        std::vector<std::function<void()>> after;
+        {
+            std::lock_guard lock(mu_);
+            after.swap(after_flight_);
+        }
+        for (auto& f : after) {
+            f();
         }
     };
     store_.sync(std::move(report),

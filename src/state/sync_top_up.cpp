@@ -36,18 +36,7 @@ void sync_task::top_up(const std::string& room_id, std::int64_t now_ms,
         return;
     }
     if (own.expired(now_ms)) {
-        // The lease itself lapsed (no sync for a while): renewing it is a whole sync, which
-        // also settles the slots the store may have forgotten. When the renewed lease is still
-        // empty (an idle node leases nothing), the top-up follows it.
-        run_once(now_ms,
-                 [this, &own, room_id, now_ms, done = std::move(done)](std::error_code ec) mutable {
-                     if (!ec && !own.expired(now_ms) && own.available() == 0) {
-                         return top_up(room_id, now_ms, std::move(done));
-                     }
-                     if (done) {
-                         done(!ec && !own.expired(now_ms) && own.available() > 0);
-                     }
-                 });
+        renew_then_top_up(room_id, now_ms, std::move(done), false);
         return;
     }
     bool unsettled = false;
@@ -106,6 +95,47 @@ void sync_task::top_up(const std::string& room_id, std::int64_t now_ms,
     req.room = room_id;
     req.now_ms = now_ms;
     ask_store(std::move(req));
+}
+
+void sync_task::renew_then_top_up(const std::string& room_id, std::int64_t now_ms,
+                                  std::function<void(bool)> done, bool waited) {
+    // The lease itself lapsed (no sync for a while): renewing it is a whole sync, which also
+    // settles the slots the store may have forgotten. When the renewed lease is still empty (an
+    // idle node leases nothing), the top-up follows it.
+    room::slot_pool& own = node_.pool(room_id);
+    run_once(now_ms, [this, &own, room_id, now_ms, waited,
+                      done = std::move(done)](std::error_code ec) mutable {
+        if (ec == errc::busy && !waited) {
+            // The timer's sync is out, and its answer renews the lease too: wait for it, once.
+            // Taking "busy" for "the store had nothing" queued a visitor in a room with room (a
+            // lapsed lease at startup, or behind a timer late on a loaded machine).
+            std::function<void()> after = [this, &own, room_id, now_ms,
+                                           done = std::move(done)]() mutable {
+                if (own.expired(now_ms)) {
+                    renew_then_top_up(room_id, now_ms, std::move(done), true);
+                } else if (own.available() == 0) {
+                    top_up(room_id, now_ms, std::move(done));
+                } else if (done) {
+                    done(true);
+                }
+            };
+            {
+                std::lock_guard lock(mu_);
+                if (in_flight_) {
+                    after_flight_.push_back(std::move(after));
+                    return;
+                }
+            }
+            after();  // it ended meanwhile
+            return;
+        }
+        if (!ec && !own.expired(now_ms) && own.available() == 0) {
+            return top_up(room_id, now_ms, std::move(done));
+        }
+        if (done) {
+            done(!ec && !own.expired(now_ms) && own.available() > 0);
+        }
+    });
 }
 
 void sync_task::ask_store(top_up_request req) {

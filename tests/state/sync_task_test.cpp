@@ -485,6 +485,53 @@ TEST(SyncTask, ALateSyncIsNotDegradedUntilTheStoreFailsOne) {
     EXPECT_FALSE(sync.degraded(t0 + 60'000));
 }
 
+// A visitor's top-up in a room whose lease lapsed meets the timer's sync in flight (at startup,
+// or behind a timer late on a loaded machine): it waits for that sync's answer, then tops up,
+// instead of taking "busy" for an empty store and queueing the visitor in a room with room.
+TEST(SyncTask, ATopUpThatFindsTheSyncInFlightWaitsForItsAnswer) {
+    auto eng = make_engine(10, 100);
+    room::node_state node;
+    scripted_store st;
+    st.hold_calls = true;
+    sync_options opt;
+    opt.lease_ttl_ms = 2000;
+    opt.degraded_allowance = false;  // a failed sync leaves the lease lapsed (below)
+    sync_task sync(node, st, opt);
+    sync.set_engine(eng);
+    sync.run_once(t0);
+    st.release_all();
+    auto& pool = node.pool("shop");
+    EXPECT_EQ(pool.available(), 0);  // an idle node leases nothing
+    sync.run_once(t0 + 2500);         // the timer's sync, out past the lease
+    ASSERT_TRUE(pool.expired(t0 + 2500));
+    int answers = 0;
+    bool got = false;
+    sync.top_up("shop", t0 + 2500, [&](bool g) { ++answers, got = g; });
+    EXPECT_EQ(answers, 0);  // waiting for the sync in flight
+    EXPECT_EQ(st.sync_calls, 2);
+    st.release_all();  // the sync renews the lease (empty): the top-up follows it
+    EXPECT_EQ(answers, 0);
+    EXPECT_EQ(st.top_up_calls, 1);
+    st.release_all();
+    EXPECT_EQ(answers, 1);
+    EXPECT_TRUE(got);
+    EXPECT_TRUE(pool.try_take(t0 + 2500));
+
+    // When the sync it waited for fails, the node is in degraded mode: the top-up answers
+    // "nothing" at once (no allowance here), and calls the store no more.
+    sync.run_once(t0 + 5000);
+    ASSERT_TRUE(pool.expired(t0 + 5000));
+    st.down = true;
+    sync.top_up("shop", t0 + 5000, [&](bool g) { ++answers, got = g; });
+    EXPECT_EQ(answers, 1);
+    st.release_all();
+    EXPECT_EQ(answers, 2);
+    EXPECT_FALSE(got);
+    EXPECT_TRUE(sync.degraded(t0 + 5000));
+    EXPECT_EQ(st.sync_calls, 3);
+    EXPECT_EQ(st.top_up_calls, 1);
+}
+
 TEST(SyncTask, ConcurrentTopUpsShareOneStoreCall) {
     auto eng = make_engine(10, 100);
     room::node_state node;

@@ -221,6 +221,11 @@ class sync_task {
 
     // One top-up call; asks again while its waiters outnumber the slots it got.
     void ask_store(top_up_request req);
+    // A top-up in a room whose lease lapsed: a sync renews it, then the top-up follows. A sync
+    // already in flight is waited for once (`waited`), not taken for an empty store.
+    void renew_then_top_up(const std::string& room_id, std::int64_t now_ms,
+                           std::function<void(bool)> done, bool waited);
+    std::vector<std::function<void()>> after_flight_;  // run when the sync in flight ends
 
     std::uint64_t top_ups_ = 0;
     std::map<std::string, std::int64_t> last_demand_;   // room → demand in the last interval
