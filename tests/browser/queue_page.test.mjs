@@ -41,7 +41,7 @@ function backgroundTab() {
 
 let failed = false;
 try {
-  // One place; 1.5× time: a session of 10 s (product time) ends 7–12 s after its last request
+  // One place; 1.5× time: a session of 20 s (product time) ends 13–20 s after its last request
   // (wall time; at 5 s a loaded CI machine took longer than that between A's request and B's,
   // and B was admitted),
   // and a queued browser checking in every few seconds stays well within the abandonment
@@ -59,7 +59,7 @@ try {
       "testing: {time_scale: 1.5}",
       "rooms:",
       '  - {name: "Demo shop", total_active_users: 1, new_users_per_minute: 100,',
-      "     session_duration: 10s, refresh_interval: 20s}",
+      "     session_duration: 20s, refresh_interval: 20s}",
       "",
     ].join("\n"));
     return file;

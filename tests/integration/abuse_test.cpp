@@ -91,10 +91,14 @@ TEST_F(Abuse, AFloodingClientIsHeldInTheInfiniteQueueWhileAPoliteVisitorBehindIt
     ASSERT_TRUE(is_queue_page(p)) << describe(p);
 
     // The bot refreshes as fast as it can: hundreds of requests in a few product seconds, where
-    // its Refresh asks for one every few.
+    // its Refresh asks for one every few. The holder browses meanwhile, so that a loaded
+    // machine slowing the flood down does not end its session (and free its place) first.
     for (int i = 0; i < 200; ++i) {
         auto r = bot.get();
         ASSERT_TRUE(is_queue_page(r)) << i << ": " << describe(r);
+        if (i % 10 == 9) {
+            ASSERT_TRUE(from_origin(holder.get())) << "the holder lost its place at " << i;
+        }
     }
     ASSERT_TRUE(proc().wait_for_output("flagged for refreshing far faster", 5s)) << output();
     EXPECT_NE(metrics().find("waitroom_room_flagged_total{room=\"shop\"} 1\n"), std::string::npos)

@@ -351,13 +351,17 @@ TEST_F(Admin, MetricsShowStoreSyncRoundTripsAndLeaseTopUps) {
 }
 
 TEST_F(Admin, ReadyzTurnsUnavailableAsSoonAsADrainStarts) {
-    start_admin();
+    // A slow response (3 s; origin.timeout 10 s) holds the drain open while /readyz is asked.
+    token_file_ = dir_.write("admin.token", std::string(token) + "\n");
+    start(with_origin_timeout(admin_config(origin_.url(), token_file_), "10s"));
+    ASSERT_NE(port_, 0);
+    admin_port_ = announced_admin_port();
     auto ready = admin(http::verb::get, "/readyz");
     EXPECT_EQ(ready.status, 200u) << ready.body;
 
     client_connection c(port_);
     ASSERT_TRUE(c.connected());
-    ASSERT_TRUE(c.write_raw("GET /slow?ms=1500 HTTP/1.1\r\nHost: shop.test\r\n\r\n"));
+    ASSERT_TRUE(c.write_raw("GET /slow?ms=3000 HTTP/1.1\r\nHost: shop.test\r\n\r\n"));
     ASSERT_TRUE(poll_until(10s, [&] { return origin_.requests() == 1; })) << output();
 
     proc().send_signal(SIGTERM);

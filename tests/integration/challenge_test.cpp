@@ -17,7 +17,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr double time_scale = 5;  // a window is 2 s real, a session of 10 s is 2 s real
+constexpr double time_scale = 5;  // a window is 2 s real, a session of 30 s is 6 s real
 constexpr unsigned difficulty = 10;
 
 unsigned zero_bits(const std::string& text) {
@@ -54,7 +54,7 @@ class Challenge : public daemon_test {
           << "threads: 2\nstate: {backend: local, sync_interval: 1s}\n"
           << "testing: {time_scale: " << time_scale << "}\n"
           << "rooms:\n  - {name: Shop, total_active_users: 1, new_users_per_minute: 1000, "
-          << "session_duration: 10s, refresh_interval: 10s, json_response_enabled: true, "
+          << "session_duration: 30s, refresh_interval: 10s, json_response_enabled: true, "
           << "challenge: {enabled: true, min_difficulty: " << difficulty
           << ", max_difficulty: " << difficulty << "}}\n";
         start(c.str());
@@ -131,7 +131,7 @@ TEST_F(Challenge, OnlyASolvedChallengeJoinsTheQueueAndItsHolderGetsInFirst) {
 
     // The holder leaves. The idle visitor asks as often as it likes; the place is the solver's.
     bool solver_in = false;
-    ASSERT_TRUE(poll_until(30s, 50ms, [&] {
+    ASSERT_TRUE(poll_until(45s, 50ms, [&] {
         auto i = idle.get(port_, "/hello", true);
         if (from_origin(i)) {
             ADD_FAILURE() << "the visitor without a solution got in first";

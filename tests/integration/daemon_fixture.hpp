@@ -36,6 +36,16 @@ inline std::string proxy_config(const std::string& origin_url, const std::string
            extra;
 }
 
+// `yaml` (from proxy_config) with origin.timeout set to `timeout`: for tests that hold a slow
+// response in flight across a drain, which a loaded machine must not turn into a 504.
+inline std::string with_origin_timeout(std::string yaml, const std::string& timeout) {
+    const std::string from = ", timeout: 2s}";
+    if (const auto at = yaml.find(from); at != std::string::npos) {
+        yaml.replace(at, from.size(), ", timeout: " + timeout + "}");
+    }
+    return yaml;
+}
+
 // True when the response came from the test origin's /hello route.
 inline bool from_origin(const http_response& r) {
     return r.status == 200 && r.body == "hello, world\n";

@@ -334,8 +334,9 @@ TEST_F(Room, AdmitsQueuedVisitorsInArrivalOrderAsSessionsExpire) {
 }
 
 TEST_F(Room, QueuesATamperedCookieAsANewVisitorAtTheBack) {
+    // Sessions of 15 s product time (3 s real), as in the arrival-order test above.
     start(room_config(origin_.url(),
-                      "total_active_users: 1, new_users_per_minute: 1000, session_duration: 5s",
+                      "total_active_users: 1, new_users_per_minute: 1000, session_duration: 15s",
                       time_scale));
     visitor a{port_}, b{port_};
     ASSERT_TRUE(from_origin(a.get("/hello")));

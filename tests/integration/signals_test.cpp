@@ -57,7 +57,7 @@ TEST_F(Signals, ReloadWithAGoodFileAppliesIt) {
 }
 
 TEST_F(Signals, TerminateLetsAnInFlightSlowResponseFinishThenExitsCleanly) {
-    start_default();
+    start(with_origin_timeout(proxy_config(origin_.url()), "10s"));
     client_connection c(port_);
     ASSERT_TRUE(c.connected());
     ASSERT_TRUE(c.write_raw("GET /slow?ms=1500 HTTP/1.1\r\nHost: shop.test\r\n\r\n"));
@@ -83,15 +83,15 @@ TEST_F(Signals, InterruptStopsAnIdleDaemonWithExitCodeZero) {
 }
 
 TEST_F(Signals, TerminateStopsAcceptingWhileAnInFlightRequestFinishes) {
-    start_default();
+    start(with_origin_timeout(proxy_config(origin_.url()), "10s"));
     client_connection c(port_);
     ASSERT_TRUE(c.connected());
-    ASSERT_TRUE(c.write_raw("GET /slow?ms=1500 HTTP/1.1\r\nHost: shop.test\r\n\r\n"));
+    ASSERT_TRUE(c.write_raw("GET /slow?ms=3000 HTTP/1.1\r\nHost: shop.test\r\n\r\n"));
     ASSERT_TRUE(eventually([&] { return origin_.requests() == 1; })) << output();
 
     proc().send_signal(SIGTERM);
     ASSERT_TRUE(proc().wait_for_output("draining", 5s)) << output();
-    // The listeners close while the slow response (1.5 s; origin.timeout is 2 s) is on its way.
+    // The listeners close while the slow response (3 s; origin.timeout is 10 s) is on its way.
     EXPECT_TRUE(eventually([&] { return !wait_port_open(port_, 0ms); }, 2s));
     EXPECT_TRUE(proc().running());
 
