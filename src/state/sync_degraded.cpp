@@ -254,7 +254,9 @@ bool sync_task::end_episodes(const std::vector<room_report>& sent, const std::ve
 
 bool sync_task::degraded(std::int64_t now_ms) const {
     std::lock_guard lock(mu_);
-    return consecutive_failures_ > 0 && now_ms - last_success_ms_ > opt_.lease_ttl_ms;
+    const bool store_stalls =
+        consecutive_failures_ > 0 || (in_flight_ && now_ms - in_flight_since_ms_ > opt_.lease_ttl_ms);
+    return store_stalls && now_ms - last_success_ms_ > opt_.lease_ttl_ms;
 }
 
 std::int64_t sync_task::degraded_since_ms() const {

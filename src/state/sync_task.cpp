@@ -122,6 +122,7 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
             return;
         }
         in_flight_ = true;
+        in_flight_since_ms_ = now_ms;
         if (overrides_) {
             overrides_seen_ = overrides_->writes();
         }

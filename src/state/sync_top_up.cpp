@@ -109,24 +109,29 @@ void sync_task::renew_then_top_up(const std::string& room_id, std::int64_t now_m
             // The timer's sync is out, and its answer renews the lease too: wait for it, once.
             // Taking "busy" for "the store had nothing" queued a visitor in a room with room (a
             // lapsed lease at startup, or behind a timer late on a loaded machine).
-            std::function<void()> after = [this, &own, room_id, now_ms,
-                                           done = std::move(done)]() mutable {
-                if (own.expired(now_ms)) {
-                    renew_then_top_up(room_id, now_ms, std::move(done), true);
-                } else if (own.available() == 0) {
-                    top_up(room_id, now_ms, std::move(done));
-                } else if (done) {
-                    done(true);
-                }
-            };
+            bool parked = false;
+            bool full = false;
             {
                 std::lock_guard lock(mu_);
-                if (in_flight_) {
-                    after_flight_.push_back(std::move(after));
-                    return;
+                if (in_flight_ && after_flight_.size() < max_after_flight) {
+                    after_flight_.emplace_back(
+                        [this, room_id, now_ms, done = std::move(done)]() mutable {
+                            after_renewal(room_id, now_ms, std::move(done));
+                        });
+                    parked = true;
                 }
+                full = in_flight_ && !parked;
             }
-            after();  // it ended meanwhile
+            if (parked) {
+                return;
+            }
+            if (full) {
+                if (done) {
+                    done(false);
+                }
+                return;
+            }
+            after_renewal(room_id, now_ms, std::move(done));  // it ended meanwhile
             return;
         }
         if (!ec && !own.expired(now_ms) && own.available() == 0) {
@@ -136,6 +141,22 @@ void sync_task::renew_then_top_up(const std::string& room_id, std::int64_t now_m
             done(!ec && !own.expired(now_ms) && own.available() > 0);
         }
     });
+}
+
+void sync_task::after_renewal(const std::string& room_id, std::int64_t now_ms,
+                              std::function<void(bool)> done) {
+    room::slot_pool& own = node_.pool(room_id);
+    if (own.expired(now_ms)) {
+        renew_then_top_up(room_id, now_ms, std::move(done), true);
+    } else if (own.available() > 0) {
+        if (done) {
+            done(true);
+        }
+    } else if (own.top_up_allowed(now_ms)) {
+        top_up(room_id, now_ms, std::move(done));
+    } else if (done) {
+        done(false);  // another waiter's top-up found the store empty just now
+    }
 }
 
 void sync_task::ask_store(top_up_request req) {

@@ -485,6 +485,27 @@ TEST(SyncTask, ALateSyncIsNotDegradedUntilTheStoreFailsOne) {
     EXPECT_FALSE(sync.degraded(t0 + 60'000));
 }
 
+// A store that keeps a sync in flight for longer than the lease TTL (one that hangs, or answers
+// too slowly for the lease it renews) is degraded without a failure.
+TEST(SyncTask, ASyncInFlightLongerThanTheLeaseIsDegraded) {
+    auto eng = make_engine(10, 100);
+    room::node_state node;
+    scripted_store st;
+    st.hold_calls = true;
+    sync_options opt;
+    opt.lease_ttl_ms = 2000;
+    sync_task sync(node, st, opt);
+    sync.set_engine(eng);
+    sync.run_once(t0);
+    st.release_all();
+    sync.run_once(t0 + 1000);  // no answer yet
+    EXPECT_FALSE(sync.degraded(t0 + 2500));  // the lease ran out, but the sync is 1.5 s old
+    EXPECT_FALSE(sync.degraded(t0 + 3000));
+    EXPECT_TRUE(sync.degraded(t0 + 3001));
+    st.release_all();
+    EXPECT_FALSE(sync.degraded(t0 + 3001));
+}
+
 // A visitor's top-up in a room whose lease lapsed meets the timer's sync in flight (at startup,
 // or behind a timer late on a loaded machine): it waits for that sync's answer, then tops up,
 // instead of taking "busy" for an empty store and queueing the visitor in a room with room.
@@ -530,6 +551,33 @@ TEST(SyncTask, ATopUpThatFindsTheSyncInFlightWaitsForItsAnswer) {
     EXPECT_TRUE(sync.degraded(t0 + 5000));
     EXPECT_EQ(st.sync_calls, 3);
     EXPECT_EQ(st.top_up_calls, 1);
+}
+
+// The top-ups waiting for the sync in flight are bounded: past the bound one answers "nothing"
+// at once, as before it could wait, and the sync's answer lets every one parked go on.
+TEST(SyncTask, TopUpsWaitingForTheSyncInFlightAreBounded) {
+    auto eng = make_engine(10, 100);
+    room::node_state node;
+    scripted_store st;
+    st.hold_calls = true;
+    sync_options opt;
+    opt.lease_ttl_ms = 2000;
+    sync_task sync(node, st, opt);
+    sync.set_engine(eng);
+    add_demand(node, 100);
+    sync.run_once(t0);
+    st.release_all();
+    sync.run_once(t0 + 2500);  // out past the lease
+    std::size_t yes = 0;
+    std::size_t no = 0;
+    for (std::size_t i = 0; i <= sync_task::max_after_flight; ++i) {
+        sync.top_up("shop", t0 + 2500, [&](bool g) { ++(g ? yes : no); });
+    }
+    EXPECT_EQ(no, 1u);
+    EXPECT_EQ(yes, 0u);
+    st.release_all();  // the renewed lease holds slots: every waiter goes on
+    EXPECT_EQ(yes + no, sync_task::max_after_flight + 1);
+    EXPECT_EQ(yes, sync_task::max_after_flight);
 }
 
 TEST(SyncTask, ConcurrentTopUpsShareOneStoreCall) {

@@ -106,6 +106,9 @@ class sync_task {
     // last interval's demand, doubling with each top-up until the next sync.
     // `done(pool_has_slots)` runs on any thread, possibly inline.
     void top_up(const std::string& room_id, std::int64_t now_ms, std::function<void(bool)> done);
+    // Top-ups of lapsed leases that wait for the sync in flight, at most; past it one answers
+    // "nothing" at once (a store that never answered must not let every request pile up).
+    static constexpr std::size_t max_after_flight = 4096;
 
     std::uint64_t top_ups() const;
     // Top-ups asked of the store for one room over the node's life (0 for an unknown room).
@@ -113,9 +116,10 @@ class sync_task {
 
     // --- Degraded mode (sync_degraded.cpp) ----------------------------------------------------
 
-    // The store failed the last sync, and no sync has succeeded for longer than the lease TTL.
-    // A sync that is only late (a loaded machine, an answer still within its deadline) is not:
-    // nothing says the store is unreachable, and /readyz stays ready.
+    // No sync has succeeded for longer than the lease TTL, and the store failed the last one or
+    // has kept one in flight for longer than that TTL (a store that hangs, or answers too slowly
+    // for the lease it renews). A sync that is only late (the timer held back on a loaded
+    // machine) is not: nothing says the store is unreachable, and /readyz stays ready.
     bool degraded(std::int64_t now_ms) const;
     // Degraded mode (DESIGN.md §4). An episode starts at the first failed sync past the lease
     // TTL and ends with the next successful sync. Meanwhile each failed sync refills a room's
@@ -176,6 +180,7 @@ class sync_task {
     std::shared_ptr<room::room_overrides> overrides_;
     std::uint64_t overrides_seen_ = 0;  // overrides_->writes() when the sync in flight left
     bool in_flight_ = false;
+    std::int64_t in_flight_since_ms_ = 0;  // when the sync in flight started
     std::uint64_t next_batch_;           // the next report's id (random start, see store.hpp)
     std::uint64_t in_flight_batch_ = 0;  // the id of the report in flight
     std::map<std::string, unknown_room> unknown_;  // room → sent again before any new report
@@ -225,6 +230,9 @@ class sync_task {
     // already in flight is waited for once (`waited`), not taken for an empty store.
     void renew_then_top_up(const std::string& room_id, std::int64_t now_ms,
                            std::function<void(bool)> done, bool waited);
+    // After the sync a top-up waited for: tops up, or answers, as the renewed lease allows.
+    void after_renewal(const std::string& room_id, std::int64_t now_ms,
+                       std::function<void(bool)> done);
     std::vector<std::function<void()>> after_flight_;  // run when the sync in flight ends
 
     std::uint64_t top_ups_ = 0;
