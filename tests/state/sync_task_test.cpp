@@ -461,121 +461,113 @@ TEST(SyncTask, LapsedLeaseIsNotUsedAndGoesBackWhenTheStoreReturns) {
     EXPECT_EQ(pool.available() + 2, st.inner.held_total("shop"));
 }
 
+// One node on a scripted store (holding its calls until release_all() unless told otherwise),
+// a room of 10 and 100 a minute, a lease TTL of 2 s.
+struct lease_of_2s {
+    explicit lease_of_2s(bool hold, bool allowance = true)
+        : sync(node, st, options(allowance)) {
+        st.hold_calls = hold;
+        sync.set_engine(eng);
+    }
+    static sync_options options(bool allowance) {
+        sync_options o;
+        o.lease_ttl_ms = 2000;
+        o.degraded_allowance = allowance;
+        return o;
+    }
+    std::shared_ptr<room::engine> eng = make_engine(10, 100);
+    room::node_state node;
+    scripted_store st;
+    sync_task sync;
+};
+
 // A sync that is only late (the timer held back on a loaded machine) says nothing of the store:
 // the node is not degraded, and /readyz stays ready, until a sync past the lease TTL fails.
 TEST(SyncTask, ALateSyncIsNotDegradedUntilTheStoreFailsOne) {
-    auto eng = make_engine(10, 100);
-    room::node_state node;
-    scripted_store st;
-    sync_options opt;
-    opt.lease_ttl_ms = 2000;
-    sync_task sync(node, st, opt);
-    sync.set_engine(eng);
-    sync.run_once(t0);
-    EXPECT_FALSE(sync.degraded(t0 + 2001));
-    EXPECT_FALSE(sync.degraded(t0 + 60'000));
-    st.down = true;
-    sync.run_once(t0 + 1000);  // within the lease: the next sync may well succeed
-    EXPECT_FALSE(sync.degraded(t0 + 1000));
-    EXPECT_TRUE(sync.degraded(t0 + 2001));
-    sync.run_once(t0 + 2500);
-    EXPECT_TRUE(sync.degraded(t0 + 2500));
-    st.down = false;
-    sync.run_once(t0 + 3000);
-    EXPECT_FALSE(sync.degraded(t0 + 60'000));
+    lease_of_2s n(false);
+    n.sync.run_once(t0);
+    EXPECT_FALSE(n.sync.degraded(t0 + 2001));
+    EXPECT_FALSE(n.sync.degraded(t0 + 60'000));
+    n.st.down = true;
+    n.sync.run_once(t0 + 1000);  // within the lease: the next sync may well succeed
+    EXPECT_FALSE(n.sync.degraded(t0 + 1000));
+    EXPECT_TRUE(n.sync.degraded(t0 + 2001));
+    n.sync.run_once(t0 + 2500);
+    EXPECT_TRUE(n.sync.degraded(t0 + 2500));
+    n.st.down = false;
+    n.sync.run_once(t0 + 3000);
+    EXPECT_FALSE(n.sync.degraded(t0 + 60'000));
 }
 
 // A store that keeps a sync in flight for longer than the lease TTL (one that hangs, or answers
 // too slowly for the lease it renews) is degraded without a failure.
 TEST(SyncTask, ASyncInFlightLongerThanTheLeaseIsDegraded) {
-    auto eng = make_engine(10, 100);
-    room::node_state node;
-    scripted_store st;
-    st.hold_calls = true;
-    sync_options opt;
-    opt.lease_ttl_ms = 2000;
-    sync_task sync(node, st, opt);
-    sync.set_engine(eng);
-    sync.run_once(t0);
-    st.release_all();
-    sync.run_once(t0 + 1000);  // no answer yet
-    EXPECT_FALSE(sync.degraded(t0 + 2500));  // the lease ran out, but the sync is 1.5 s old
-    EXPECT_FALSE(sync.degraded(t0 + 3000));
-    EXPECT_TRUE(sync.degraded(t0 + 3001));
-    st.release_all();
-    EXPECT_FALSE(sync.degraded(t0 + 3001));
+    lease_of_2s n(true);
+    n.sync.run_once(t0);
+    n.st.release_all();
+    n.sync.run_once(t0 + 1000);  // no answer yet
+    EXPECT_FALSE(n.sync.degraded(t0 + 2500));  // the lease ran out, but the sync is 1.5 s old
+    EXPECT_FALSE(n.sync.degraded(t0 + 3000));
+    EXPECT_TRUE(n.sync.degraded(t0 + 3001));
+    n.st.release_all();
+    EXPECT_FALSE(n.sync.degraded(t0 + 3001));
 }
 
 // A visitor's top-up in a room whose lease lapsed meets the timer's sync in flight (at startup,
 // or behind a timer late on a loaded machine): it waits for that sync's answer, then tops up,
 // instead of taking "busy" for an empty store and queueing the visitor in a room with room.
 TEST(SyncTask, ATopUpThatFindsTheSyncInFlightWaitsForItsAnswer) {
-    auto eng = make_engine(10, 100);
-    room::node_state node;
-    scripted_store st;
-    st.hold_calls = true;
-    sync_options opt;
-    opt.lease_ttl_ms = 2000;
-    opt.degraded_allowance = false;  // a failed sync leaves the lease lapsed (below)
-    sync_task sync(node, st, opt);
-    sync.set_engine(eng);
-    sync.run_once(t0);
-    st.release_all();
-    auto& pool = node.pool("shop");
+    lease_of_2s n(true, false);  // no allowance: a failed sync leaves the lease lapsed (below)
+    n.sync.run_once(t0);
+    n.st.release_all();
+    auto& pool = n.node.pool("shop");
     EXPECT_EQ(pool.available(), 0);  // an idle node leases nothing
-    sync.run_once(t0 + 2500);         // the timer's sync, out past the lease
+    n.sync.run_once(t0 + 2500);       // the timer's sync, out past the lease
     ASSERT_TRUE(pool.expired(t0 + 2500));
     int answers = 0;
     bool got = false;
-    sync.top_up("shop", t0 + 2500, [&](bool g) { ++answers, got = g; });
+    n.sync.top_up("shop", t0 + 2500, [&](bool g) { ++answers, got = g; });
     EXPECT_EQ(answers, 0);  // waiting for the sync in flight
-    EXPECT_EQ(st.sync_calls, 2);
-    st.release_all();  // the sync renews the lease (empty): the top-up follows it
+    EXPECT_EQ(n.st.sync_calls, 2);
+    n.st.release_all();  // the sync renews the lease (empty): the top-up follows it
     EXPECT_EQ(answers, 0);
-    EXPECT_EQ(st.top_up_calls, 1);
-    st.release_all();
+    EXPECT_EQ(n.st.top_up_calls, 1);
+    n.st.release_all();
     EXPECT_EQ(answers, 1);
     EXPECT_TRUE(got);
     EXPECT_TRUE(pool.try_take(t0 + 2500));
 
     // When the sync it waited for fails, the node is in degraded mode: the top-up answers
     // "nothing" at once (no allowance here), and calls the store no more.
-    sync.run_once(t0 + 5000);
+    n.sync.run_once(t0 + 5000);
     ASSERT_TRUE(pool.expired(t0 + 5000));
-    st.down = true;
-    sync.top_up("shop", t0 + 5000, [&](bool g) { ++answers, got = g; });
+    n.st.down = true;
+    n.sync.top_up("shop", t0 + 5000, [&](bool g) { ++answers, got = g; });
     EXPECT_EQ(answers, 1);
-    st.release_all();
+    n.st.release_all();
     EXPECT_EQ(answers, 2);
     EXPECT_FALSE(got);
-    EXPECT_TRUE(sync.degraded(t0 + 5000));
-    EXPECT_EQ(st.sync_calls, 3);
-    EXPECT_EQ(st.top_up_calls, 1);
+    EXPECT_TRUE(n.sync.degraded(t0 + 5000));
+    EXPECT_EQ(n.st.sync_calls, 3);
+    EXPECT_EQ(n.st.top_up_calls, 1);
 }
 
 // The top-ups waiting for the sync in flight are bounded: past the bound one answers "nothing"
 // at once, as before it could wait, and the sync's answer lets every one parked go on.
 TEST(SyncTask, TopUpsWaitingForTheSyncInFlightAreBounded) {
-    auto eng = make_engine(10, 100);
-    room::node_state node;
-    scripted_store st;
-    st.hold_calls = true;
-    sync_options opt;
-    opt.lease_ttl_ms = 2000;
-    sync_task sync(node, st, opt);
-    sync.set_engine(eng);
-    add_demand(node, 100);
-    sync.run_once(t0);
-    st.release_all();
-    sync.run_once(t0 + 2500);  // out past the lease
+    lease_of_2s n(true);
+    add_demand(n.node, 100);
+    n.sync.run_once(t0);
+    n.st.release_all();
+    n.sync.run_once(t0 + 2500);  // out past the lease
     std::size_t yes = 0;
     std::size_t no = 0;
     for (std::size_t i = 0; i <= sync_task::max_after_flight; ++i) {
-        sync.top_up("shop", t0 + 2500, [&](bool g) { ++(g ? yes : no); });
+        n.sync.top_up("shop", t0 + 2500, [&](bool g) { ++(g ? yes : no); });
     }
     EXPECT_EQ(no, 1u);
     EXPECT_EQ(yes, 0u);
-    st.release_all();  // the renewed lease holds slots: every waiter goes on
+    n.st.release_all();  // the renewed lease holds slots: every waiter goes on
     EXPECT_EQ(yes + no, sync_task::max_after_flight + 1);
     EXPECT_EQ(yes, sync_task::max_after_flight);
 }
