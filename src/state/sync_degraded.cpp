@@ -254,8 +254,8 @@ bool sync_task::end_episodes(const std::vector<room_report>& sent, const std::ve
 
 bool sync_task::degraded(std::int64_t now_ms) const {
     std::lock_guard lock(mu_);
-    const bool store_stalls =
-        consecutive_failures_ > 0 || (in_flight_ && now_ms - in_flight_since_ms_ > opt_.lease_ttl_ms);
+    const bool hung = in_flight_ && now_ms - in_flight_since_ms_ > opt_.lease_ttl_ms;
+    const bool store_stalls = consecutive_failures_ > 0 || hung;
     return store_stalls && now_ms - last_success_ms_ > opt_.lease_ttl_ms;
 }
 

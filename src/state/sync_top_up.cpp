@@ -109,7 +109,6 @@ void sync_task::renew_then_top_up(const std::string& room_id, std::int64_t now_m
             // The timer's sync is out, and its answer renews the lease too: wait for it, once.
             // Taking "busy" for "the store had nothing" queued a visitor in a room with room (a
             // lapsed lease at startup, or behind a timer late on a loaded machine).
-            bool parked = false;
             bool full = false;
             {
                 std::lock_guard lock(mu_);
@@ -118,12 +117,9 @@ void sync_task::renew_then_top_up(const std::string& room_id, std::int64_t now_m
                         [this, room_id, now_ms, done = std::move(done)]() mutable {
                             after_renewal(room_id, now_ms, std::move(done));
                         });
-                    parked = true;
+                    return;  // parked: the sync's answer runs it
                 }
-                full = in_flight_ && !parked;
-            }
-            if (parked) {
-                return;
+                full = in_flight_;
             }
             if (full) {
                 if (done) {
@@ -134,12 +130,14 @@ void sync_task::renew_then_top_up(const std::string& room_id, std::int64_t now_m
             after_renewal(room_id, now_ms, std::move(done));  // it ended meanwhile
             return;
         }
-        if (!ec && !own.expired(now_ms) && own.available() == 0) {
-            return top_up(room_id, now_ms, std::move(done));
+        if (ec || own.expired(now_ms)) {
+            // The store failed, or did not renew this room (failed alone, or reloaded away).
+            if (done) {
+                done(false);
+            }
+            return;
         }
-        if (done) {
-            done(!ec && !own.expired(now_ms) && own.available() > 0);
-        }
+        after_renewal(room_id, now_ms, std::move(done));
     });
 }
 

@@ -10,6 +10,7 @@
 #include <memory>
 #include <regex>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -38,11 +39,14 @@ inline std::string proxy_config(const std::string& origin_url, const std::string
 
 // `yaml` (from proxy_config) with origin.timeout set to `timeout`: for tests that hold a slow
 // response in flight across a drain, which a loaded machine must not turn into a 504.
+// Throws when `yaml` has no such setting: a test would otherwise run on the 2 s it meant to leave.
 inline std::string with_origin_timeout(std::string yaml, const std::string& timeout) {
     const std::string from = ", timeout: 2s}";
-    if (const auto at = yaml.find(from); at != std::string::npos) {
-        yaml.replace(at, from.size(), ", timeout: " + timeout + "}");
+    const auto at = yaml.find(from);
+    if (at == std::string::npos) {
+        throw std::invalid_argument("with_origin_timeout: no origin timeout of 2s in the config");
     }
+    yaml.replace(at, from.size(), ", timeout: " + timeout + "}");
     return yaml;
 }
 
