@@ -650,9 +650,12 @@ TEST(PageRendererCache, HoldsOnlyThePagesOfTheLastTwoStateVersions) {
     cfg.rooms.push_back(make_room("shop"));
     page_renderer renderer(load_ok(cfg), 1024);
     auto m = queued_model();
-    // A sync a second for an hour, ten queued bands each: the cache never fills with pages
-    // whose version is gone.
-    for (std::uint64_t version = 1; version <= 3600; ++version) {
+    // A sync a second for two minutes, ten queued bands each: more pages than the cache holds,
+    // and it never fills with pages whose version is gone. (Kept short: each page is a real
+    // render, and an hour of them took 80-120 s under ASan on two cores.)
+    constexpr std::uint64_t versions = 120;
+    static_assert(versions * 10 > 1024);
+    for (std::uint64_t version = 1; version <= versions; ++version) {
         for (std::uint64_t band = 0; band < 10; ++band) {
             m.queue_position = static_cast<std::int64_t>(band);
             renderer.queue_page("shop", "", page_key{version, band}, m);
@@ -662,9 +665,9 @@ TEST(PageRendererCache, HoldsOnlyThePagesOfTheLastTwoStateVersions) {
     EXPECT_GE(renderer.stats().entries, 10u);
     // The previous version's pages still hit.
     m.queue_position = 4;
-    renderer.queue_page("shop", "", page_key{3601, 4}, m);
+    renderer.queue_page("shop", "", page_key{versions + 1, 4}, m);
     const auto hits = renderer.stats().hits;
-    renderer.queue_page("shop", "", page_key{3600, 4}, m);
+    renderer.queue_page("shop", "", page_key{versions, 4}, m);
     EXPECT_EQ(renderer.stats().hits, hits + 1);
 }
 
