@@ -648,13 +648,14 @@ TEST(PageRendererCache, StaysBoundedAndKeepsServingCorrectPages) {
 TEST(PageRendererCache, HoldsOnlyThePagesOfTheLastTwoStateVersions) {
     config cfg;
     cfg.rooms.push_back(make_room("shop"));
-    page_renderer renderer(load_ok(cfg), 1024);
+    constexpr std::size_t capacity = 1024;
+    page_renderer renderer(load_ok(cfg), capacity);
     auto m = queued_model();
     // A sync a second for two minutes, ten queued bands each: more pages than the cache holds,
     // and it never fills with pages whose version is gone. (Kept short: each page is a real
     // render, and an hour of them took 80-120 s under ASan on two cores.)
     constexpr std::uint64_t versions = 120;
-    static_assert(versions * 10 > 1024);
+    static_assert(versions * 10 > capacity);
     for (std::uint64_t version = 1; version <= versions; ++version) {
         for (std::uint64_t band = 0; band < 10; ++band) {
             m.queue_position = static_cast<std::int64_t>(band);
