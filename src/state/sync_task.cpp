@@ -57,6 +57,15 @@ room::room_deltas live_only(room::room_deltas d, const room::room_limits& l, std
     return out;
 }
 
+// Runs the top-ups parked on a sync that ended. They are taken with the flight's end, under the
+// same lock: a top-up parked on the next sync (which the caller of `done` may start at once)
+// stays parked for that sync's answer.
+void resume(std::vector<std::function<void()>>& parked) {
+    for (auto& f : parked) {
+        f();
+    }
+}
+
 }  // namespace
 
 sync_options make_sync_options(const config::config& cfg) {
@@ -282,15 +291,6 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
         if (then) {
             then(ec);
         }
-        // Top-ups that found this sync in flight (renew_then_top_up) go on now.
-        std::vector<std::function<void()>> after;
-        {
-            std::lock_guard lock(mu_);
-            after.swap(after_flight_);
-        }
-        for (auto& f : after) {
-            f();
-        }
     };
     store_.sync(std::move(report),
                 [this, now_ms, limits = std::move(limits), sent = std::move(sent),
@@ -390,13 +390,16 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
         if (!back.empty()) {
             node_.submit(back);
         }
+        std::vector<std::function<void()>> parked;
         {
             std::lock_guard lock(mu_);
             in_flight_ = false;
+            parked.swap(after_flight_);
         }
         if (done) {
             done(res.ec ? res.ec : make_error_code(errc::protocol));
         }
+        resume(parked);
         return;
     }
 
@@ -578,9 +581,11 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
         }
     }
     node_.publish(std::move(snap));
+    std::vector<std::function<void()>> parked;
     {
         std::lock_guard lock(mu_);
         in_flight_ = false;
+        parked.swap(after_flight_);
         last_success_ms_ = now_ms;
         ++syncs_;
         pending_release_ = std::move(releases);
@@ -621,6 +626,7 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
     if (done) {
         done({});
     }
+    resume(parked);
 }
 
 std::int64_t sync_task::last_success_ms() const {

@@ -109,25 +109,21 @@ void sync_task::renew_then_top_up(const std::string& room_id, std::int64_t now_m
             // The timer's sync is out, and its answer renews the lease too: wait for it, once.
             // Taking "busy" for "the store had nothing" queued a visitor in a room with room (a
             // lapsed lease at startup, or behind a timer late on a loaded machine).
-            bool full = false;
-            {
-                std::lock_guard lock(mu_);
-                if (in_flight_ && after_flight_.size() < max_after_flight) {
-                    after_flight_.emplace_back(
-                        [this, room_id, now_ms, done = std::move(done)]() mutable {
-                            after_renewal(room_id, now_ms, std::move(done));
-                        });
-                    return;  // parked: the sync's answer runs it
-                }
-                full = in_flight_;
-            }
-            if (full) {
+            std::unique_lock lock(mu_);
+            if (!in_flight_) {
+                lock.unlock();
+                after_renewal(room_id, now_ms, std::move(done));  // it ended meanwhile
+            } else if (after_flight_.size() < max_after_flight) {
+                after_flight_.emplace_back(
+                    [this, room_id, now_ms, done = std::move(done)]() mutable {
+                        after_renewal(room_id, now_ms, std::move(done));
+                    });  // parked: the sync's answer runs it
+            } else {
+                lock.unlock();
                 if (done) {
                     done(false);
                 }
-                return;
             }
-            after_renewal(room_id, now_ms, std::move(done));  // it ended meanwhile
             return;
         }
         if (ec || own.expired(now_ms)) {

@@ -464,8 +464,7 @@ TEST(SyncTask, LapsedLeaseIsNotUsedAndGoesBackWhenTheStoreReturns) {
 // One node on a scripted store (holding its calls until release_all() unless told otherwise),
 // a room of 10 and 100 a minute, a lease TTL of 2 s.
 struct lease_of_2s {
-    explicit lease_of_2s(bool hold, bool allowance = true)
-        : sync(node, st, options(allowance)) {
+    explicit lease_of_2s(bool hold, bool allowance = true) : sync(node, st, options(allowance)) {
         st.hold_calls = hold;
         sync.set_engine(eng);
     }
@@ -505,7 +504,7 @@ TEST(SyncTask, ASyncInFlightLongerThanTheLeaseIsDegraded) {
     lease_of_2s n(true);
     n.sync.run_once(t0);
     n.st.release_all();
-    n.sync.run_once(t0 + 1000);  // no answer yet
+    n.sync.run_once(t0 + 1000);                // no answer yet
     EXPECT_FALSE(n.sync.degraded(t0 + 2500));  // the lease ran out, but the sync is 1.5 s old
     EXPECT_FALSE(n.sync.degraded(t0 + 3000));
     EXPECT_TRUE(n.sync.degraded(t0 + 3001));
@@ -522,7 +521,7 @@ TEST(SyncTask, ATopUpThatFindsTheSyncInFlightWaitsForItsAnswer) {
     n.st.release_all();
     auto& pool = n.node.pool("shop");
     EXPECT_EQ(pool.available(), 0);  // an idle node leases nothing
-    n.sync.run_once(t0 + 2500);       // the timer's sync, out past the lease
+    n.sync.run_once(t0 + 2500);      // the timer's sync, out past the lease
     ASSERT_TRUE(pool.expired(t0 + 2500));
     int answers = 0;
     bool got = false;
@@ -550,6 +549,31 @@ TEST(SyncTask, ATopUpThatFindsTheSyncInFlightWaitsForItsAnswer) {
     EXPECT_TRUE(n.sync.degraded(t0 + 5000));
     EXPECT_EQ(n.st.sync_calls, 3);
     EXPECT_EQ(n.st.top_up_calls, 1);
+}
+
+// A top-up parked on one sync goes on when that sync ends, not when an older one does: here the
+// old sync's caller starts the next sync at once (as the timer may, late), and a top-up finds it
+// in flight before the old sync has finished its own answer. Woken early, it found the lease
+// still lapsed and the new sync busy, and answered "nothing" in a room with room.
+TEST(SyncTask, ATopUpParkedOnASyncIsWokenByThatSyncsAnswer) {
+    lease_of_2s n(true);
+    n.sync.run_once(t0);
+    n.st.release_all();
+    int answers = 0;
+    bool got = false;
+    const std::int64_t later = t0 + 10'000;  // past the lease the old sync renews
+    n.sync.run_once(t0 + 500, [&](std::error_code) {
+        n.sync.run_once(later);  // the next sync, held
+        n.sync.top_up("shop", later, [&](bool g) { ++answers, got = g; });
+    });
+    n.st.release_all();  // the old sync answers; the next one is still out
+    EXPECT_EQ(answers, 0);
+    n.st.release_all();  // the next sync renews the lease (empty: an idle node): the top-up follows
+    EXPECT_EQ(answers, 0);
+    EXPECT_EQ(n.st.top_up_calls, 1);
+    n.st.release_all();
+    EXPECT_EQ(answers, 1);
+    EXPECT_TRUE(got);
 }
 
 // The top-ups waiting for the sync in flight are bounded: past the bound one answers "nothing"

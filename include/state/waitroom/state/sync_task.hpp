@@ -233,7 +233,9 @@ class sync_task {
     // After the sync a top-up waited for: tops up, or answers, as the renewed lease allows.
     void after_renewal(const std::string& room_id, std::int64_t now_ms,
                        std::function<void(bool)> done);
-    std::vector<std::function<void()>> after_flight_;  // run when the sync in flight ends
+    // Top-ups parked on the sync in flight: taken when it ends (with in_flight_ = false), run
+    // after its `done`.
+    std::vector<std::function<void()>> after_flight_;
 
     std::uint64_t top_ups_ = 0;
     std::map<std::string, std::int64_t> last_demand_;   // room → demand in the last interval
