@@ -574,6 +574,7 @@ TEST(SyncTask, ATopUpParkedOnASyncIsWokenByThatSyncsAnswer) {
     n.st.release_all();
     EXPECT_EQ(answers, 1);
     EXPECT_TRUE(got);
+    EXPECT_EQ(n.st.sync_calls, 3);  // no renewal of its own: the next sync renewed the lease
 }
 
 // The top-ups waiting for the sync in flight are bounded: past the bound one answers "nothing"
