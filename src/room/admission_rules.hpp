@@ -64,12 +64,13 @@ inline constexpr double fast_sessions = 1.0;
 inline constexpr double slow_sessions = 3.0;
 
 // Visitors give up while they wait, and a room measures how many only once 20 wait a minute
-// behind its front (room_state::abandon_per_minute); until then it assumes a tenth of the queue
+// behind its front (room_state::abandon_per_minute); until then it assumes a fifth of the queue
 // a minute, fading over a session of queueing. A queue's first answers cannot tell a crowd that
 // will give up from one that will not (nobody has yet): this is between the two (issue 16: with
 // none assumed, a crowd of which 30 % give up after half a minute was told a fifth too long at
-// its first answer, one that stays a few points short).
-inline constexpr double prior_abandon_per_minute = 0.1;
+// its first answer, one that stays a few points short; a tenth a minute still told the first a
+// tenth too long, the second 5 % short, on the real daemons; a fifth centres the two).
+inline constexpr double prior_abandon_per_minute = 0.2;
 
 // Admissions per minute the queue can expect: the turnover the room learned while queueing
 // (room_state::turnover_per_minute, which starts from this prior), else the prior above; never

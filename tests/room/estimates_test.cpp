@@ -46,15 +46,15 @@ TEST(Estimates, QueuePositionCountsOlderBucketsAndHalfOfItsOwn) {
 
 // Issue 16: before the room has seen its turnover (it has not queued for a minute), each visitor
 // is assumed to hold its place 1.75 sessions (2 places over 1.75 minutes: 1.14 a minute), and a
-// tenth of the queue to give up each minute; the range goes from leaving at once (2 a minute) to
+// fifth of the queue to give up each minute; the range goes from leaving at once (2 a minute) to
 // staying twice as long as a session (2/3 a minute). total / session alone (2 a minute) told
 // real visitors half their wait. The room filled at 0 s and has queued since 20 s (the first
 // sync that saw the queue): nobody in it leaves before a session has passed since (59 s from
 // now). 11 ahead (10, and half its own bucket: 1 seen just as it opened, 2 expected), less
-// those the prior expects to give up: ln(1 + 0.1 * 11 / r) / 0.1 minutes of turnover r after
-// those 59 s. 25th: 0.98 + 4.38 = 5.4; 75th: 0.98 + 9.75 = 10.7; the estimate about 8 (the
-// linear model at 1.14 a minute: 0.98 + 6.74 = 7.7; the free schedule, from the places taken
-// as filled at the sync the first queued visitor's top-up made at 10 s: about 8.2).
+// those the prior expects to give up: ln(1 + 0.2 * 11 / r) / 0.2 minutes of turnover r after
+// those 59 s. 25th: 0.98 + 3.71 = 4.7; 75th: 0.98 + 7.29 = 8.3; the estimate about 6 (the
+// linear model at 1.14 a minute: 0.98 + 5.37 = 6.4; the free schedule, from the places taken
+// as filled at the sync the first queued visitor's top-up made at 10 s, a little less).
 TEST(Estimates, BeforeTheTurnoverIsSeenTheWaitAssumesTheHoldsOfThePriorWithARange) {
     auto r = make_room("shop", 2, 60);
     r.session_duration = 1min;
@@ -78,13 +78,13 @@ TEST(Estimates, BeforeTheTurnoverIsSeenTheWaitAssumesTheHoldsOfThePriorWithARang
     EXPECT_TRUE(d.page.wait_time_known);
     EXPECT_EQ(h.state("shop").queueing_since_ms(), h.start() + 20'000);  // first synced
     EXPECT_FALSE(h.state("shop").frees().measured());
-    EXPECT_EQ(d.page.wait_time, 8);
+    EXPECT_EQ(d.page.wait_time, 6);
     EXPECT_EQ(d.page.wait_time_formatted, std::to_string(d.page.wait_time) + " minutes");
     EXPECT_EQ(d.page.wait_time_hours, 0);
     EXPECT_EQ(d.page.wait_time_hour_minutes, d.page.wait_time);
     EXPECT_EQ(d.page.wait_time_25_percentile, 5);
     EXPECT_EQ(d.page.wait_time_50_percentile, d.page.wait_time);
-    EXPECT_EQ(d.page.wait_time_75_percentile, 11);
+    EXPECT_EQ(d.page.wait_time_75_percentile, 8);
 }
 
 // Once the room has admitted for a minute past the session that its filling held, the
@@ -324,7 +324,7 @@ TEST(Estimates, AdmissionRateIsBoundedByNewUsersPerMinute) {
     h.sync();
     auto d = h.visit(me);
     // 11 ahead (10, and half its bucket just opened: 1 seen, 2 expected) at 2 a minute, less
-    // those the prior expects to give up (a tenth a minute): ln(1 + 0.1 * 11 / 2) / 0.1 = 4.4
+    // those the prior expects to give up (a fifth a minute): ln(1 + 0.2 * 11 / 2) / 0.2 = 3.7
     // minutes. At the places' turnover (1000 over 1.75 sessions) it would be a minute.
     EXPECT_EQ(d.page.queue_position, 11);
     EXPECT_EQ(d.page.wait_time, 4);
@@ -461,17 +461,17 @@ room_state queue_snapshot(std::int64_t at, std::int64_t behind) {
     return room_state(c, l);
 }
 
-// Before any measure, a tenth of the queue a minute (the prior); measures are averaged into it
+// Before any measure, a fifth of the queue a minute (the prior); measures are averaged into it
 // over about a minute (a first one below the prior replaces it: the next test).
 TEST(Estimates, QueueDepartureRateFollowsVisitorsWhoGiveUpBehindTheFront) {
     constexpr std::int64_t t = 1'800'000'000'000 - 1'800'000'000'000 % 60'000;
     room_state first = queue_snapshot(t, 100);
-    EXPECT_DOUBLE_EQ(first.abandon_per_minute(), 0.1);
+    EXPECT_DOUBLE_EQ(first.abandon_per_minute(), 0.2);
     // One second later 2 of the 200 behind the front are gone: 0.6 of the queue a minute, a
     // lump (a window stopped counting) that moves the average a sixtieth of the way.
     room_state second = queue_snapshot(t + 1'000, 99);
     second.follow(first, 10'000);
-    const double prior = 0.1 * std::exp(-1.0 / 300.0);  // a second of a 5-minute session
+    const double prior = 0.2 * std::exp(-1.0 / 300.0);  // a second of a 5-minute session
     EXPECT_NEAR(second.abandon_per_minute(), prior + (0.6 - prior) / 60, 1e-9);
     // Nobody left in the next second: the rate eases off but remembers the departures.
     room_state third = queue_snapshot(t + 2'000, 99);
@@ -592,15 +592,15 @@ TEST(Estimates, ARoomThatAdmitsNobodyLearnsNoTurnoverUntilItAdmitsAgain) {
 
 // A queue too small to measure its departures (fewer than 20 a minute behind the front) is told
 // the prior at first, fading over a session of queueing: visitors who waited that long without a
-// measure are not told a tenth of the queue a minute leaves for ever.
+// measure are not told a fifth of the queue a minute leaves for ever.
 TEST(Estimates, TheAbandonPriorFadesOverASessionOfQueueing) {
     constexpr std::int64_t t0 = 1'800'000'000'000 - 1'800'000'000'000 % 60'000;
     room_state st = filled_room_snapshot(t0, t0, 20);
-    EXPECT_DOUBLE_EQ(st.abandon_per_minute(), 0.1);
+    EXPECT_DOUBLE_EQ(st.abandon_per_minute(), 0.2);
     st = follow_seconds(std::move(st), t0, t0, t0 + 60'000, 0);
-    EXPECT_NEAR(st.abandon_per_minute(), 0.1 / std::exp(1.0), 1e-9);
+    EXPECT_NEAR(st.abandon_per_minute(), 0.2 / std::exp(1.0), 1e-9);
     st = follow_seconds(std::move(st), t0, t0 + 60'000, t0 + 300'000, 0);
-    EXPECT_LT(st.abandon_per_minute(), 0.001);
+    EXPECT_NEAR(st.abandon_per_minute(), 0.2 / std::exp(5.0), 1e-9);  // 0.0013: as good as gone
 }
 
 TEST(PageModel, FormatsMinutesInEnglish) {
