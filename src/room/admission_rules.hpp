@@ -51,8 +51,8 @@ inline bool filled_lately(std::int64_t total_active_users, std::int64_t new_user
 }
 
 // Before the room has queued for a minute it has not seen its turnover; it assumes a visitor
-// holds a place 1.75 sessions (the free schedule's prior: 1.25 to 2.25, a visit of a quarter to
-// one and a quarter sessions, then the session after its last request), and gives the range from
+// holds a place 1.75 sessions (the free schedule's prior: 1.35 to 2.15, a visit of about a third
+// to one and a sixth sessions, then the session after its last request), and gives the range from
 // leaving at once (1) to staying twice as long as session_duration (3) as the 25th and 75th
 // percentiles. Visitors who waited for a place use it for a while, and rarely much longer than
 // the session the operator sized for a visit: the fidelity harness's crowd browses 20-60 s of

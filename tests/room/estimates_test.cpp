@@ -209,9 +209,9 @@ TEST(Estimates, AQueueBetweenGenerationsIsToldWhenTheNextGenerationFrees) {
 // A wait of a minute and a half reads "1 minute" in waitTime (33 % short) or "2 minutes" a
 // moment later; waitTimeSeconds tells it to 10 s, from the same estimate. The room of 4 filled
 // at 0 s and queued 3 at 10 s (the sync then, 10 s after the last, starts the history: its
-// places are taken as filled at 10 s). Each place frees 1.25 to 2.25 sessions after it was
-// filled (the prior): the four over 85-145 s. 1 ahead (half its bucket of 3, closed) needs the
-// 2nd of them (1.98 with the prior's departures): at about 85 + 60 * 2 / 4 = 115 s, 94 s from
+// places are taken as filled at 10 s). Each place frees 1.35 to 2.15 sessions after it was
+// filled (the prior): the four over 91-139 s. 1 ahead (half its bucket of 3, closed) needs the
+// 2nd of them (1.96 with the prior's departures): at about 91 + 48 * 2 / 4 = 115 s, 94 s from
 // now.
 TEST(Estimates, AShortWaitIsToldToTenSecondsBesideTheWholeMinutes) {
     auto r = make_room("shop", 4, 60);

@@ -10,7 +10,7 @@
 // is what was admitted a minute before), the frees are the admissions minus the places still
 // held, and each free is matched to the oldest place still held (first filled, first freed):
 // its age is a measured hold. The holds' mean and spread are learned over about a room of frees
-// from a prior of 1.25 to 2.25 sessions; the expected frees to come (the places held now,
+// from a prior of 1.35 to 2.15 sessions; the expected frees to come (the places held now,
 // conditioned on not having freed yet, then the places they refill) are tabulated once per
 // sync. Memory is bounded per room whatever arrives: at most max_marks points of history,
 // table_points values.
@@ -55,12 +55,14 @@ class free_schedule {
         std::int64_t active_run_ms = 0;  // the span of one entry of them (active_run_ms)
     };
     using windows = std::vector<std::pair<std::int64_t, std::int64_t>>;
-    // Before any place is seen to free, visitors are assumed to hold their place 1.25 to 2.25
-    // sessions (a visit of a quarter to one and a quarter sessions, then the session after its
+    // Before any place is seen to free, visitors are assumed to hold their place 1.35 to 2.15
+    // sessions (a visit of about a third to one and a sixth sessions, then the session after its
     // last request): the mean is the linear model's prior too (rules::prior_sessions), with
-    // sessions of at least a minute as there.
+    // sessions of at least a minute as there. (A spread of a session, 1.25 to 2.25, had the
+    // first places free before real visitors' did: the front of a spike was told a fifth short
+    // on the real daemons, issue 16, bench/README.md.)
     static constexpr double prior_hold_sessions = 1.75;
-    static constexpr double prior_spread_sessions = 0.5;
+    static constexpr double prior_spread_sessions = 0.4;
     static constexpr std::size_t max_marks = 512;
     static constexpr std::size_t table_points = 129;
     // The silences whose comebacks are learned (the last check-in windows followed are
