@@ -51,10 +51,11 @@ TEST(Estimates, QueuePositionCountsOlderBucketsAndHalfOfItsOwn) {
 // real visitors half their wait. The room filled at 0 s and has queued since 20 s (the first
 // sync that saw the queue): nobody in it leaves before a session has passed since (59 s from
 // now). 11 ahead (10, and half its own bucket: 1 seen just as it opened, 2 expected), less
-// those the prior expects to give up: ln(1 + 0.2 * 11 / r) / 0.2 minutes of turnover r after
-// those 59 s. 25th: 0.98 + 3.71 = 4.7; 75th: 0.98 + 7.29 = 8.3; the estimate about 6 (the
-// linear model at 1.14 a minute: 0.98 + 5.37 = 6.4; the free schedule, from the places taken
-// as filled at the sync the first queued visitor's top-up made at 10 s, a little less).
+// those the prior expects to give up: a fifth a minute fading over the one-minute session, so at
+// most 18 % of them (e^-0.2 = 0.82 stay), 0.82 * 11 / r minutes of turnover r after those 59 s.
+// 25th: 0.98 + 4.50 = 5.5; 75th: 0.98 + 13.5 = 14.5; the estimate about 9 (the linear model at
+// 1.14 a minute: 0.98 + 7.88 = 8.9; the free schedule, from the places taken as filled at the
+// sync the first queued visitor's top-up made at 10 s, about the same).
 TEST(Estimates, BeforeTheTurnoverIsSeenTheWaitAssumesTheHoldsOfThePriorWithARange) {
     auto r = make_room("shop", 2, 60);
     r.session_duration = 1min;
@@ -78,13 +79,45 @@ TEST(Estimates, BeforeTheTurnoverIsSeenTheWaitAssumesTheHoldsOfThePriorWithARang
     EXPECT_TRUE(d.page.wait_time_known);
     EXPECT_EQ(h.state("shop").queueing_since_ms(), h.start() + 20'000);  // first synced
     EXPECT_FALSE(h.state("shop").frees().measured());
-    EXPECT_EQ(d.page.wait_time, 6);
+    EXPECT_EQ(d.page.wait_time, 9);
     EXPECT_EQ(d.page.wait_time_formatted, std::to_string(d.page.wait_time) + " minutes");
     EXPECT_EQ(d.page.wait_time_hours, 0);
     EXPECT_EQ(d.page.wait_time_hour_minutes, d.page.wait_time);
     EXPECT_EQ(d.page.wait_time_25_percentile, 5);
     EXPECT_EQ(d.page.wait_time_50_percentile, d.page.wait_time);
-    EXPECT_EQ(d.page.wait_time_75_percentile, 8);
+    EXPECT_EQ(d.page.wait_time_75_percentile, 14);
+}
+
+// The prior's departures fade over a session of queueing (room_state::prior_abandon_per_minute),
+// so they take at most 1 - e^(-0.2 * 1) = 18 % of the queue ahead, however long its wait. Taken
+// as lasting, a fifth of the queue a minute told the back of a long queue a fraction of its
+// wait: 100 ahead at the prior's 1.14 a minute is 88 minutes of turnover, which the lasting
+// prior made ln(1 + 0.2 * 88) / 0.2 = 15; at most 18 % fewer it is 72 (and the 59 s before the
+// first place frees).
+TEST(Estimates, ThePriorsDeparturesNeverTakeMoreThanItsFadeAllows) {
+    auto r = make_room("shop", 2, 60);
+    r.session_duration = 1min;
+    harness h({r});
+    visitor a, b;
+    ASSERT_EQ(h.visit(a).what, action::admit);
+    ASSERT_EQ(h.visit(b).what, action::admit);
+    h.advance(10s);
+    std::vector<visitor> ahead(100);
+    for (auto& v : ahead) {
+        ASSERT_EQ(h.visit(v).what, action::queue);
+    }
+    h.advance(10s);
+    visitor me;
+    ASSERT_EQ(h.visit(me).what, action::queue);
+    h.sync();
+    h.advance(1s);
+    auto d = h.visit(me);
+    ASSERT_EQ(d.what, action::queue);
+    EXPECT_FALSE(h.state("shop").abandon_measured());
+    EXPECT_GE(d.page.queue_position, 100);
+    EXPECT_GE(d.page.wait_time, 65);
+    EXPECT_LE(d.page.wait_time, 80);
+    EXPECT_GE(d.page.wait_time_seconds, 65 * 60);
 }
 
 // Once the room has admitted for a minute past the session that its filling held, the

@@ -74,6 +74,8 @@ class room_state {
     // visitors ahead who will leave before their turn: counting them all told the queue 25%
     // too long.
     double abandon_per_minute() const { return abandon_per_minute_; }
+    // False while abandon_per_minute() is the prior: nothing measured yet.
+    bool abandon_measured() const { return abandon_measured_; }
     // Capacity has been free in every snapshot of the last `span_ms` while nobody queued ahead
     // of `bucket` was admitted or left: the visitors ahead are not taking it (late, or gone and
     // still counted). False until the snapshots followed cover that span. The admission front
