@@ -148,11 +148,9 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
             // first answer of an hour's wait 13 minutes.
             const double session_minutes =
                 static_cast<double>(std::max<std::int64_t>(60'000, s.session_ms)) / 60'000.0;
-            const double prior_stays =
-                st.abandon_measured() ? 0.0 : std::exp(-h * session_minutes);
+            const double prior_stays = st.abandon_measured() ? 0.0 : std::exp(-h * session_minutes);
             auto draining_minutes = [&](double r) {
-                return h > 1e-6 ? std::max(std::log1p(h * a / r) / h, prior_stays * a / r)
-                                : a / r;
+                return h > 1e-6 ? std::max(std::log1p(h * a / r) / h, prior_stays * a / r) : a / r;
             };
             // The room knows when the places held now were filled, and about how long they are
             // held (the prior's hold until places are seen to free): the wait is when the
