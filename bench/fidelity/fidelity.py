@@ -571,25 +571,24 @@ def score(h, visitors, olog, workdir):
     res["overshoot_active"] = max((active(t) for t in adm_t), default=0) / A - 1
     res["overshoot_rate"] = max((adm60(t) for t in adm_t), default=0) / R - 1
 
-    # Onset: the first visitor queued while nobody truly waited, scored with the admissions in
-    # flight then (their request sent before this queue answer came back, at the origin only
-    # after it): the gateway gave their places before it answered the queue page, and proxying
-    # takes longer than a queue answer (a request sent 4 ms before the queue's first, admitted
-    # 0.2 ms before it by the gateway's access log, reached the origin 1 ms after the queue
-    # answer came back: 95 % by the origin alone). The origin's count alone is kept beside it.
+    # Onset: the first visitor queued while nobody truly waited.
     onset = None
     for d in sorted((d for d in V if d["first_q"] is not None), key=lambda d: d["first_q"]):
         t = d["first_q"]
         if waiting(t - 1e-9) == 0:
+            onset = max(active(t) / A, adm60(t) / R)
+            res["onset_at_s"] = round(t, 2)
+            # Diagnostic, not scored: admissions in flight then (their request sent before this
+            # queue answer came back, at the origin only after it). The gateway may have given
+            # their places before it answered the queue page (proxying takes longer than a queue
+            # answer), or after it: the visitors' clocks cannot tell which, nor the access log's
+            # milliseconds (a request admitted 0.2 ms before the queue's first by its start).
             fly = 0
             for o in V:
                 sent = next((r.get("t_send") for r in o["log"] if r.get("kind") == "origin"), None)
                 if o["admit"] is not None and sent is not None and P(sent) <= t < o["admit"]:
                     fly += 1
-            onset = max((active(t) + fly) / A, (adm60(t) + fly) / R)
-            res["onset_at_s"] = round(t, 2)
             res["onset_in_flight"] = fly
-            res["queue_onset_utilization_at_origin"] = max(active(t) / A, adm60(t) / R)
             break
     res["queue_onset_utilization"] = onset
 

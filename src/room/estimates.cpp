@@ -116,8 +116,9 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
         p.queue_position = ahead;
         if (rate > 0 && !s.queue_all) {
             // The queue ahead drains by admissions and by visitors giving up (h per minute):
-            // a' = −r − h·a reaches 0 after ln(1 + h·a / r) / h minutes. To the nearest minute
-            // (rounding up added half a minute to every estimate), at least 1.
+            // a' = −r − h·a reaches 0 after ln(1 + h·a / r) / h minutes (no shorter than the
+            // prior's fade allows, below). To the nearest minute (rounding up added half a
+            // minute to every estimate), at least 1.
             const double h = st.abandon_per_minute();
             const double a = static_cast<double>(ahead);
             const std::int64_t before_start =
