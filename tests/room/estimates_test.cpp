@@ -317,7 +317,8 @@ TEST(Estimates, ARoomHeldByItsRateLimitAddsNoSessionWait) {
 // one-minute session and with the longest one the configuration takes (the prior's departures
 // then fade over 114 000 years: e^(-0.2 * session) is 0).
 TEST(Estimates, WaitTimeSecondsIsAtLeastTenSecondsAndBoundedForAnyQueue) {
-    for (const std::int64_t session_ms : {std::int64_t{60'000}, std::int64_t{3'600'000'000'000'000}}) {
+    for (const std::int64_t session_ms :
+         {std::int64_t{60'000}, std::int64_t{3'600'000'000'000'000}}) {
         SCOPED_TRACE(session_ms);
         auto r = make_room("shop", 1, 1);
         r.session_duration = std::chrono::milliseconds(session_ms);
