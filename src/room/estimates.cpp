@@ -143,13 +143,8 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
                     : 0;
             const double dead = static_cast<double>(dead_ms) / 60'000.0;
             // Minutes of turnover r that the queue ahead needs: those ahead who will give up
-            // need no place. A prior (nothing measured yet) fades over a session of queueing
-            // (room_state::prior_abandon_per_minute), so it expects no more than 1 − e^(−h·S)
-            // of the queue ahead to leave, however long the wait: taken as lasting, it told a
-            // first answer of an hour's wait 13 minutes.
-            const double session_minutes =
-                static_cast<double>(std::max<std::int64_t>(60'000, s.session_ms)) / 60'000.0;
-            const double prior_stays = st.abandon_measured() ? 0.0 : std::exp(-h * session_minutes);
+            // need no place, and no more of them than the prior's fade allows.
+            const double prior_stays = st.prior_share_staying();
             auto draining_minutes = [&](double r) {
                 return h > 1e-6 ? std::max(std::log1p(h * a / r) / h, prior_stays * a / r) : a / r;
             };

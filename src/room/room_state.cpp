@@ -130,7 +130,7 @@ void room_state::follow(const room_state& previous, std::int64_t window_ms) {
         if (!gap && counts_.admitted_last_minute >= rate_limit_) {
             turnover_per_minute_ = static_cast<double>(rate_limit_);
         } else if (!gap) {
-            const double span_ms = static_cast<double>(std::max<std::int64_t>(60'000, session_ms_));
+            const double span_ms = fade_ms();
             const double sample =
                 static_cast<double>(std::max<std::int64_t>(0, counts_.admitted_last_minute));
             turnover_per_minute_ +=
@@ -198,8 +198,15 @@ double room_state::prior_abandon_per_minute() const {
     const double queued_ms = static_cast<double>(
         queueing_since_ms_ > 0 ? std::max<std::int64_t>(0, counts_.as_of_ms - queueing_since_ms_)
                                : 0);
-    const double session_ms = static_cast<double>(std::max<std::int64_t>(60'000, session_ms_));
-    return rules::prior_abandon_per_minute * std::exp(-queued_ms / session_ms);
+    return rules::prior_abandon_per_minute * std::exp(-queued_ms / fade_ms());
+}
+
+double room_state::fade_ms() const {
+    return static_cast<double>(std::max<std::int64_t>(60'000, session_ms_));
+}
+
+double room_state::prior_share_staying() const {
+    return abandon_measured_ ? 0.0 : std::exp(-abandon_per_minute_ * fade_ms() / 60'000.0);
 }
 
 std::uint32_t room_state::nodes() const {

@@ -44,6 +44,26 @@ TEST(Estimates, QueuePositionCountsOlderBucketsAndHalfOfItsOwn) {
     EXPECT_EQ(h.visit(second[0]).page.queue_position, 4 + 1);
 }
 
+// The room of 2 in `h` fills at 0 s; `ahead` visitors queue at 10 s and one more at 20 s; the
+// room syncs, and that one comes back a second later: its answer in `d`.
+void queue_behind_a_room_filled_at_0(harness& h, std::size_t ahead, decision& d) {
+    visitor a, b;
+    ASSERT_EQ(h.visit(a).what, action::admit);
+    ASSERT_EQ(h.visit(b).what, action::admit);
+    h.advance(10s);
+    std::vector<visitor> before(ahead);
+    for (auto& v : before) {
+        ASSERT_EQ(h.visit(v).what, action::queue);
+    }
+    h.advance(10s);
+    visitor me;
+    ASSERT_EQ(h.visit(me).what, action::queue);
+    h.sync();
+    h.advance(1s);
+    d = h.visit(me);
+    ASSERT_EQ(d.what, action::queue);
+}
+
 // Issue 16: before the room has seen its turnover (it has not queued for a minute), each visitor
 // is assumed to hold its place 1.75 sessions (2 places over 1.75 minutes: 1.14 a minute), and a
 // fifth of the queue to give up each minute; the range goes from leaving at once (2 a minute) to
@@ -60,21 +80,8 @@ TEST(Estimates, BeforeTheTurnoverIsSeenTheWaitAssumesTheHoldsOfThePriorWithARang
     auto r = make_room("shop", 2, 60);
     r.session_duration = 1min;
     harness h({r});
-    visitor a, b;
-    ASSERT_EQ(h.visit(a).what, action::admit);
-    ASSERT_EQ(h.visit(b).what, action::admit);
-    h.advance(10s);
-    std::vector<visitor> ahead(10);
-    for (auto& v : ahead) {
-        ASSERT_EQ(h.visit(v).what, action::queue);
-    }
-    h.advance(10s);
-    visitor me;
-    ASSERT_EQ(h.visit(me).what, action::queue);
-    h.sync();
-    h.advance(1s);
-    auto d = h.visit(me);
-    ASSERT_EQ(d.what, action::queue);
+    decision d;
+    ASSERT_NO_FATAL_FAILURE(queue_behind_a_room_filled_at_0(h, 10, d));
     EXPECT_EQ(d.page.queue_position, 11);
     EXPECT_TRUE(d.page.wait_time_known);
     EXPECT_EQ(h.state("shop").queueing_since_ms(), h.start() + 20'000);  // first synced
@@ -98,21 +105,8 @@ TEST(Estimates, ThePriorsDeparturesNeverTakeMoreThanItsFadeAllows) {
     auto r = make_room("shop", 2, 60);
     r.session_duration = 1min;
     harness h({r});
-    visitor a, b;
-    ASSERT_EQ(h.visit(a).what, action::admit);
-    ASSERT_EQ(h.visit(b).what, action::admit);
-    h.advance(10s);
-    std::vector<visitor> ahead(100);
-    for (auto& v : ahead) {
-        ASSERT_EQ(h.visit(v).what, action::queue);
-    }
-    h.advance(10s);
-    visitor me;
-    ASSERT_EQ(h.visit(me).what, action::queue);
-    h.sync();
-    h.advance(1s);
-    auto d = h.visit(me);
-    ASSERT_EQ(d.what, action::queue);
+    decision d;
+    ASSERT_NO_FATAL_FAILURE(queue_behind_a_room_filled_at_0(h, 100, d));
     EXPECT_FALSE(h.state("shop").abandon_measured());
     EXPECT_GE(d.page.queue_position, 100);
     EXPECT_GE(d.page.wait_time, 65);

@@ -76,6 +76,11 @@ class room_state {
     double abandon_per_minute() const { return abandon_per_minute_; }
     // False while abandon_per_minute() is the prior: nothing measured yet.
     bool abandon_measured() const { return abandon_measured_; }
+    // The least share of the queue ahead that the prior lets stay until its turn: it fades over
+    // a session of queueing, so no more than 1 − e^(−h·session) of the queue gives up however
+    // long the wait (taken as lasting, it told a first answer of an hour's wait 13 minutes).
+    // 0 once abandonment is measured: a measure lasts.
+    double prior_share_staying() const;
     // Capacity has been free in every snapshot of the last `span_ms` while nobody queued ahead
     // of `bucket` was admitted or left: the visitors ahead are not taking it (late, or gone and
     // still counted). False until the snapshots followed cover that span. The admission front
@@ -114,6 +119,9 @@ class room_state {
     double abandon_per_minute_ = 0;
     bool abandon_measured_ = false;  // false: abandon_per_minute_ is the prior, per snapshot
     double prior_abandon_per_minute() const;  // faded by the queueing so far
+    // A session, at least a minute: the span the abandonment prior fades over and the turnover
+    // is averaged over.
+    double fade_ms() const;
     double turnover_per_minute_ = 0;
     std::int64_t queueing_since_ms_ = 0;
     std::int64_t turnover_from_ms_ = 0;
