@@ -13,6 +13,12 @@ left are skipped (a 10 s estimate of a 2 s wait is not an error worth a median).
 With --sim it scores the simulator's visitor dumps (DIR/visitors/NAME-SEED.json) the same way,
 one run per file, to check the simulator's every-answer estimates against the daemons'.
 
+    bench/fidelity/answers.py --by-rank OUT [OUT...]   # also with --sim after it
+
+--by-rank scores the first answers only, grouped by the visitor's rank in the queue (the order of
+the admitted visitors' first queue answers in the run, in tens): the front's wait is the first places to free, the
+back's depends on how many ahead give up.
+
 Prints, per scenario, the runs found, then for each phase the answers counted and the median
 |error| / actual and signed error / actual in %, pooled over the runs ('first' = the first
 answers, which fidelity.py scores; 'all' = every answer of every phase).
@@ -42,6 +48,12 @@ def answers(run):
             if e.get("wait_s") is not None:
                 out.append((e["t"], float(e["wait_s"]), admit - e["t"], i == 0))
     return out
+
+
+def first_answer_ranks(a):
+    """The first answers of `a` (answers() tuples), each with its rank among them by time."""
+    firsts = sorted((t, est, left) for t, est, left, first in a if first)
+    return [(rank, est, left) for rank, (_, est, left) in enumerate(firsts)]
 
 
 def sim_answers(path):
@@ -84,10 +96,21 @@ def main():
     if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
         print(__doc__)
         return 0 if len(sys.argv) > 1 else 2
-    runs = sim_runs(sys.argv[2:]) if sys.argv[1] == "--sim" else harness_runs(sys.argv[1:])
+    args = sys.argv[1:]
+    by_rank = args[0] == "--by-rank"
+    args = args[1:] if by_rank else args
+    runs = sim_runs(args[1:]) if args and args[0] == "--sim" else harness_runs(args)
     by_scenario = {}
     for scenario, scale, a in runs:
         if not a:
+            continue
+        if by_rank:
+            groups = by_scenario.setdefault(scenario, {"runs": 0})
+            groups["runs"] += 1
+            for rank, est, left in first_answer_ranks(a):
+                left *= scale
+                if left >= 5:
+                    groups.setdefault(rank // 10, []).append((est - left) / left)
             continue
         t0 = min(t for t, _, _, _ in a)
         groups = by_scenario.setdefault(scenario, {"runs": 0})
@@ -105,6 +128,12 @@ def main():
                 if lo <= since < hi:
                     groups.setdefault((lo, hi), []).append(err)
     for scenario, groups in sorted(by_scenario.items()):
+        if by_rank:
+            cells = [f"{10 * g + 1}-{10 * g + 10}: n {len(e)} {100 * statistics.median(map(abs, e)):.0f}"
+                     f" / {100 * statistics.median(e):+.0f}"
+                     for g, e in sorted((k, v) for k, v in groups.items() if k != "runs")]
+            print(f"{scenario} ({groups['runs']} runs), first answers by rank: " + " | ".join(cells))
+            continue
         cells = []
         for key in ["first", "all"] + PHASES:
             errs = groups.get(key, [])

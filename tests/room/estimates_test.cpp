@@ -501,12 +501,19 @@ TEST(Estimates, QueueDepartureRateFollowsVisitorsWhoGiveUpBehindTheFront) {
     constexpr std::int64_t t = 1'800'000'000'000 - 1'800'000'000'000 % 60'000;
     room_state first = queue_snapshot(t, 100);
     EXPECT_DOUBLE_EQ(first.abandon_per_minute(), 0.2);
+    // Unmeasured, the prior fades over the 5-minute session: at most 1 - e^(-0.2 * 5) of the
+    // queue ahead is taken to leave (the estimates' floor).
+    EXPECT_FALSE(first.abandon_measured());
+    EXPECT_NEAR(first.prior_share_staying(), std::exp(-1.0), 1e-12);
     // One second later 2 of the 200 behind the front are gone: 0.6 of the queue a minute, a
     // lump (a window stopped counting) that moves the average a sixtieth of the way.
     room_state second = queue_snapshot(t + 1'000, 99);
     second.follow(first, 10'000);
     const double prior = 0.2 * std::exp(-1.0 / 300.0);  // a second of a 5-minute session
     EXPECT_NEAR(second.abandon_per_minute(), prior + (0.6 - prior) / 60, 1e-9);
+    // Measured: the departures the room saw decide, and the prior's floor is off.
+    EXPECT_TRUE(second.abandon_measured());
+    EXPECT_EQ(second.prior_share_staying(), 0.0);
     // Nobody left in the next second: the rate eases off but remembers the departures.
     room_state third = queue_snapshot(t + 2'000, 99);
     third.follow(second, 10'000);
@@ -517,6 +524,7 @@ TEST(Estimates, QueueDepartureRateFollowsVisitorsWhoGiveUpBehindTheFront) {
     room_state after_gap = queue_snapshot(t + 30'000, 10);
     after_gap.follow(third, 10'000);
     EXPECT_EQ(after_gap.abandon_per_minute(), third.abandon_per_minute());
+    EXPECT_TRUE(after_gap.abandon_measured());  // carried across snapshots, the gap too
 }
 
 TEST(Estimates, DeparturesAtTheFrontAreAdmissionsNotAbandonment) {
@@ -532,6 +540,8 @@ TEST(Estimates, DeparturesAtTheFrontAreAdmissionsNotAbandonment) {
     room_state shrunk(c, l);
     shrunk.follow(first, 10'000);
     EXPECT_EQ(shrunk.abandon_per_minute(), 0.0);  // measured: nobody (the prior is gone)
+    EXPECT_TRUE(shrunk.abandon_measured());
+    EXPECT_EQ(shrunk.prior_share_staying(), 0.0);
 }
 
 // A room of 20 (60 a minute, one-minute sessions) that filled at `t0` and queues 30: its state
