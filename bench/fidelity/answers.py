@@ -16,7 +16,8 @@ one run per file, to check the simulator's every-answer estimates against the da
     bench/fidelity/answers.py --by-rank OUT [OUT...]   # also with --sim after it
 
 --by-rank scores the first answers only, grouped by the visitor's rank in the queue (the order of
-the admitted visitors' first queue answers in the run, in tens): the front's wait is the first places to free, the
+every queued visitor's first queue answer in the run, those who gave up too, in tens; one queue
+a run, as in the harness's spikes): the front's wait is the first places to free, the
 back's depends on how many ahead give up.
 
 Prints, per scenario, the runs found, then for each phase the answers counted and the median
@@ -32,6 +33,12 @@ import sys
 PHASES = [(0, 60), (60, 120), (120, 180), (180, 10**9)]
 
 
+# Each run's answers are tuples (t, estimate s or None, wait left s or None, first answer?) for
+# every queue answer of every queued visitor: estimate None when the answer had none
+# (waitTimeKnown false), wait left None for a visitor never admitted (who gave up). Scores use
+# the answers with both; ranks count every queued visitor.
+
+
 def answers(run):
     with open(os.path.join(run, "visitors.json")) as f:
         visitors = json.load(f)
@@ -42,18 +49,24 @@ def answers(run):
             continue
         admit = next((e["t"] for e in v["log"] if e["kind"] == "origin" and e["t"] > queue[0]["t"]),
                      None)
-        if admit is None:
-            continue
         for i, e in enumerate(queue):
-            if e.get("wait_s") is not None:
-                out.append((e["t"], float(e["wait_s"]), admit - e["t"], i == 0))
+            known = e.get("known") and e.get("wait_s") is not None
+            out.append((e["t"], float(e["wait_s"]) if known else None,
+                        None if admit is None else admit - e["t"], i == 0))
     return out
 
 
+def scored(a):
+    """The answers of `a` with an estimate and a wait left."""
+    return [x for x in a if x[1] is not None and x[2] is not None]
+
+
 def first_answer_ranks(a):
-    """The first answers of `a` (answers() tuples), each with its rank among them by time."""
-    firsts = sorted((t, est, left) for t, est, left, first in a if first)
-    return [(rank, est, left) for rank, (_, est, left) in enumerate(firsts)]
+    """Every queued visitor's first answer in `a`, ranked by its time (0 = the queue's first),
+    as (rank, estimate, left) for those scored."""
+    firsts = sorted(((t, est, left) for t, est, left, first in a if first), key=lambda x: x[0])
+    return [(rank, est, left) for rank, (_, est, left) in enumerate(firsts)
+            if est is not None and left is not None]
 
 
 def sim_answers(path):
@@ -63,12 +76,11 @@ def sim_answers(path):
     out = []
     for v in visitors:
         answers = v.get("queue_answers") or []
-        waits = v.get("queue_waits")
-        if v.get("admit") is None or not answers or waits is None:
-            continue
+        waits = v.get("queue_waits") or [None] * len(answers)
+        admit = v.get("admit")
         for i, ((t, _), w) in enumerate(zip(answers, waits)):
-            if w is not None:
-                out.append((t, float(w), v["admit"] - t, i == 0))
+            out.append((t, None if w is None else float(w), None if admit is None else admit - t,
+                        i == 0))
     return out
 
 
@@ -96,13 +108,16 @@ def main():
     if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
         print(__doc__)
         return 0 if len(sys.argv) > 1 else 2
-    args = sys.argv[1:]
-    by_rank = args[0] == "--by-rank"
-    args = args[1:] if by_rank else args
-    runs = sim_runs(args[1:]) if args and args[0] == "--sim" else harness_runs(args)
+    flags = {a for a in sys.argv[1:] if a.startswith("--")}
+    dirs = [a for a in sys.argv[1:] if not a.startswith("--")]
+    if flags - {"--by-rank", "--sim"} or not dirs:
+        print(__doc__)
+        return 2
+    by_rank = "--by-rank" in flags
+    runs = sim_runs(dirs) if "--sim" in flags else harness_runs(dirs)
     by_scenario = {}
     for scenario, scale, a in runs:
-        if not a:
+        if not scored(a):
             continue
         if by_rank:
             groups = by_scenario.setdefault(scenario, {"runs": 0})
@@ -115,7 +130,7 @@ def main():
         t0 = min(t for t, _, _, _ in a)
         groups = by_scenario.setdefault(scenario, {"runs": 0})
         groups["runs"] += 1
-        for t, est, left, first in a:
+        for t, est, left, first in scored(a):
             left *= scale  # product seconds, as the estimate
             if left < 5:
                 continue

@@ -65,7 +65,8 @@ inline constexpr double slow_sessions = 3.0;
 
 // Visitors give up while they wait, and a room measures how many only once 20 wait a minute
 // behind its front (room_state::abandon_per_minute); until then it assumes a fifth of the queue
-// a minute, fading over a session of queueing. A queue's first answers cannot tell a crowd that
+// a minute, fading over a session of queueing, and never more of the queue ahead than a minute of
+// it takes (room_state::prior_share_staying). A queue's first answers cannot tell a crowd that
 // will give up from one that will not (nobody has yet): this is between the two (issue 16: with
 // none assumed, a crowd of which 30 % give up after half a minute was told a fifth too long at
 // its first answer, one that stays a few points short; a tenth a minute still told the first a

@@ -88,8 +88,13 @@ std::int64_t room_state::waiting_in(std::int64_t bucket) const {
 }
 
 void room_state::follow(const room_state& previous, std::int64_t window_ms) {
-    abandon_per_minute_ = previous.abandon_per_minute_;
-    abandon_measured_ = previous.abandon_measured_;
+    // The departures measured last for as long as their queue: one that emptied and began again
+    // is a new crowd, told the prior until it is measured (bots that joined one queue and then
+    // stopped refreshing would otherwise shorten every later queue's estimates).
+    if (waiting_total_ > 0 && previous.queueing_since_ms_ > 0) {
+        abandon_per_minute_ = previous.abandon_per_minute_;
+        abandon_measured_ = previous.abandon_measured_;
+    }
     if (previous.known_) {
         frees_ = previous.frees_;
     }
@@ -206,7 +211,7 @@ double room_state::fade_ms() const {
 }
 
 double room_state::prior_share_staying() const {
-    return abandon_measured_ ? 0.0 : std::exp(-abandon_per_minute_ * fade_ms() / 60'000.0);
+    return abandon_measured_ ? 0.0 : std::exp(-abandon_per_minute_);  // a minute of the prior
 }
 
 std::uint32_t room_state::nodes() const {

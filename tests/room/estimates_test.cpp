@@ -95,23 +95,32 @@ TEST(Estimates, BeforeTheTurnoverIsSeenTheWaitAssumesTheHoldsOfThePriorWithARang
     EXPECT_EQ(d.page.wait_time_75_percentile, 14);
 }
 
-// The prior's departures fade over a session of queueing (room_state::prior_abandon_per_minute),
-// so they take at most 1 - e^(-0.2 * 1) = 18 % of the queue ahead, however long its wait. Taken
-// as lasting, a fifth of the queue a minute told the back of a long queue a fraction of its
-// wait: 100 ahead at the prior's 1.14 a minute is 88 minutes of turnover, which the lasting
-// prior made ln(1 + 0.2 * 88) / 0.2 = 15; at most 18 % fewer it is 72 (and the 59 s before the
-// first place frees).
-TEST(Estimates, ThePriorsDeparturesNeverTakeMoreThanItsFadeAllows) {
-    auto r = make_room("shop", 2, 60);
-    r.session_duration = 1min;
-    harness h({r});
-    decision d;
-    ASSERT_NO_FATAL_FAILURE(queue_behind_a_room_filled_at_0(h, 100, d));
-    EXPECT_FALSE(h.state("shop").abandon_measured());
-    EXPECT_GE(d.page.queue_position, 100);
-    EXPECT_GE(d.page.wait_time, 65);
-    EXPECT_LE(d.page.wait_time, 80);
-    EXPECT_GE(d.page.wait_time_seconds, 65 * 60);
+// The prior's departures take at most what a minute of it takes (room_state::
+// prior_share_staying), 1 - e^(-0.2) = 18 % of the queue ahead, however long the wait or the
+// session. Taken as lasting, a fifth of the queue a minute told the back of a long queue a
+// fraction of its wait: with one-minute sessions, 100 ahead at the prior's 1.14 a minute is 88
+// minutes of turnover, which the lasting prior made ln(1 + 0.2 * 88) / 0.2 = 15; at most 18 %
+// fewer it is 72 (and the 59 s before the first place frees). With 5-minute sessions (0.23 a
+// minute: 442 minutes) the prior's fade over a session let 63 % go, 162 minutes; a minute of
+// it, 362 (and the 4 min 59 s).
+TEST(Estimates, ThePriorsDeparturesNeverTakeMoreThanAMinuteOfIt) {
+    struct {
+        std::chrono::minutes session;
+        std::int64_t least, most;  // minutes
+    } const cases[] = {{1min, 65, 80}, {5min, 330, 420}};
+    for (const auto& c : cases) {
+        SCOPED_TRACE(c.session.count());
+        auto r = make_room("shop", 2, 60);
+        r.session_duration = c.session;
+        harness h({r});
+        decision d;
+        ASSERT_NO_FATAL_FAILURE(queue_behind_a_room_filled_at_0(h, 100, d));
+        EXPECT_FALSE(h.state("shop").abandon_measured());
+        EXPECT_GE(d.page.queue_position, 100);
+        EXPECT_GE(d.page.wait_time, c.least);
+        EXPECT_LE(d.page.wait_time, c.most);
+        EXPECT_GE(d.page.wait_time_seconds, c.least * 60);
+    }
 }
 
 // Once the room has admitted for a minute past the session that its filling held, the
@@ -358,10 +367,11 @@ TEST(Estimates, AdmissionRateIsBoundedByNewUsersPerMinute) {
     h.sync();
     auto d = h.visit(me);
     // 11 ahead (10, and half its bucket just opened: 1 seen, 2 expected) at 2 a minute, less
-    // those the prior expects to give up (a fifth a minute): ln(1 + 0.2 * 11 / 2) / 0.2 = 3.7
-    // minutes. At the places' turnover (1000 over 1.75 sessions) it would be a minute.
+    // those the prior expects to give up (a fifth a minute: ln(1 + 0.2 * 11 / 2) / 0.2 = 3.7
+    // minutes), but never more than a minute of the prior takes: 0.82 * 5.5 = 4.5, told 5. At
+    // the places' turnover (1000 over 1.75 sessions) it would be a minute.
     EXPECT_EQ(d.page.queue_position, 11);
-    EXPECT_EQ(d.page.wait_time, 4);
+    EXPECT_EQ(d.page.wait_time, 5);
     auto st = h.engine().status(h.engine().rooms()[0], h.state("shop"), h.now());
     EXPECT_EQ(st.status, room_status_kind::queueing);
     EXPECT_EQ(st.estimated_queued_users, 11);
@@ -501,10 +511,10 @@ TEST(Estimates, QueueDepartureRateFollowsVisitorsWhoGiveUpBehindTheFront) {
     constexpr std::int64_t t = 1'800'000'000'000 - 1'800'000'000'000 % 60'000;
     room_state first = queue_snapshot(t, 100);
     EXPECT_DOUBLE_EQ(first.abandon_per_minute(), 0.2);
-    // Unmeasured, the prior fades over the 5-minute session: at most 1 - e^(-0.2 * 5) of the
-    // queue ahead is taken to leave (the estimates' floor).
+    // Unmeasured, at most what a minute of the prior takes of the queue ahead is taken to
+    // leave (the estimates' floor), whatever the session (5 minutes here).
     EXPECT_FALSE(first.abandon_measured());
-    EXPECT_NEAR(first.prior_share_staying(), std::exp(-1.0), 1e-12);
+    EXPECT_NEAR(first.prior_share_staying(), std::exp(-0.2), 1e-12);
     // One second later 2 of the 200 behind the front are gone: 0.6 of the queue a minute, a
     // lump (a window stopped counting) that moves the average a sixtieth of the way.
     room_state second = queue_snapshot(t + 1'000, 99);
@@ -542,6 +552,79 @@ TEST(Estimates, DeparturesAtTheFrontAreAdmissionsNotAbandonment) {
     EXPECT_EQ(shrunk.abandon_per_minute(), 0.0);  // measured: nobody (the prior is gone)
     EXPECT_TRUE(shrunk.abandon_measured());
     EXPECT_EQ(shrunk.prior_share_staying(), 0.0);
+}
+
+// The page follows a measured departure rate as it is, without the prior's floor. A room bound by
+// its rate limit (10 a minute: the linear model, no free schedule) with 120 ahead, 12 minutes of
+// admissions: unmeasured, at most 18 % of them leave (ln(1 + 0.2 * 12) / 0.2 = 6.1 is below the
+// floor, 0.82 * 12 = 9.8), told 10; measured (100 of the 200 behind the front gone in a second,
+// averaged from the prior: 0.21 a minute), ln(1 + 0.21 * 12) / 0.21 = 6.
+TEST(Estimates, AMeasuredDepartureRateIsFollowedWithoutThePriorsFloor) {
+    auto r = make_room("shop", 1000, 10);
+    r.session_duration = 5min;
+    harness h({r});
+    const std::int64_t b = h.now() - h.now() % 10'000;
+    room_limits lim;
+    lim.total_active_users = 1000;
+    lim.new_users_per_minute = 10;
+    lim.session_ms = 300'000;
+    auto counts = [&](std::int64_t at, std::int64_t behind) {
+        room_counts c;
+        c.as_of_ms = at;
+        c.active = 100;
+        c.admitted_last_minute = 10;
+        c.waiting = {{b - 100'000, 20}, {b - 90'000, behind}, {b - 80'000, behind}};
+        return c;
+    };
+    auto answer = [&](const room_state& st) {
+        auto snap = std::make_shared<state_snapshot>();
+        snap->as_of_ms = h.now();
+        snap->rooms.emplace("shop", st);
+        h.node().publish(snap);
+        visitor me;
+        const decision d = h.visit(me);
+        EXPECT_EQ(d.what, action::queue);
+        EXPECT_EQ(d.page.queue_position, 120);
+        return d.page.wait_time;
+    };
+    const room_state unmeasured(counts(h.now(), 50), lim);
+    EXPECT_EQ(answer(unmeasured), 10);
+    room_state measured(counts(h.now(), 50), lim);
+    measured.follow(room_state(counts(h.now() - 1'000, 100), lim), 10'000);
+    ASSERT_TRUE(measured.abandon_measured());
+    EXPECT_EQ(answer(measured), 6);
+}
+
+// Departures measured in one queue are not the next one's: a queue that emptied and began again
+// is told the prior until it is measured itself (20 bots that join a queue and stop refreshing
+// must not shorten the estimates of every later queue).
+TEST(Estimates, AQueueThatEmptiedAndBeganAgainStartsFromThePrior) {
+    constexpr std::int64_t t = 1'800'000'000'000 - 1'800'000'000'000 % 60'000;
+    room_state first = queue_snapshot(t, 100);
+    room_state left = queue_snapshot(t + 1'000, 50);  // half of those behind gave up at once
+    left.follow(first, 10'000);
+    ASSERT_TRUE(left.abandon_measured());
+    ASSERT_GT(left.abandon_per_minute(), 0.2);
+    // Still queueing: the measure stays.
+    room_state still = queue_snapshot(t + 2'000, 50);
+    still.follow(left, 10'000);
+    EXPECT_TRUE(still.abandon_measured());
+    EXPECT_GT(still.abandon_per_minute(), 0.2);
+    // The queue empties, then a new one begins.
+    room_counts c = still.counts();
+    c.as_of_ms = t + 3'000;
+    c.waiting.clear();
+    room_limits l;
+    l.total_active_users = 100;
+    l.new_users_per_minute = 10;
+    room_state empty(c, l);
+    empty.follow(still, 10'000);
+    EXPECT_FALSE(empty.abandon_measured());
+    room_state again = queue_snapshot(t + 4'000, 100);
+    again.follow(empty, 10'000);
+    EXPECT_FALSE(again.abandon_measured());
+    EXPECT_DOUBLE_EQ(again.abandon_per_minute(), 0.2);
+    EXPECT_NEAR(again.prior_share_staying(), std::exp(-0.2), 1e-12);
 }
 
 // A room of 20 (60 a minute, one-minute sessions) that filled at `t0` and queues 30: its state

@@ -70,16 +70,20 @@ class room_state {
     // snapshots (0 = nobody leaves). Until the room first measures it, a prior
     // (rules::prior_abandon_per_minute) that fades over a session of queueing: a queue too
     // small to measure (fewer than 20 a minute behind the front) whose visitors waited that
-    // long without a measure is not told the prior for ever. The wait estimate discounts the
-    // visitors ahead who will leave before their turn: counting them all told the queue 25%
-    // too long.
+    // long without a measure is not told the prior for ever. A measure lasts while its queue
+    // does: a queue that empties and begins again starts from the prior. The wait estimate
+    // discounts the visitors ahead who will leave before their turn: counting them all told the
+    // queue 25% too long.
     double abandon_per_minute() const { return abandon_per_minute_; }
     // False while abandon_per_minute() is the prior: nothing measured yet.
     bool abandon_measured() const { return abandon_measured_; }
-    // The least share of the queue ahead that the prior lets stay until its turn: it fades over
-    // a session of queueing, so no more than 1 − e^(−h·session) of the queue gives up however
-    // long the wait (taken as lasting, it told a first answer of an hour's wait 13 minutes).
-    // 0 once abandonment is measured: a measure lasts.
+    // The least share of the queue ahead that the prior lets stay until its turn: e^(−h), what
+    // a minute of it takes, so no more than about a sixth of the queue gives up however long
+    // the wait or the session. Taken as lasting, it told a first answer of an hour's wait 13
+    // minutes; over a session of it (which it fades over), a room of 5-minute sessions could be
+    // told 37 % of a long wait, one of 15-minute sessions 5 %. A sixth is what the prior was
+    // centred on, between a crowd that stays and one of which 30 % give up (issue 16). 0 once
+    // abandonment is measured: a measure lasts.
     double prior_share_staying() const;
     // Capacity has been free in every snapshot of the last `span_ms` while nobody queued ahead
     // of `bucket` was admitted or left: the visitors ahead are not taking it (late, or gone and
