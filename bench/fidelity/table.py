@@ -46,7 +46,7 @@ def main():
     sim = {}
     if a.sim:
         for s in json.load(open(a.sim))["scenarios"]:
-            sim[s["name"]] = s["runs"]
+            sim[s["name"]] = s.get("runs", [s])  # one seed: the run itself
     print("| scenario | source | runs | " + " | ".join(c[1] for c in COLS) + " | admitted / queued / gave up |")
     print("|---|---|---|" + "---|" * len(COLS) + "---|")
     for name in dict.fromkeys([k[0] for k in sorted(rows)] + list(sim)):
