@@ -116,8 +116,8 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
         p.queue_position = ahead;
         if (rate > 0 && !s.queue_all) {
             // The queue ahead drains by admissions and by visitors giving up (h per minute):
-            // a' = −r − h·a reaches 0 after ln(1 + h·a / r) / h minutes (no shorter than the
-            // prior's fade allows, below). To the nearest minute (rounding up added half a
+            // a' = −r − h·a reaches 0 after ln(1 + h·a / r) / h minutes (no shorter than a
+            // minute of the prior allows, below). To the nearest minute (rounding up added half a
             // minute to every estimate), at least 1.
             const double h = st.abandon_per_minute();
             const double a = static_cast<double>(ahead);
@@ -143,7 +143,8 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
                     : 0;
             const double dead = static_cast<double>(dead_ms) / 60'000.0;
             // Minutes of turnover r that the queue ahead needs: those ahead who will give up
-            // need no place, and no more of them than the prior's fade allows.
+            // need no place, and no more of them than a minute of the prior takes while the
+            // rate is the prior (room_state::prior_share_staying).
             const double prior_stays = st.prior_share_staying();
             auto draining_minutes = [&](double r) {
                 return h > 1e-6 ? std::max(std::log1p(h * a / r) / h, prior_stays * a / r) : a / r;

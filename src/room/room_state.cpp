@@ -88,12 +88,18 @@ std::int64_t room_state::waiting_in(std::int64_t bucket) const {
 }
 
 void room_state::follow(const room_state& previous, std::int64_t window_ms) {
-    // The departures measured last for as long as their queue: one that emptied and began again
-    // is a new crowd, told the prior until it is measured (bots that joined one queue and then
-    // stopped refreshing would otherwise shorten every later queue's estimates).
+    // The departures measured last for as long as their queue, and while they are measured: one
+    // that emptied and began again is a new crowd, and a measure with no sample for a session
+    // (fewer than 20 waiting a minute behind the front) is stale. Both are told the prior until
+    // measured again: bots that joined one queue and then stopped refreshing would otherwise
+    // shorten every later queue's estimates, or a queue's own long after they left.
     if (waiting_total_ > 0 && previous.queueing_since_ms_ > 0) {
         abandon_per_minute_ = previous.abandon_per_minute_;
-        abandon_measured_ = previous.abandon_measured_;
+        abandon_measured_at_ms_ = previous.abandon_measured_at_ms_;
+        abandon_measured_ =
+            previous.abandon_measured_ &&
+            static_cast<double>(counts_.as_of_ms) - static_cast<double>(abandon_measured_at_ms_) <=
+                fade_ms();
     }
     if (previous.known_) {
         frees_ = previous.frees_;
@@ -197,6 +203,7 @@ void room_state::follow(const room_state& previous, std::int64_t window_ms) {
                               ? sample
                               : from + std::min(1.0, minutes) * (sample - from);
     abandon_measured_ = true;
+    abandon_measured_at_ms_ = counts_.as_of_ms;
 }
 
 double room_state::prior_abandon_per_minute() const {

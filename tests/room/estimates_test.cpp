@@ -627,6 +627,34 @@ TEST(Estimates, AQueueThatEmptiedAndBeganAgainStartsFromThePrior) {
     EXPECT_NEAR(again.prior_share_staying(), std::exp(-0.2), 1e-12);
 }
 
+// A measure lasts while samples renew it: one that no sample renews for a session (fewer than
+// 20 wait a minute behind the front) is stale, and the room is told the prior again (bots that
+// joined a queue together and stopped refreshing must not shorten its estimates for as long as
+// one visitor keeps it going).
+TEST(Estimates, ADepartureRateThatNoSampleRenewsForASessionGoesBackToThePrior) {
+    constexpr std::int64_t t = 1'800'000'000'000 - 1'800'000'000'000 % 60'000;
+    room_state last = queue_snapshot(t, 100);
+    room_state gone = queue_snapshot(t + 1'000, 5);  // 190 of the 200 behind the front left
+    gone.follow(last, 10'000);
+    ASSERT_TRUE(gone.abandon_measured());
+    EXPECT_GT(gone.abandon_per_minute(), 0.2);
+    last = gone;
+    // From now on 10 wait behind the front: too few to sample. The 5-minute session holds it.
+    for (std::int64_t at = t + 10'000; at <= t + 300'000; at += 10'000) {
+        room_state s = queue_snapshot(at, 5);
+        s.follow(last, 10'000);
+        EXPECT_TRUE(s.abandon_measured()) << at - t;
+        EXPECT_EQ(s.prior_share_staying(), 0.0);
+        last = s;
+    }
+    room_state stale = queue_snapshot(t + 310'000, 5);
+    stale.follow(last, 10'000);
+    EXPECT_FALSE(stale.abandon_measured());
+    // The prior faded over the queueing so far (it began at t): 0.2 e^(-310/300), and its floor.
+    EXPECT_NEAR(stale.abandon_per_minute(), 0.2 * std::exp(-310.0 / 300.0), 1e-9);
+    EXPECT_NEAR(stale.prior_share_staying(), std::exp(-stale.abandon_per_minute()), 1e-12);
+}
+
 // A room of 20 (60 a minute, one-minute sessions) that filled at `t0` and queues 30: its state
 // at `at`, `alm` admitted in the sliding minute.
 room_state filled_room_snapshot(std::int64_t t0, std::int64_t at, std::int64_t alm,

@@ -71,7 +71,8 @@ class room_state {
     // (rules::prior_abandon_per_minute) that fades over a session of queueing: a queue too
     // small to measure (fewer than 20 a minute behind the front) whose visitors waited that
     // long without a measure is not told the prior for ever. A measure lasts while its queue
-    // does: a queue that empties and begins again starts from the prior. The wait estimate
+    // does and samples it: a queue that empties and begins again, or goes a session without a
+    // sample, starts from the prior again. The wait estimate
     // discounts the visitors ahead who will leave before their turn: counting them all told the
     // queue 25% too long.
     double abandon_per_minute() const { return abandon_per_minute_; }
@@ -82,8 +83,8 @@ class room_state {
     // the wait or the session. Taken as lasting, it told a first answer of an hour's wait 13
     // minutes; over a session of it (which it fades over), a room of 5-minute sessions could be
     // told 37 % of a long wait, one of 15-minute sessions 5 %. A sixth is what the prior was
-    // centred on, between a crowd that stays and one of which 30 % give up (issue 16). 0 once
-    // abandonment is measured: a measure lasts.
+    // centred on, between a crowd that stays and one of which 30 % give up (issue 16). 0 while
+    // abandonment is measured: the measure decides.
     double prior_share_staying() const;
     // Capacity has been free in every snapshot of the last `span_ms` while nobody queued ahead
     // of `bucket` was admitted or left: the visitors ahead are not taking it (late, or gone and
@@ -122,6 +123,7 @@ class room_state {
     std::vector<std::int64_t> prefix_;  // prefix_[i] = queued in buckets [0, i)
     double abandon_per_minute_ = 0;
     bool abandon_measured_ = false;  // false: abandon_per_minute_ is the prior, per snapshot
+    std::int64_t abandon_measured_at_ms_ = 0;  // the snapshot of the last sample
     double prior_abandon_per_minute() const;  // faded by the queueing so far
     // A session, at least a minute: the span the abandonment prior fades over and the turnover
     // is averaged over.
