@@ -655,6 +655,30 @@ TEST(Estimates, ADepartureRateThatNoSampleRenewsForASessionGoesBackToThePrior) {
     EXPECT_NEAR(stale.prior_share_staying(), std::exp(-stale.abandon_per_minute()), 1e-12);
 }
 
+// The session counts from the last sample, not from the first measure or the queue's start: a
+// measure renewed at t + 220 s still holds at t + 510 s, and is stale a session after that sample.
+TEST(Estimates, ASampleRenewsTheDepartureRateForASession) {
+    constexpr std::int64_t t = 1'800'000'000'000 - 1'800'000'000'000 % 60'000;
+    room_state last = queue_snapshot(t, 100);
+    auto step = [&](std::int64_t at, std::int64_t behind) {
+        room_state s = queue_snapshot(at, behind);
+        s.follow(last, 10'000);
+        last = s;
+    };
+    step(t + 1'000, 5);  // the first measure
+    for (std::int64_t at = t + 10'000; at <= t + 200'000; at += 10'000) {
+        step(at, 5);  // 10 behind the front: no sample
+    }
+    step(t + 210'000, 15);  // 30 behind, none gone yet: no sample (the snapshot before held 10)
+    step(t + 220'000, 5);   // 20 of those 30 gone: a sample, at t + 220 s
+    for (std::int64_t at = t + 230'000; at <= t + 520'000; at += 10'000) {
+        step(at, 5);
+        EXPECT_TRUE(last.abandon_measured()) << at - t;
+    }
+    step(t + 530'000, 5);
+    EXPECT_FALSE(last.abandon_measured());
+}
+
 // A room of 20 (60 a minute, one-minute sessions) that filled at `t0` and queues 30: its state
 // at `at`, `alm` admitted in the sliding minute.
 room_state filled_room_snapshot(std::int64_t t0, std::int64_t at, std::int64_t alm,
