@@ -88,12 +88,14 @@ std::int64_t room_state::waiting_in(std::int64_t bucket) const {
 }
 
 void room_state::follow(const room_state& previous, std::int64_t window_ms) {
-    // The departures measured last for as long as their queue, and while they are measured: one
-    // that emptied and began again is a new crowd, and a measure with no sample for a session
-    // (fewer than 20 waiting a minute behind the front) is stale. Both are told the prior until
-    // measured again: bots that joined one queue and then stopped refreshing would otherwise
-    // shorten every later queue's estimates, or a queue's own long after they left.
+    // The same queue goes on: it keeps its start, and the departures measured last for as long
+    // as it does and while they are measured. One that emptied and began again is a new crowd,
+    // and a measure with no sample for a session (fewer than 20 waiting a minute behind the
+    // front) is stale. Both are told the prior until measured again: bots that joined one queue
+    // and then stopped refreshing would otherwise shorten every later queue's estimates, or a
+    // queue's own long after they left.
     if (waiting_total_ > 0 && previous.queueing_since_ms_ > 0) {
+        queueing_since_ms_ = previous.queueing_since_ms_;
         abandon_per_minute_ = previous.abandon_per_minute_;
         abandon_measured_at_ms_ = previous.abandon_measured_at_ms_;
         abandon_measured_ =
@@ -124,9 +126,6 @@ void room_state::follow(const room_state& previous, std::int64_t window_ms) {
     // visitors 2-4 times their wait, then half of it). Averaged over a session (at least a
     // minute), from the prior, it follows the turnover and not the generations. A minute at
     // the rate limit measures the limit, which holds whatever the places do: taken as it is.
-    if (waiting_total_ > 0 && previous.queueing_since_ms_ > 0) {
-        queueing_since_ms_ = previous.queueing_since_ms_;
-    }
     if (!abandon_measured_) {
         abandon_per_minute_ = prior_abandon_per_minute();  // fades with the queueing carried
     }

@@ -72,9 +72,8 @@ class room_state {
     // small to measure (fewer than 20 a minute behind the front) whose visitors waited that
     // long without a measure is not told the prior for ever. A measure lasts while its queue
     // does and samples it: a queue that empties and begins again, or goes a session without a
-    // sample, starts from the prior again. The wait estimate
-    // discounts the visitors ahead who will leave before their turn: counting them all told the
-    // queue 25% too long.
+    // sample, starts from the prior again. The wait estimate discounts the visitors ahead who
+    // will leave before their turn: counting them all told the queue 25% too long.
     double abandon_per_minute() const { return abandon_per_minute_; }
     // False while abandon_per_minute() is the prior: nothing measured yet.
     bool abandon_measured() const { return abandon_measured_; }
