@@ -7,8 +7,12 @@
 #include <boost/beast/core/string.hpp>
 
 #include "forward_headers.hpp"
+#include "origin_connection.hpp"
+#include "origin_pool.hpp"
 #include "proxy_protocol.hpp"
 #include "read_steps.hpp"
+#include "request_intake.hpp"
+#include "tunnel.hpp"
 
 namespace waitroom::gateway {
 
@@ -23,29 +27,6 @@ Stream make_stream(tcp_socket&& socket, ssl::context* tls) {
         return Stream(std::move(socket));
     } else {
         return Stream(std::move(socket), *tls);
-    }
-}
-
-const char* reason_text(unsigned status) {
-    switch (status) {
-        case 400:
-            return "Bad Request";
-        case 405:
-            return "Method Not Allowed";
-        case 408:
-            return "Request Timeout";
-        case 413:
-            return "Content Too Large";
-        case 431:
-            return "Request Header Fields Too Large";
-        case 502:
-            return "Bad Gateway";
-        case 503:
-            return "Service Unavailable";
-        case 504:
-            return "Gateway Timeout";
-        default:
-            return "Error";
     }
 }
 
@@ -311,6 +292,9 @@ void client_session<Stream>::on_timer(std::uint64_t generation, error_code ec) {
         return;  // cancelled: the next wait arms it again
     }
     const auto now = std::chrono::steady_clock::now();
+    if (body_waiting_) {
+        return on_body_deadline(now);
+    }
     if (!header_waiting_) {
         return exchange_.on_deadline(now);
     }
@@ -318,6 +302,16 @@ void client_session<Stream>::on_timer(std::uint64_t generation, error_code ec) {
         return arm_timer(header_deadline_);  // armed for an older, earlier deadline
     }
     header_timed_out_ = true;
+    error_code ignored;
+    lowest().socket().cancel(ignored);
+}
+
+template <class Stream>
+void client_session<Stream>::on_body_deadline(std::chrono::steady_clock::time_point now) {
+    if (now < body_deadline_) {
+        return arm_timer(body_deadline_);
+    }
+    body_timed_out_ = true;
     error_code ignored;
     lowest().socket().cancel(ignored);
 }
@@ -368,24 +362,10 @@ void client_session<Stream>::on_read_header(error_code ec, std::size_t) {
     bytes_sent_ = 0;
     filter_ = {};  // the access log must not show the previous request's room
     const auto& req = parser_->get();
-    if (auto problem = request_problem(req); !problem.empty()) {
-        spdlog::debug("gateway: 400 from {}: {}", info_.client_ip, problem);
-        return send_error(400, "ambiguous or malformed request framing", true);
-    }
-    // The target and Host are read here, once: the room routes on this reading and the origin
-    // is sent it.
-    auto host = req.find(http::field::host);
-    std::string_view host_value;
-    if (host != req.end()) {
-        host_value = host->value();
-    }
-    canonical_ = util::canonicalize_request(req.method_string(), req.target(),
-                                            host != req.end() ? &host_value : nullptr,
-                                            req.version() >= 11, target_buffers_);
-    if (canonical_.status != util::target_status::ok) {
-        spdlog::debug("gateway: refused request from {}: {}", info_.client_ip, canonical_.problem);
-        return send_error(canonical_.status == util::target_status::method_not_allowed ? 405 : 400,
-                          canonical_.problem, true);
+    if (const auto refusal =
+            take_in(req, req.version() >= 11, canonical_, target_buffers_, info_.client_ip);
+        refusal.status != 0) {
+        return send_error(refusal.status, refusal.text, true);
     }
     info_.request = &canonical_;
     client_keep_alive_ = parser_->keep_alive();
@@ -403,7 +383,108 @@ void client_session<Stream>::on_filter(filter_result r) {
                              std::move(filter_.shared_body), !parser_->is_done(), filter_.fields,
                              &filter_.patch);
     }
+    const auto& req = parser_->get();
+    exchange_request_ = {.head = &req,
+                         .canonical = &canonical_,
+                         .info = &info_,
+                         .identity = &identity_,
+                         .cfg = cfg_,
+                         .runtime = runtime_.get(),
+                         .filter = &filter_,
+                         .started = started_,
+                         .body = !parser_->is_done(),
+                         .chunked = parser_->chunked()};
+    // An HTTP/1.0 client's expectation is ignored (RFC 9110 §10.1.1): it sends its body anyway.
+    continue_pending_ = exchange_request_.body && req.version() >= 11 &&
+                        beast::iequals(req[http::field::expect], "100-continue");
     exchange_.start();
+}
+
+// ---- the request body, for the exchange ---------------------------------------------------
+
+template <class Stream>
+std::optional<std::uint64_t> client_session<Stream>::body_left() const {
+    if (const auto left = parser_->content_length_remaining()) {
+        return *left;
+    }
+    return std::nullopt;
+}
+
+template <class Stream>
+void client_session<Stream>::read_body(char* into, std::size_t room,
+                                       std::chrono::steady_clock::time_point deadline) {
+    auto& body = parser_->body();
+    body.data = into;
+    body.size = room;
+    body_room_ = room;
+    body_deadline_ = deadline;
+    body_timed_out_ = false;
+    if (std::exchange(continue_pending_, false)) {
+        return write_continue();
+    }
+    fill_request_piece();
+}
+
+// The client waits for this before sending the body; the origin never sees Expect.
+template <class Stream>
+void client_session<Stream>::write_continue() {
+    static constexpr std::string_view continue_100 = "HTTP/1.1 100 Continue\r\n\r\n";
+    lowest().expires_after(cfg_->limits.body_timeout);
+    asio::async_write(stream_, asio::buffer(continue_100.data(), continue_100.size()),
+                      [self = self()](error_code ec, std::size_t) {
+                          if (ec) {
+                              fail(ec, "write 100");
+                              return self->do_close();
+                          }
+                          self->fill_request_piece();
+                      });
+}
+
+// Parses the buffered bytes into the piece, and reads more while the piece is neither full nor
+// the end of the body. Only a chunk-size line or trailers wait in the client's buffer between
+// reads, and those are bounded (chunk_wait_problem): it never grows past them plus one read.
+template <class Stream>
+void client_session<Stream>::fill_request_piece() {
+    error_code ec;
+    if (parse_piece(*parser_, buffer_, cfg_->limits.max_header_bytes, ec)) {
+        return body_read(ec);
+    }
+    if (body_timed_out_) {
+        return body_read(beast::error::timeout);  // the timer is spent
+    }
+    const auto into = buffer_.prepare(beast::read_size(buffer_, 65536));
+    if constexpr (is_tls) {
+        lowest().expires_at(body_deadline_);
+        stream_.async_read_some(
+            into, beast::bind_front_handler(&client_session::on_client_body_bytes, self()));
+    } else {
+        // As for the header: the session's timer bounds the wait, socket_reader reads the socket.
+        body_waiting_ = true;
+        arm_timer(body_deadline_);
+        client_read_.start<&client_session::on_client_body_bytes>(
+            lowest().socket(), into, socket_reader::kind::more, self());
+    }
+}
+
+template <class Stream>
+void client_session<Stream>::on_client_body_bytes(error_code ec, std::size_t n) {
+    body_waiting_ = false;
+    if (body_timed_out_) {
+        return body_read(beast::error::timeout);
+    }
+    if (ec == asio::error::eof) {
+        ec = http::error::partial_message;  // the body has a length or chunks: cut short
+    }
+    if (ec) {
+        return body_read(ec);
+    }
+    buffer_.commit(n);
+    fill_request_piece();
+}
+
+template <class Stream>
+void client_session<Stream>::body_read(error_code ec) {
+    exchange_.on_read_body(ec, ec ? 0 : body_room_ - parser_->body().size);
 }
 
 // The client's next request: read at once, unless it is already buffered (pipelined): then it
@@ -449,9 +530,89 @@ void client_session<Stream>::write_client(bool relay) {
 template <class Stream>
 void client_session<Stream>::on_client_written(bool relay, error_code ec) {
     if (relay) {
-        return exchange_.on_write_response_body(ec, 0);
+        return exchange_.on_write_response_body(ec);
     }
     on_write_memory_response(ec);
+}
+
+// ---- the origin's response, for the exchange ------------------------------------------------
+
+template <class Stream>
+void client_session<Stream>::send_head(const response_head& res,
+                                       std::optional<std::uint64_t> length, bool bodyless) {
+    client_framing how;
+    how.version = parser_->get().version();
+    how.extra = &filter_.headers;
+    bool keep = client_keep_alive_ && !draining_;
+    if (bodyless) {
+        how.kind = client_framing::body::as_origin;
+    } else if (length) {
+        how.kind = client_framing::body::length;
+        how.length = *length;
+    } else if (how.version >= 11) {
+        how.kind = client_framing::body::chunked;
+    } else {
+        how.kind = client_framing::body::until_close;
+        keep = false;  // HTTP/1.0 client, unknown length: the close ends the body
+    }
+    client_keep_alive_ = keep;
+    how.keep_alive = keep;
+    status_ = res.result_int();
+    relay_wait_ = {};
+    write_client_response(res, to_client_.head(how.kind == client_framing::body::chunked), how);
+}
+
+template <class Stream>
+void client_session<Stream>::send_body(const char* data, std::size_t size, bool last) {
+    bytes_sent_ += size;
+    to_client_.queue(data, size, last);
+    write_client(true);
+}
+
+template <class Stream>
+void client_session<Stream>::finished() {
+    log_request();
+    if (!client_keep_alive_) {
+        return do_close();
+    }
+    next_request();
+}
+
+template <class Stream>
+void client_session<Stream>::post(std::function<void()> f) {
+    asio::post(lowest().get_executor(), std::move(f));
+}
+
+template <class Stream>
+void client_session<Stream>::open_tunnel(const response_head& res,
+                                         std::shared_ptr<origin_connection> origin) {
+    client_framing how;
+    how.websocket_101 = true;
+    how.extra = &filter_.headers;
+    status_ = 101;
+    write_client_response(res, to_client_.head(false), how);
+    to_client_.queue(nullptr, 0, true);
+    lowest().expires_after(cfg_->limits.body_timeout);
+    asio::async_write(stream_, to_client_.buffers(),
+                      [self = self(), conn = std::move(origin)](error_code ec, std::size_t) {
+                          self->to_client_.sent();
+                          if (ec) {
+                              fail(ec, "write 101");
+                              self->state_->pool->release(std::move(conn), false);
+                              return self->close();
+                          }
+                          self->run_tunnel(conn);
+                      });
+}
+
+template <class Stream>
+void client_session<Stream>::run_tunnel(const std::shared_ptr<origin_connection>& conn) {
+    conn->visit([&](auto& os) {
+        using origin_stream = std::decay_t<decltype(os)>;
+        std::make_shared<tunnel<Stream, origin_stream>>(
+            self(), stream_, buffer_, conn, os, state_->pool, cfg_->limits.tunnel_idle_timeout)
+            ->run();
+    });
 }
 
 template <class Stream>
@@ -491,18 +652,8 @@ void client_session<Stream>::send_response(unsigned status, const header_list& h
 template <class Stream>
 void client_session<Stream>::send_error(unsigned status, std::string_view text, bool close,
                                         std::string_view retry_after, header_list extra) {
-    std::string body =
-        std::to_string(status) + " " + reason_text(status) + "\n" + std::string(text) + "\n";
-    extra.insert(extra.begin(),
-                 {{"Content-Type", "text/plain; charset=utf-8"}, {"Cache-Control", "no-store"}});
-    if (!retry_after.empty()) {
-        extra.emplace_back("Retry-After", std::string(retry_after));
-    }
-    if (status == 405) {
-        // Only CONNECT is refused so (RFC 9110 §15.5.6 wants the methods that are allowed).
-        extra.emplace_back("Allow", "GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH, TRACE");
-    }
-    send_response(status, extra, std::move(body), nullptr, close);
+    add_error_fields(extra, status, retry_after);
+    send_response(status, extra, error_body(status, text), nullptr, close);
 }
 
 template <class Stream>
@@ -521,31 +672,15 @@ void client_session<Stream>::on_write_memory_response(error_code ec) {
 
 template <class Stream>
 void client_session<Stream>::log_request() {
-    const unsigned status = status_;
-    if (auto* m = state_->ctx->metrics()) {
-        m->requests(metrics::status_class_of(status)).inc(state_->index);
-        m->request_latency().observe(
-            state_->index,
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
-    }
-    const auto* log = state_->ctx->access_log();
-    if (log == nullptr || !parser_) {
-        return;
-    }
-    const auto& req = parser_->get();
-    util::access_record r;
-    r.remote = info_.client_ip;
-    r.method = req.method_string();
-    r.target = req.target();
-    r.host = req[http::field::host];
-    r.status = status;
-    r.bytes_sent = bytes_sent_;
-    r.duration = std::chrono::duration_cast<std::chrono::microseconds>(
-        std::chrono::steady_clock::now() - started_);
-    r.unix_ms = util::unix_ms(state_->ctx->clock().now());
-    r.room = filter_.room;
-    r.decision = filter_.decision;
-    log->write(r);
+    answered_request a;
+    a.head = parser_ ? &parser_->get() : nullptr;
+    a.protocol = http1_protocol(parser_ ? parser_->get().version() : 11);
+    a.client_ip = info_.client_ip;
+    a.status = status_;
+    a.bytes_sent = bytes_sent_;
+    a.started = started_;
+    a.filter = &filter_;
+    record_answer(*state_, a);
 }
 
 // ---- closing ------------------------------------------------------------------------------

@@ -18,6 +18,7 @@
 
 #include "client_identity.hpp"
 #include "common.hpp"
+#include "exchange_client.hpp"
 #include "head_parser.hpp"
 #include "outgoing_message.hpp"
 #include "proxy_exchange.hpp"
@@ -30,6 +31,7 @@ namespace waitroom::gateway {
 
 template <class Stream>
 class client_session : public session_base,
+                       public exchange_client,
                        public std::enable_shared_from_this<client_session<Stream>> {
   public:
     static constexpr bool is_tls = !std::is_same_v<Stream, tcp_stream>;
@@ -45,11 +47,27 @@ class client_session : public session_base,
     void close() override;
     bool sweep(std::chrono::steady_clock::time_point cutoff) override;
 
-  private:
-    // The exchange reads the request and the client stream, writes the response and the gateway's
-    // own answers through its session.
-    friend class proxy_exchange<Stream>;
+    // The client side of the exchange (exchange_client.hpp).
+    const exchange_request& request() const override { return exchange_request_; }
+    std::shared_ptr<void> keep_alive() override { return self(); }
+    bool gone() const override { return closed_; }
+    bool body_done() const override { return parser_->is_done(); }
+    std::optional<std::uint64_t> body_left() const override;
+    void read_body(char* into, std::size_t room,
+                   std::chrono::steady_clock::time_point deadline) override;
+    // `retry_after`: the value of a Retry-After field, "" for none; `extra`: more fields.
+    void send_error(unsigned status, std::string_view text, bool close,
+                    std::string_view retry_after = {}, header_list extra = {}) override;
+    void send_head(const response_head& res, std::optional<std::uint64_t> length,
+                   bool bodyless) override;
+    void send_body(const char* data, std::size_t size, bool last) override;
+    void finished() override;
+    void abort() override { close(); }
+    void arm_timer(std::chrono::steady_clock::time_point deadline) override;
+    void post(std::function<void()> f) override;
+    void open_tunnel(const response_head& res, std::shared_ptr<origin_connection> origin) override;
 
+  private:
     using self_ptr = std::shared_ptr<client_session>;
     self_ptr self() { return this->shared_from_this(); }
     tcp_stream& lowest() { return beast::get_lowest_layer(stream_); }
@@ -69,8 +87,14 @@ class client_session : public session_base,
     // The client's next request, once the last one is answered.
     void next_request();
 
-    void arm_timer(std::chrono::steady_clock::time_point deadline);
     void on_timer(std::uint64_t generation, error_code ec);
+    void on_body_deadline(std::chrono::steady_clock::time_point now);
+
+    // The request body, read piece by piece for the exchange (read_body).
+    void write_continue();
+    void fill_request_piece();
+    void on_client_body_bytes(error_code ec, std::size_t n);
+    void body_read(error_code ec);
 
     // Sends what to_client_ holds, then goes on with on_client_written. `relay`: a piece of a
     // response relayed from the origin (the exchange goes on), else an answer from memory.
@@ -82,9 +106,7 @@ class client_session : public session_base,
                        std::shared_ptr<const std::string> shared_body, bool close,
                        std::string_view written = {},
                        const filter_result::body_patch* patch = nullptr);
-    // `retry_after`: the value of a Retry-After field, "" for none; `extra`: more fields.
-    void send_error(unsigned status, std::string_view text, bool close,
-                    std::string_view retry_after = {}, header_list extra = {});
+    void run_tunnel(const std::shared_ptr<origin_connection>& conn);
     void on_write_memory_response(error_code ec);
     void log_request();
 
@@ -129,7 +151,9 @@ class client_session : public session_base,
     util::canonical_request canonical_;    // its target and Host, read once (views: parser_)
     util::target_buffers target_buffers_;  // where canonical_ points when it rewrote something
     filter_result filter_;
+    exchange_request exchange_request_;  // what the exchange reads of it
     bool client_keep_alive_ = false;
+    bool continue_pending_ = false;  // the client waits for a 100 Continue before its body
     std::chrono::steady_clock::time_point started_;  // for the access log
 
     // The response, forwarded or answered from memory.
@@ -141,7 +165,13 @@ class client_session : public session_base,
     std::string memory_body_;    // its body when we wrote it
     std::shared_ptr<const std::string> memory_shared_;  // its body when a cache shares it
 
-    proxy_exchange<Stream> exchange_;
+    // The body piece being read for the exchange.
+    std::size_t body_room_ = 0;  // its size
+    std::chrono::steady_clock::time_point body_deadline_;
+    bool body_waiting_ = false;  // waiting (plain TCP) for body bytes
+    bool body_timed_out_ = false;
+
+    proxy_exchange exchange_;
 };
 
 }  // namespace waitroom::gateway

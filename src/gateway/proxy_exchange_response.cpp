@@ -6,13 +6,11 @@
 #include <boost/beast/core/read_size.hpp>
 #include <boost/beast/http/read.hpp>
 
-#include "client_session.hpp"
 #include "forward_headers.hpp"
 #include "origin_connection.hpp"
 #include "origin_pool.hpp"
 #include "proxy_exchange.hpp"
 #include "read_steps.hpp"
-#include "tunnel.hpp"
 
 namespace waitroom::gateway {
 
@@ -31,8 +29,7 @@ std::size_t origin_read_size(beast::flat_buffer& buffer) {
 
 // ---- the response, to the client -----------------------------------------------------------
 
-template <class Stream>
-void proxy_exchange<Stream>::do_read_response_header() {
+void proxy_exchange::do_read_response_header() {
     res_parser_.emplace(response_);
     res_parser_->body_limit(boost::none);
     res_parser_->header_limit(origin_header_limit);
@@ -44,11 +41,11 @@ void proxy_exchange<Stream>::do_read_response_header() {
         // arm_timer) and the socket is read directly, as for the client's header.
         origin_timed_out_ = false;
         origin_waiting_ = true;
-        origin_deadline_ = std::chrono::steady_clock::now() + session_.cfg_->origin.timeout;
-        session_.arm_timer(origin_deadline_);
+        origin_deadline_ = std::chrono::steady_clock::now() + cfg().origin.timeout;
+        client_.arm_timer(origin_deadline_);
         return read_origin_head();
     }
-    origin_->lowest().expires_after(session_.cfg_->origin.timeout);
+    origin_->lowest().expires_after(cfg().origin.timeout);
     origin_->visit([&](auto& os) {
         http::async_read_header(os, origin_->buffer(), *res_parser_,
                                 [this, self = owner()](error_code ec, std::size_t n) {
@@ -57,8 +54,7 @@ void proxy_exchange<Stream>::do_read_response_header() {
     });
 }
 
-template <class Stream>
-void proxy_exchange<Stream>::read_origin_head() {
+void proxy_exchange::read_origin_head() {
     auto& buf = origin_->buffer();
     error_code ec;
     if (parse_head(*res_parser_, buf, ec)) {
@@ -79,8 +75,7 @@ void proxy_exchange<Stream>::read_origin_head() {
         origin_->lowest().socket(), buf.prepare(origin_read_size(buf)), k, this, owner());
 }
 
-template <class Stream>
-void proxy_exchange<Stream>::on_origin_bytes(error_code ec, std::size_t n) {
+void proxy_exchange::on_origin_bytes(error_code ec, std::size_t n) {
     if (ec) {
         return on_read_response_header(head_read_error(*res_parser_, ec), 0);
     }
@@ -88,9 +83,7 @@ void proxy_exchange<Stream>::on_origin_bytes(error_code ec, std::size_t n) {
     read_origin_head();
 }
 
-template <class Stream>
-void proxy_exchange<Stream>::on_read_response_header(error_code ec, std::size_t) {
-    auto& s = session_;
+void proxy_exchange::on_read_response_header(error_code ec, std::size_t) {
     origin_waiting_ = false;
     if (ec == asio::error::operation_aborted && origin_timed_out_) {
         ec = beast::error::timeout;  // what the stream's own timeout reports (→ 504)
@@ -98,14 +91,13 @@ void proxy_exchange<Stream>::on_read_response_header(error_code ec, std::size_t)
     if (ec) {
         return origin_failed(ec, true);
     }
-    auto& res = res_parser_->get();
-    const unsigned status = res.result_int();
+    const unsigned status = res_parser_->get().result_int();
     if (status == 101) {
         if (!websocket_) {
             spdlog::warn("gateway: origin answered 101 to a request that asked no upgrade");
             release_origin(false);
-            return s.send_error(502, "origin switched protocols unasked", true, {},
-                                origin_error_headers());
+            return client_.send_error(502, "origin switched protocols unasked", true, {},
+                                      origin_error_headers());
         }
         return start_tunnel();
     }
@@ -113,53 +105,38 @@ void proxy_exchange<Stream>::on_read_response_header(error_code ec, std::size_t)
         // Interim (103 Early Hints…): not relayed. Posted: an origin sending many at once must
         // not deepen the stack by one exchange each.
         interim_seen_ = true;
-        return asio::post(s.lowest().get_executor(),
-                          [this, self = owner()] { do_read_response_header(); });
+        return client_.post([this, self = owner()] { do_read_response_header(); });
     }
-    // The filter sees (and may change) the origin's header without its hop-by-hop fields;
-    // what is left of it goes out.
-    strip_hop_by_hop(res);
-    worker_.ctx->filter().on_response(res, s.filter_.context);
-    client_framing how;
-    how.version = s.parser_->get().version();
-    how.extra = &s.filter_.headers;
-    const bool bodyless = head_ || status == 204 || status == 304;
-    bool keep = s.client_keep_alive_ && !s.draining_;
-    if (bodyless) {
-        how.kind = client_framing::body::as_origin;
-    } else if (auto len = res_parser_->content_length()) {
-        how.kind = client_framing::body::length;
-        how.length = *len;
-    } else if (how.version >= 11) {
-        how.kind = client_framing::body::chunked;
-    } else {
-        how.kind = client_framing::body::until_close;
-        keep = false;  // HTTP/1.0 client, unknown length: the close ends the body
-    }
-    s.client_keep_alive_ = keep;
-    how.keep_alive = keep;
-    s.status_ = status;
-    s.relay_wait_ = {};
-    write_client_response(res, s.to_client_.head(how.kind == client_framing::body::chunked), how);
+    send_response_head();
+}
 
+// The filter sees (and may change) the origin's header without its hop-by-hop fields; what is
+// left of it goes out, with the body's bytes that are already here, or alone.
+void proxy_exchange::send_response_head() {
+    auto& res = res_parser_->get();
+    strip_hop_by_hop(res);
+    worker_.ctx->filter().on_response(res, req().filter->context);
+    const unsigned status = res.result_int();
+    const bool bodyless = head_ || status == 204 || status == 304;
+    std::optional<std::uint64_t> length;
+    if (const auto declared = res_parser_->content_length(); declared && !bodyless) {
+        length = *declared;
+    }
+    client_.send_head(res, length, bodyless);
     if (bodyless) {
-        s.to_client_.queue(nullptr, 0, true);
-        return write_response_piece();
+        return send_piece(nullptr, 0, true);
     }
     if (res_parser_->is_done() || origin_->buffer().size() > 0) {
         // Body bytes are already here: the head goes out with them in one write.
         return do_read_response_body();
     }
-    s.to_client_.queue(nullptr, 0, false);  // the head alone, while the body is on its way
-    write_response_piece();
+    send_piece(nullptr, 0, false);  // the head alone, while the body is on its way
 }
 
-template <class Stream>
-void proxy_exchange<Stream>::do_read_response_body() {
+void proxy_exchange::do_read_response_body() {
     if (res_parser_->is_done()) {
         // Finish the framing (the last chunk) with an empty final piece.
-        session_.to_client_.queue(nullptr, 0, true);
-        return write_response_piece();
+        return send_piece(nullptr, 0, true);
     }
     auto& body = res_parser_->body();
     body.data = relay_.get();
@@ -169,8 +146,7 @@ void proxy_exchange<Stream>::do_read_response_body() {
 
 // Parses the origin's buffered bytes into the piece, and reads more while the piece is neither
 // full nor the end of the body.
-template <class Stream>
-void proxy_exchange<Stream>::fill_response_piece() {
+void proxy_exchange::fill_response_piece() {
     auto& buf = origin_->buffer();
     if (buf.size() > 0) {
         // Bytes already read from the origin are parsed here and now; only a body that is not
@@ -187,13 +163,13 @@ void proxy_exchange<Stream>::fill_response_piece() {
         // As for the head: the session's timer bounds the wait, socket_reader reads the socket.
         origin_timed_out_ = false;
         origin_waiting_ = true;
-        origin_deadline_ = std::chrono::steady_clock::now() + session_.cfg_->limits.body_timeout;
-        session_.arm_timer(origin_deadline_);
+        origin_deadline_ = std::chrono::steady_clock::now() + cfg().limits.body_timeout;
+        client_.arm_timer(origin_deadline_);
         return origin_read_.start<&proxy_exchange::on_origin_body_bytes>(
             origin_->lowest().socket(), buf.prepare(origin_read_size(buf)),
             socket_reader::kind::more, this, owner());
     }
-    origin_->lowest().expires_after(session_.cfg_->limits.body_timeout);
+    origin_->lowest().expires_after(cfg().limits.body_timeout);
     origin_->visit([&](auto& os) {
         http::async_read(
             os, buf, *res_parser_,
@@ -201,8 +177,7 @@ void proxy_exchange<Stream>::fill_response_piece() {
     });
 }
 
-template <class Stream>
-void proxy_exchange<Stream>::on_origin_body_bytes(error_code ec, std::size_t n) {
+void proxy_exchange::on_origin_body_bytes(error_code ec, std::size_t n) {
     origin_waiting_ = false;
     if (origin_timed_out_) {
         return on_read_response_body(beast::error::timeout, 0);  // the timer is spent
@@ -220,91 +195,54 @@ void proxy_exchange<Stream>::on_origin_body_bytes(error_code ec, std::size_t n) 
     fill_response_piece();
 }
 
-template <class Stream>
-void proxy_exchange<Stream>::on_read_response_body(error_code ec, std::size_t) {
+void proxy_exchange::on_read_response_body(error_code ec, std::size_t) {
     if (ec == http::error::need_buffer) {
         ec = {};
     }
     if (ec) {
         // The response has started: the only honest signal left is to cut the connection.
         fail(ec, "read response body");
-        return session_.close();
+        release_origin(false);
+        return client_.abort();
     }
     const std::size_t n = piece_size - res_parser_->body().size;
     const bool more = !res_parser_->is_done();
     if (n == 0 && more) {
         return do_read_response_body();
     }
-    session_.bytes_sent_ += n;
-    session_.to_client_.queue(n > 0 ? relay_.get() : nullptr, n, !more);
-    write_response_piece();
+    send_piece(n > 0 ? relay_.get() : nullptr, n, !more);
 }
 
-template <class Stream>
-void proxy_exchange<Stream>::write_response_piece() {
-    session_.write_client(true);
-}
-
-template <class Stream>
-void proxy_exchange<Stream>::on_write_response_body(error_code ec, std::size_t) {
+void proxy_exchange::on_write_response_body(error_code ec) {
     if (ec) {
         fail(ec, "write response");
-        return session_.close();
+        release_origin(false);
+        return client_.abort();
     }
-    if (!session_.to_client_.done()) {
+    if (!response_ended_) {
         return do_read_response_body();
     }
     finish_exchange();
 }
 
-template <class Stream>
-void proxy_exchange<Stream>::finish_exchange() {
-    session_.log_request();
+void proxy_exchange::send_piece(const char* data, std::size_t size, bool last) {
+    response_ended_ = last;
+    client_.send_body(data, size, last);
+}
+
+void proxy_exchange::finish_exchange() {
     const bool reusable = res_parser_->is_done() && res_parser_->keep_alive();
     release_origin(reusable);
-    if (!session_.client_keep_alive_) {
-        return session_.do_close();
-    }
-    session_.next_request();
+    client_.finished();
 }
 
-template <class Stream>
-void proxy_exchange<Stream>::start_tunnel() {
-    auto& s = session_;
+// The origin's 101 to a WebSocket request: its connection, and the places held for it, go to the
+// tunnel the client opens.
+void proxy_exchange::start_tunnel() {
     auto& res = res_parser_->get();
     strip_hop_by_hop(res);
-    worker_.ctx->filter().on_response(res, s.filter_.context);
-    client_framing how;
-    how.websocket_101 = true;
-    how.extra = &s.filter_.headers;
-    s.status_ = 101;
-    write_client_response(res, s.to_client_.head(false), how);
-    s.to_client_.queue(nullptr, 0, true);
-    s.lowest().expires_after(s.cfg_->limits.body_timeout);
-    asio::async_write(s.stream_, s.to_client_.buffers(),
-                      [this, self = owner()](error_code ec, std::size_t) {
-                          self->to_client_.sent();
-                          if (ec) {
-                              fail(ec, "write 101");
-                              return self->close();
-                          }
-                          auto conn = std::move(origin_);
-                          conn->visit([&](auto& os) {
-                              using origin_stream = std::decay_t<decltype(os)>;
-                              std::make_shared<tunnel<Stream, origin_stream>>(
-                                  self, self->stream_, self->buffer_, conn, os, worker_.pool,
-                                  self->cfg_->limits.tunnel_idle_timeout)
-                                  ->run();
-                          });
-                      });
+    worker_.ctx->filter().on_response(res, req().filter->context);
+    client_.open_tunnel(res, std::move(origin_));
 }
-
-// The response's entry points from outside this file, for both streams: the members they lead to
-// are instantiated with them (proxy_exchange.cpp instantiates the class with the request's).
-template void proxy_exchange<tcp_stream>::do_read_response_header();
-template void proxy_exchange<tcp_stream>::on_write_response_body(error_code, std::size_t);
-template void proxy_exchange<ssl::stream<tcp_stream>>::do_read_response_header();
-template void proxy_exchange<ssl::stream<tcp_stream>>::on_write_response_body(error_code,
-                                                                              std::size_t);
 
 }  // namespace waitroom::gateway

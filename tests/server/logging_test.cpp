@@ -56,11 +56,13 @@ TEST(AccessLog, WritesOneJsonLinePerRequestWithEscapedFields) {
     r.duration = std::chrono::microseconds{250};
     r.room = "shop";
     r.decision = "admit";
+    r.protocol = "HTTP/2";
     r.unix_ms = 1'800'000'000'000;
     EXPECT_EQ(logged_line(r),
               "{\"ts\":1800000000000,\"remote\":\"127.0.0.1\",\"method\":\"GET\","
               "\"target\":\"/a\\\"b\\\\c\\u0001\",\"host\":\"shop.example.com\",\"status\":200,"
-              "\"bytes\":13,\"us\":250,\"room\":\"shop\",\"decision\":\"admit\"}\n");
+              "\"bytes\":13,\"us\":250,\"room\":\"shop\",\"decision\":\"admit\","
+              "\"protocol\":\"HTTP/2\"}\n");
 }
 
 // Bytes that are not UTF-8 (a hostile Host or target) become U+FFFD, one per byte, so the line

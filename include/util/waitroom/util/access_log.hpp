@@ -27,6 +27,7 @@ struct access_record {
     std::chrono::microseconds duration{0};  // first request byte to last response byte
     std::string_view room;                  // room id, "" when no room matched
     std::string_view decision;              // admit | queue | reject | pass | bypass | ""
+    std::string_view protocol;              // HTTP/1.0 | HTTP/1.1 | HTTP/2
     std::int64_t unix_ms = 0;               // when the request finished (product clock)
 };
 
@@ -61,6 +62,7 @@ class access_log {
         line += std::to_string(r.duration.count());
         append_field(line, "room", r.room);
         append_field(line, "decision", r.decision);
+        append_field(line, "protocol", r.protocol);
         line += '}';
         logger_->info(line);
     }

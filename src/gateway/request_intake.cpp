@@ -1,0 +1,105 @@
+#include "request_intake.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "forward_headers.hpp"
+
+namespace waitroom::gateway {
+
+namespace {
+
+const char* reason_text(unsigned status) {
+    switch (status) {
+        case 400:
+            return "Bad Request";
+        case 405:
+            return "Method Not Allowed";
+        case 408:
+            return "Request Timeout";
+        case 413:
+            return "Content Too Large";
+        case 431:
+            return "Request Header Fields Too Large";
+        case 502:
+            return "Bad Gateway";
+        case 503:
+            return "Service Unavailable";
+        case 504:
+            return "Gateway Timeout";
+        default:
+            return "Error";
+    }
+}
+
+}  // namespace
+
+std::string error_body(unsigned status, std::string_view text) {
+    return std::to_string(status) + " " + reason_text(status) + "\n" + std::string(text) + "\n";
+}
+
+void add_error_fields(header_list& fields, unsigned status, std::string_view retry_after) {
+    fields.insert(fields.begin(),
+                  {{"Content-Type", "text/plain; charset=utf-8"}, {"Cache-Control", "no-store"}});
+    if (!retry_after.empty()) {
+        fields.emplace_back("Retry-After", std::string(retry_after));
+    }
+    if (status == 405) {
+        // Only CONNECT is refused so (RFC 9110 §15.5.6 wants the methods that are allowed).
+        fields.emplace_back("Allow", "GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH, TRACE");
+    }
+}
+
+intake_refusal take_in(const request_head& head, bool host_required,
+                       util::canonical_request& canonical, util::target_buffers& buffers,
+                       std::string_view client_ip) {
+    if (auto problem = request_problem(head); !problem.empty()) {
+        spdlog::debug("gateway: 400 from {}: {}", client_ip, problem);
+        return {400, "ambiguous or malformed request framing"};
+    }
+    // The target and Host are read here, once: the room routes on this reading and the origin
+    // is sent it.
+    auto host = head.find(http::field::host);
+    std::string_view host_value;
+    if (host != head.end()) {
+        host_value = host->value();
+    }
+    canonical = util::canonicalize_request(head.method_string(), head.target(),
+                                           host != head.end() ? &host_value : nullptr,
+                                           host_required, buffers);
+    if (canonical.status != util::target_status::ok) {
+        spdlog::debug("gateway: refused request from {}: {}", client_ip, canonical.problem);
+        return {canonical.status == util::target_status::method_not_allowed ? 405u : 400u,
+                canonical.problem};
+    }
+    return {};
+}
+
+void record_answer(worker_context& worker, const answered_request& a) {
+    const auto now = std::chrono::steady_clock::now();
+    if (auto* m = worker.ctx->metrics()) {
+        m->requests(metrics::status_class_of(a.status)).inc(worker.index);
+        m->request_latency().observe(worker.index,
+                                     std::chrono::duration<double>(now - a.started).count());
+    }
+    const auto* log = worker.ctx->access_log();
+    if (log == nullptr || a.head == nullptr) {
+        return;
+    }
+    util::access_record r;
+    r.remote = a.client_ip;
+    r.method = a.head->method_string();
+    r.target = a.head->target();
+    r.host = (*a.head)[http::field::host];
+    r.status = a.status;
+    r.bytes_sent = a.bytes_sent;
+    r.duration = std::chrono::duration_cast<std::chrono::microseconds>(now - a.started);
+    r.unix_ms = util::unix_ms(worker.ctx->clock().now());
+    if (a.filter != nullptr) {
+        r.room = a.filter->room;
+        r.decision = a.filter->decision;
+    }
+    r.protocol = a.protocol;
+    log->write(r);
+}
+
+}  // namespace waitroom::gateway
