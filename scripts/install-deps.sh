@@ -6,10 +6,10 @@ set -euo pipefail
 
 profile="${1:-test}"
 
-build_pkgs=(g++ cmake ninja-build ccache pkg-config libboost1.81-dev libboost-url1.81-dev libssl-dev
+build_pkgs=(g++ cmake ninja-build ccache pkg-config libboost1.81-dev libboost-url1.81-dev libssl-dev libnghttp2-dev
             nlohmann-json3-dev libspdlog-dev libyaml-cpp-dev libhiredis-dev libkainjow-mustache-dev
             libgtest-dev libgmock-dev libbenchmark-dev)
-test_pkgs=(redis-server chromium fonts-ipafont-gothic fonts-dejavu-core nodejs npm clang libclang-rt-14-dev procps groff-base python3
+test_pkgs=(nghttp2-client redis-server chromium fonts-ipafont-gothic fonts-dejavu-core nodejs npm clang libclang-rt-14-dev procps groff-base python3
            curl)
 package_pkgs=(dpkg-dev)
 bench_pkgs=(nginx-light haproxy wrk liburing-dev util-linux procps gnuplot-nox redis-server strace valgrind)

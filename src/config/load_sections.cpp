@@ -403,11 +403,11 @@ void read_logging(loader& l, const YAML::Node& n, logging_settings& out) {
 }
 
 void read_limits(loader& l, const YAML::Node& n, limits& out) {
-    fields f(
-        l, n, "limits",
-        {"max_header_bytes", "max_body_bytes", "header_timeout", "body_timeout",
-         "keepalive_timeout", "drain_timeout", "max_connections", "request_buffer", "body_min_rate",
-         "tunnel_idle_timeout", "body_deadline", "response_min_rate", "request_buffer_budget"});
+    fields f(l, n, "limits",
+             {"max_header_bytes", "max_body_bytes", "header_timeout", "body_timeout",
+              "keepalive_timeout", "drain_timeout", "max_connections", "request_buffer",
+              "body_min_rate", "tunnel_idle_timeout", "body_deadline", "response_min_rate",
+              "request_buffer_budget", "http2_max_concurrent_streams"});
     if (!f.ok()) {
         return;
     }
@@ -428,6 +428,8 @@ void read_limits(loader& l, const YAML::Node& n, limits& out) {
     l.set_duration(f, "keepalive_timeout", out.keepalive_timeout, duration{1});
     l.set_duration(f, "drain_timeout", out.drain_timeout, duration{0});
     l.set_integer<std::size_t>(f, "max_connections", out.max_connections, 1, 10'000'000);
+    l.set_integer<std::uint32_t>(f, "http2_max_concurrent_streams",
+                                 out.http2_max_concurrent_streams, 1, 1000);
     if (auto v = f.get("request_buffer")) {
         if (auto s = l.size(*v, f.at("request_buffer"), 16 * 1024, 64 * 1024 * 1024)) {
             out.request_buffer = static_cast<std::size_t>(*s);

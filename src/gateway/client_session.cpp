@@ -6,7 +6,9 @@
 #include <boost/beast/core/read_size.hpp>
 #include <boost/beast/core/string.hpp>
 
+#include "alpn.hpp"
 #include "forward_headers.hpp"
+#include "h2_connection.hpp"
 #include "origin_connection.hpp"
 #include "origin_pool.hpp"
 #include "proxy_protocol.hpp"
@@ -131,7 +133,23 @@ void client_session<Stream>::on_handshake(error_code ec) {
     if (ec) {
         return fail(ec, "tls handshake");
     }
+    if constexpr (is_tls) {
+        if (chosen_alpn(stream_.native_handle()) == "h2") {
+            return hand_to_h2();
+        }
+    }
     do_read_header();
+}
+
+// ALPN chose h2: the connection goes on as an h2_connection, and this session ends here.
+template <class Stream>
+void client_session<Stream>::hand_to_h2() {
+    closed_ = true;
+    deadline_timer_.cancel();
+    lowest().expires_never();
+    std::make_shared<h2_connection<Stream>>(state_, std::move(stream_), identity_, info_,
+                                            std::move(buffer_))
+        ->run();
 }
 
 template <class Stream>

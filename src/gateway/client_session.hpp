@@ -74,6 +74,7 @@ class client_session : public session_base,
 
     void start();
     void on_handshake(error_code ec);
+    void hand_to_h2();
     // PROXY protocol (proxy_protocol.hpp): the header, then who the client is.
     void read_proxy_header();
     void on_proxy_bytes(error_code ec, std::size_t n);

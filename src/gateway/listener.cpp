@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 
+#include "alpn.hpp"
 #include "client_session.hpp"
 #include "worker_context.hpp"
 
@@ -57,6 +58,7 @@ std::unique_ptr<ssl::context> make_server_tls(const config::tls_files& files) {
     if (ec) {
         throw std::runtime_error("tls.key " + files.key + ": " + ec.message());
     }
+    offer_alpn(ctx->native_handle(), true);
     return ctx;
 }
 
@@ -127,11 +129,11 @@ void listener::on_accept(error_code ec, tcp_socket socket) {
     socket.set_option(tcp::no_delay(true), ec);
     if (tls_) {
         std::make_shared<client_session<ssl::stream<tcp_stream>>>(state_, std::move(socket),
-                                                                tls_.get(), proxy_protocol_)
+                                                                  tls_.get(), proxy_protocol_)
             ->run();
     } else {
         std::make_shared<client_session<tcp_stream>>(state_, std::move(socket), nullptr,
-                                                   proxy_protocol_)
+                                                     proxy_protocol_)
             ->run();
     }
     // The config is read here only, once per accepted connection.

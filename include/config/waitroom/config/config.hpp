@@ -115,6 +115,7 @@ struct limits {
     std::uint64_t response_min_rate = 4 * 1024;  // bytes/s a relayed response goes out at (0 = off)
     std::size_t request_buffer_budget =
         32 * 1024 * 1024;  // buffered bodies per worker; past → stream
+    std::uint32_t http2_max_concurrent_streams = 128;  // per HTTP/2 connection (SETTINGS)
 };
 
 struct node_info {
@@ -271,7 +272,7 @@ struct room {
     cookie_attributes cookie_attrs;  // YAML key: cookie_attributes
     bool revoke_enabled = false;     // YAML: enabled_origin_commands: [revoke]
     ::waitroom::config::abuse_action abuse = abuse_action::off;  // YAML key: abuse_action
-    challenge_settings challenge;                                 // YAML key: challenge
+    challenge_settings challenge;                                // YAML key: challenge
     std::vector<bypass_rule> bypass;
     std::vector<event> events;
 };

@@ -1,0 +1,252 @@
+#include "h2_connection.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/write.hpp>
+
+namespace waitroom::gateway {
+
+namespace {
+
+h2_limits limits_of(const config::config& cfg) {
+    h2_limits l;
+    l.max_concurrent_streams = cfg.limits.http2_max_concurrent_streams;
+    l.max_header_bytes = cfg.limits.max_header_bytes;
+    return l;
+}
+
+}  // namespace
+
+template <class Stream>
+h2_connection<Stream>::h2_connection(std::shared_ptr<worker_context> state, Stream&& stream,
+                                     const client_identity& identity, const request_info& info,
+                                     beast::flat_buffer&& already_read)
+    : state_(std::move(state)),
+      stream_(std::move(stream)),
+      identity_(identity),
+      info_(info),
+      already_read_(std::move(already_read)),
+      idle_timer_(lowest().get_executor()) {
+    state_->session_opened(this);
+    if (auto* m = state_->ctx->metrics()) {
+        m->client_connections().add(state_->index, 1);
+    }
+}
+
+template <class Stream>
+h2_connection<Stream>::~h2_connection() {
+    state_->session_closed(this);
+    if (auto* m = state_->ctx->metrics()) {
+        m->client_connections().sub(state_->index, 1);
+    }
+}
+
+template <class Stream>
+void h2_connection<Stream>::run() {
+    const auto& cfg = *state_->current()->cfg;
+    codec_.emplace(*this, limits_of(cfg), std::chrono::steady_clock::now());
+    if (state_->draining) {
+        codec_->shutdown();
+        closing_ = true;
+    }
+    if (already_read_.size() > 0) {
+        const auto bytes = already_read_.cdata();
+        receive(static_cast<const char*>(bytes.data()), bytes.size());
+        already_read_.consume(already_read_.size());
+    }
+    arm_idle();
+    flush();
+    do_read();
+}
+
+template <class Stream>
+void h2_connection<Stream>::drain() {
+    if (closed_ || !codec_) {
+        return;
+    }
+    codec_->shutdown();
+    closing_ = true;
+    flush();
+}
+
+template <class Stream>
+void h2_connection<Stream>::close() {
+    if (closed_) {
+        return;
+    }
+    closed_ = true;
+    idle_timer_.cancel();
+    error_code ignored;
+    lowest().socket().shutdown(asio::socket_base::shutdown_both, ignored);
+    lowest().socket().close(ignored);
+    auto streams = std::move(streams_);
+    for (auto& [id, s] : streams) {
+        s->on_closed();
+    }
+}
+
+// ---- reading ------------------------------------------------------------------------------
+
+template <class Stream>
+void h2_connection<Stream>::do_read() {
+    if (closed_) {
+        return;
+    }
+    if (writing_) {
+        read_paused_ = true;  // on_written reads again
+        return;
+    }
+    lowest().expires_never();  // idle_timer_ and the codec's bounds govern the waits
+    stream_.async_read_some(
+        asio::buffer(read_buffer_),
+        [self = this->shared_from_this()](error_code ec, std::size_t n) { self->on_read(ec, n); });
+}
+
+template <class Stream>
+void h2_connection<Stream>::on_read(error_code ec, std::size_t n) {
+    if (ec) {
+        if (ec != asio::error::eof && ec != asio::error::operation_aborted) {
+            fail(ec, "h2 read");
+        }
+        return close();
+    }
+    receive(read_buffer_.data(), n);
+    flush();
+    do_read();
+}
+
+template <class Stream>
+void h2_connection<Stream>::receive(const char* data, std::size_t n) {
+    if (closing_ && codec_->finished()) {
+        return;
+    }
+    if (!codec_->receive({data, n}, std::chrono::steady_clock::now())) {
+        closing_ = true;  // a GOAWAY is queued: written, then the connection ends
+    }
+}
+
+// ---- writing ------------------------------------------------------------------------------
+
+template <class Stream>
+void h2_connection<Stream>::flush() {
+    if (writing_ || closed_ || !codec_) {
+        return;
+    }
+    const auto out = codec_->output();
+    if (out.empty()) {
+        if ((closing_ && streams_.empty()) || codec_->finished()) {
+            finish();
+        }
+        return;
+    }
+    writing_ = true;
+    // A client that takes nothing of what is written to it is let go after body_timeout.
+    lowest().expires_after(state_->current()->cfg->limits.body_timeout);
+    asio::async_write(stream_, asio::buffer(out.data(), out.size()),
+                      [self = this->shared_from_this()](error_code ec, std::size_t n) {
+                          self->on_written(ec, n);
+                      });
+}
+
+template <class Stream>
+void h2_connection<Stream>::on_written(error_code ec, std::size_t n) {
+    writing_ = false;
+    if (ec) {
+        fail(ec, "h2 write");
+        return close();
+    }
+    codec_->consumed(n);
+    flush();
+    if (std::exchange(read_paused_, false)) {
+        do_read();
+    }
+}
+
+// Everything is written and nothing more will be: the TLS close, then the socket's.
+template <class Stream>
+void h2_connection<Stream>::finish() {
+    if (closed_) {
+        return;
+    }
+    if constexpr (std::is_same_v<Stream, tcp_stream>) {
+        close();
+    } else {
+        closed_ = true;
+        idle_timer_.cancel();
+        lowest().expires_after(std::chrono::seconds(2));
+        stream_.async_shutdown([self = this->shared_from_this()](error_code) {
+            error_code ignored;
+            self->lowest().socket().close(ignored);
+        });
+    }
+}
+
+// ---- idle ---------------------------------------------------------------------------------
+
+// No stream for keepalive_timeout: a GOAWAY, and the connection ends.
+template <class Stream>
+void h2_connection<Stream>::arm_idle() {
+    idle_timer_.expires_after(state_->current()->cfg->limits.keepalive_timeout);
+    idle_timer_.async_wait([weak = this->weak_from_this()](error_code ec) {
+        auto self = weak.lock();
+        if (ec || !self || self->closed_ || !self->streams_.empty()) {
+            return;
+        }
+        self->codec_->shutdown();
+        self->closing_ = true;
+        self->flush();
+    });
+}
+
+// ---- the codec's events -------------------------------------------------------------------
+
+template <class Stream>
+h2_stream* h2_connection<Stream>::find(std::int32_t id) {
+    const auto it = streams_.find(id);
+    return it == streams_.end() ? nullptr : it->second.get();
+}
+
+template <class Stream>
+void h2_connection<Stream>::on_request(const h2_request& r) {
+    idle_timer_.cancel();
+    auto s = std::make_shared<h2_stream>(state_, this->shared_from_this(), r.stream_id, *r.head,
+                                         r.content_length, r.end_stream, identity_, info_);
+    streams_.emplace(r.stream_id, s);
+    // Started from a handler of its own: the room's answer may call the codec, which is inside
+    // its receive now.
+    asio::post(lowest().get_executor(), [s = std::move(s)] { s->start(); });
+}
+
+template <class Stream>
+void h2_connection<Stream>::on_body(std::int32_t stream, std::span<const char> data, bool end) {
+    if (auto* s = find(stream)) {
+        return s->on_data(data, end);
+    }
+    codec_->consume(stream, data.size());
+}
+
+template <class Stream>
+void h2_connection<Stream>::on_body_sent(std::int32_t stream) {
+    if (auto* s = find(stream)) {
+        s->on_body_sent();
+    }
+}
+
+template <class Stream>
+void h2_connection<Stream>::on_stream_closed(std::int32_t stream, std::uint32_t) {
+    const auto it = streams_.find(stream);
+    if (it == streams_.end()) {
+        return;
+    }
+    auto s = std::move(it->second);
+    streams_.erase(it);
+    s->on_closed();
+    if (streams_.empty() && !closed_) {
+        arm_idle();
+    }
+}
+
+template class h2_connection<tcp_stream>;
+template class h2_connection<ssl::stream<tcp_stream>>;
+
+}  // namespace waitroom::gateway
