@@ -79,7 +79,14 @@ void h2_connection<Stream>::close() {
     error_code ignored;
     lowest().socket().shutdown(asio::socket_base::shutdown_both, ignored);
     lowest().socket().close(ignored);
+    end_streams();
+}
+
+// The streams left end with the connection (they hold it: the last of them frees it).
+template <class Stream>
+void h2_connection<Stream>::end_streams() {
     auto streams = std::move(streams_);
+    streams_.clear();
     for (auto& [id, s] : streams) {
         s->on_closed();
     }
@@ -173,6 +180,7 @@ void h2_connection<Stream>::finish() {
     } else {
         closed_ = true;
         idle_timer_.cancel();
+        end_streams();
         lowest().expires_after(std::chrono::seconds(2));
         stream_.async_shutdown([self = this->shared_from_this()](error_code) {
             error_code ignored;

@@ -107,7 +107,7 @@ void h2_stream::on_filter(filter_result r) {
                          .filter = &filter_,
                          .started = started_,
                          .body = !body_done(),
-                         .chunked = !length_};
+                         .chunked = !length_ && !body_done()};
     exchange_.start();
 }
 
@@ -249,9 +249,11 @@ void h2_stream::send_body(const char* data, std::size_t size, bool last) {
     }
     if (bodyless_ || (size == 0 && !last)) {
         // Nothing to frame: the head (and END_STREAM, for a bodyless answer) went with respond.
+        response_sent_ = bodyless_;
         link_->flush();
         return exchange_.on_write_response_body({});
     }
+    last_pending_ = last;
     bytes_sent_ += size;
     write_waiting_ = true;
     const auto now = std::chrono::steady_clock::now();
@@ -268,6 +270,7 @@ void h2_stream::send_body(const char* data, std::size_t size, bool last) {
 
 void h2_stream::on_body_sent() {
     write_waiting_ = false;
+    response_sent_ = last_pending_;
     if (memory_answer_) {
         answered_ = true;
         return log();
@@ -307,7 +310,11 @@ void h2_stream::on_closed() {
     gone_ = true;
     timer_armed_ = false;
     timer_.cancel();
-    exchange_.close();  // an origin connection in use is cut: the origin sees no abandoned pile
+    if (!response_sent_) {
+        // Reset before its answer: the origin connection in use is cut, so the origin sees no
+        // pile of abandoned requests. (A whole answer keeps it for the pool.)
+        exchange_.close();
+    }
     post([self = shared_from_this()] { self->unwind(); });
 }
 

@@ -120,6 +120,8 @@ class h2_stream : public exchange_client, public std::enable_shared_from_this<h2
     bool memory_answer_ = false;  // the body is the gateway's own (no exchange waits on it)
     bool write_waiting_ = false;  // a piece is with the codec, not yet all taken
     bool bodyless_ = false;       // the origin's response has no body (HEAD, 204, 304)
+    bool last_pending_ = false;   // the piece with the codec is the body's last
+    bool response_sent_ = false;  // the whole response went into frames
     std::chrono::steady_clock::time_point write_deadline_;
     std::chrono::steady_clock::time_point relay_wait_since_;  // the head went out
     std::string own_body_;
