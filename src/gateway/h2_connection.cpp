@@ -130,6 +130,24 @@ void h2_connection<Stream>::receive(const char* data, std::size_t n) {
     if (!codec_->receive({data, n}, std::chrono::steady_clock::now())) {
         closing_ = true;  // a GOAWAY is queued: written, then the connection ends
     }
+    count_refusals();
+}
+
+// What the codec refused since the last look, into the metrics.
+template <class Stream>
+void h2_connection<Stream>::count_refusals() {
+    auto* m = state_->ctx->metrics();
+    const auto& now = codec_->stats();
+    if (m != nullptr) {
+        using metrics::http2_refusal;
+        m->http2_refused(http2_refusal::calm)
+            .inc(state_->index, now.goaway_calm - counted_.goaway_calm);
+        m->http2_refused(http2_refusal::malformed)
+            .inc(state_->index, now.malformed - counted_.malformed);
+        m->http2_refused(http2_refusal::client_reset)
+            .inc(state_->index, now.resets_by_client - counted_.resets_by_client);
+    }
+    counted_ = now;
 }
 
 // ---- writing ------------------------------------------------------------------------------

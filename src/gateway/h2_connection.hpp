@@ -59,6 +59,7 @@ class h2_connection : public session_base,
     void on_written(error_code ec, std::size_t n);
     void arm_idle();
     void finish();
+    void count_refusals();
     void end_streams();
 
     std::shared_ptr<worker_context> state_;
@@ -67,6 +68,7 @@ class h2_connection : public session_base,
     request_info info_;
     beast::flat_buffer already_read_;  // bytes read with the handshake or the preface sniff
     std::optional<h2_codec> codec_;
+    h2_codec::counters counted_;  // of the codec's counters, those in the metrics already
     std::unordered_map<std::int32_t, std::shared_ptr<h2_stream>> streams_;
     std::array<char, 16 * 1024> read_buffer_{};
     steady_timer idle_timer_;

@@ -382,7 +382,7 @@ void h2_stream::write_timed_out() {
 void h2_stream::log() {
     answered_request a;
     a.head = &head_;
-    a.protocol = "HTTP/2";
+    a.protocol = metrics::http_protocol::http2;
     a.client_ip = info_.client_ip;
     a.status = status_;
     a.bytes_sent = bytes_sent_;

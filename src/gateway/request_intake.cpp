@@ -78,6 +78,7 @@ void record_answer(worker_context& worker, const answered_request& a) {
     const auto now = std::chrono::steady_clock::now();
     if (auto* m = worker.ctx->metrics()) {
         m->requests(metrics::status_class_of(a.status)).inc(worker.index);
+        m->requests_by_protocol(a.protocol).inc(worker.index);
         m->request_latency().observe(worker.index,
                                      std::chrono::duration<double>(now - a.started).count());
     }
@@ -98,7 +99,8 @@ void record_answer(worker_context& worker, const answered_request& a) {
         r.room = a.filter->room;
         r.decision = a.filter->decision;
     }
-    r.protocol = a.protocol;
+    static constexpr std::string_view names[] = {"HTTP/1.0", "HTTP/1.1", "HTTP/2"};
+    r.protocol = names[static_cast<std::size_t>(a.protocol)];
     log->write(r);
 }
 

@@ -37,7 +37,7 @@ void add_error_fields(header_list& fields, unsigned status, std::string_view ret
 // What the access log and the metrics record of one answered request.
 struct answered_request {
     const request_head* head = nullptr;  // null: the request never had a head
-    std::string_view protocol;           // "HTTP/1.1", "HTTP/1.0", "HTTP/2"
+    metrics::http_protocol protocol = metrics::http_protocol::http11;
     std::string_view client_ip;
     unsigned status = 0;
     std::uint64_t bytes_sent = 0;
@@ -48,9 +48,9 @@ struct answered_request {
 // Counts the request in the metrics and writes its access-log line.
 void record_answer(worker_context& worker, const answered_request& a);
 
-// "HTTP/1.1" or "HTTP/1.0" for an HTTP/1 version (11, 10).
-inline std::string_view http1_protocol(unsigned version) {
-    return version >= 11 ? "HTTP/1.1" : "HTTP/1.0";
+// The protocol of an HTTP/1 version (11, 10).
+inline metrics::http_protocol http1_protocol(unsigned version) {
+    return version >= 11 ? metrics::http_protocol::http11 : metrics::http_protocol::http10;
 }
 
 }  // namespace waitroom::gateway

@@ -135,8 +135,9 @@ histogram_reading histogram::read() const {
     for (std::size_t i = 0; i < r.buckets.size(); ++i) {
         r.buckets[i] = reg_->sum(cell_ + static_cast<std::uint32_t>(i));
     }
-    r.sum = static_cast<double>(reg_->sum(cell_ + static_cast<std::uint32_t>(r.bounds->size() + 1))) /
-            1e9;
+    r.sum =
+        static_cast<double>(reg_->sum(cell_ + static_cast<std::uint32_t>(r.bounds->size() + 1))) /
+        1e9;
     return r;
 }
 
@@ -181,8 +182,8 @@ double quantile(const histogram_reading& r, double q) {
             }
             const double upper = bounds[i];
             const double lower = i > 0 ? bounds[i - 1] : (upper > 0 ? 0.0 : upper);
-            return lower + (upper - lower) * (rank - static_cast<double>(below)) /
-                               static_cast<double>(in);
+            return lower +
+                   (upper - lower) * (rank - static_cast<double>(below)) / static_cast<double>(in);
         }
         below += in;
     }
@@ -422,10 +423,9 @@ const std::vector<double> request_bounds = {0.001, 0.0025, 0.005, 0.01, 0.025, 0
 const std::vector<double> sync_bounds = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
                                          0.05,   0.1,   0.25,   0.5,   1};
 // Time in the queue and on the origin: seconds to hours.
-const std::vector<double> queue_wait_bounds = {5,   10,  20,   30,   60,   120,  180,  300,
-                                               450, 600, 900,  1200, 1800, 2700, 3600, 7200,
-                                               14400};
-const std::vector<double> session_bounds = {10,  30,  60,   120,  300,  600,  900,
+const std::vector<double> queue_wait_bounds = {5,   10,  20,   30,   60,   120,  180,  300,  450,
+                                               600, 900, 1200, 1800, 2700, 3600, 7200, 14400};
+const std::vector<double> session_bounds = {10,   30,   60,   120,  300,  600,  900,
                                             1200, 1800, 2700, 3600, 7200, 14400};
 // An estimate's error, both ways: the estimate is in whole minutes, so finer than 15 s tells
 // nothing.
@@ -512,6 +512,12 @@ metric_set::metric_set(unsigned slots) : reg_(slots) {
               "Time from a request's header to the end of its response.", kind::histogram, L{},
               request_bounds);
     r.declare("waitroom_client_connections", "Open client connections.", kind::gauge);
+    r.declare("waitroom_http_requests_by_protocol_total",
+              "Requests answered, by the protocol the client spoke.", kind::counter, L{"protocol"});
+    r.declare("waitroom_http2_refused_total",
+              "What the HTTP/2 codec refused: connections told to calm down (GOAWAY "
+              "ENHANCE_YOUR_CALM), malformed streams, streams the client reset.",
+              kind::counter, L{"what"});
     r.declare("waitroom_origin_connections", "Open connections to the origin.", kind::gauge);
     r.declare("waitroom_origin_errors_total", "Requests to the origin that failed, by cause.",
               kind::counter, L{"kind"});
@@ -528,6 +534,17 @@ metric_set::metric_set(unsigned slots) : reg_(slots) {
     static constexpr const char* classes[status_class_count] = {"1xx", "2xx", "3xx", "4xx", "5xx"};
     for (std::size_t i = 0; i < status_class_count; ++i) {
         requests_[i] = r.add_counter("waitroom_http_requests_total", L{classes[i]});
+    }
+    static constexpr const char* protocols[http_protocol_count] = {"HTTP/1.0", "HTTP/1.1",
+                                                                   "HTTP/2"};
+    for (std::size_t i = 0; i < http_protocol_count; ++i) {
+        requests_by_protocol_[i] =
+            r.add_counter("waitroom_http_requests_by_protocol_total", L{protocols[i]});
+    }
+    static constexpr const char* refusals[http2_refusal_count] = {"calm", "malformed",
+                                                                  "client_reset"};
+    for (std::size_t i = 0; i < http2_refusal_count; ++i) {
+        http2_refused_[i] = r.add_counter("waitroom_http2_refused_total", L{refusals[i]});
     }
     request_latency_ = r.add_histogram("waitroom_http_request_duration_seconds");
     client_connections_ = r.add_gauge("waitroom_client_connections");

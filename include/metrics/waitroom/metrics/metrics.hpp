@@ -180,6 +180,18 @@ enum class status_class : std::uint8_t {
 inline constexpr std::size_t status_class_count = 5;
 status_class status_class_of(unsigned status);
 
+// The protocol a client's request came in.
+enum class http_protocol : std::uint8_t { http10, http11, http2 };
+inline constexpr std::size_t http_protocol_count = 3;
+
+// What the HTTP/2 codec refused.
+enum class http2_refusal : std::uint8_t {
+    calm,          // a connection sent GOAWAY ENHANCE_YOUR_CALM (rapid reset, a flood of frames)
+    malformed,     // a stream reset before any room saw it (bad fields, headers too large)
+    client_reset,  // a stream the client reset
+};
+inline constexpr std::size_t http2_refusal_count = 3;
+
 // Why a request to the origin failed.
 enum class origin_error : std::uint8_t { connect, timeout, tls, reset, protocol };
 inline constexpr std::size_t origin_error_count = 5;
@@ -231,6 +243,12 @@ class metric_set {
     counter origin_errors(origin_error e) const {
         return origin_errors_[static_cast<std::size_t>(e)];
     }
+    counter requests_by_protocol(http_protocol p) const {
+        return requests_by_protocol_[static_cast<std::size_t>(p)];
+    }
+    counter http2_refused(http2_refusal r) const {
+        return http2_refused_[static_cast<std::size_t>(r)];
+    }
     histogram request_latency() const { return request_latency_; }
     gauge client_connections() const { return client_connections_; }
     gauge origin_connections() const { return origin_connections_; }
@@ -249,6 +267,8 @@ class metric_set {
     std::unordered_map<std::string, std::unique_ptr<room_metrics>> rooms_;
     std::array<counter, status_class_count> requests_;
     std::array<counter, origin_error_count> origin_errors_;
+    std::array<counter, http_protocol_count> requests_by_protocol_;
+    std::array<counter, http2_refusal_count> http2_refused_;
     histogram request_latency_;
     gauge client_connections_;
     gauge origin_connections_;
