@@ -52,8 +52,9 @@ target request_target  "src/util/request_target.cpp src/room/router.cpp" ""
 target redis_reply     "${state_src}"                      "-lhiredis -lcrypto"
 target proxy_protocol  "src/gateway/proxy_protocol.cpp src/room/router.cpp" ""
 target access_log      ""                                  "-lspdlog -lfmt -pthread"
+target h2_server       "src/gateway/h2_codec.cpp src/util/request_target.cpp ${gateway_head_src}" "-lnghttp2 ${net_libs}"
 names=(cookie_decode request_head chunked_body config_load page_render request_target redis_reply
-  proxy_protocol access_log)
+  proxy_protocol access_log h2_server)
 for n in "${!sources[@]}"; do
   [[ " ${names[*]} " == *" ${n} "* ]] || names+=("${n}")
 done
