@@ -76,12 +76,10 @@ class client_session : public session_base,
     // response relayed from the origin (the exchange goes on), else an answer from memory.
     void write_client(bool relay);
     void on_client_written(bool relay, error_code ec);
-    // `written`: fields already written as lines, sent before `headers` (filter_result::fields);
-    // `patch`: bytes sent over the shared body's (filter_result::patch; kept until written).
+    // `written`: fields already written as lines, sent before `headers` (filter_result::fields).
     void send_response(unsigned status, const header_list& headers, std::string body,
                        std::shared_ptr<const std::string> shared_body, bool close,
-                       std::string_view written = {},
-                       const filter_result::body_patch* patch = nullptr);
+                       std::string_view written = {});
     // `retry_after`: the value of a Retry-After field, "" for none; `extra`: more fields.
     void send_error(unsigned status, std::string_view text, bool close,
                     std::string_view retry_after = {}, header_list extra = {});
