@@ -3,49 +3,18 @@
 // forms beside the page it rendered.
 #include "waitroom/pages/page_encoding.hpp"
 
-#include <brotli/decode.h>
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <string>
 
+#include "support/decompress.hpp"
 #include "waitroom/pages/page_renderer.hpp"
 
 namespace waitroom::pages {
 namespace {
 
-std::string gunzip(const std::string& in) {
-    z_stream z{};
-    if (inflateInit2(&z, 15 + 16) != Z_OK) {
-        return "inflateInit2 failed";
-    }
-    std::string out;
-    char chunk[4096];
-    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-    z.avail_in = static_cast<uInt>(in.size());
-    int rc = Z_OK;
-    while (rc == Z_OK) {
-        z.next_out = reinterpret_cast<Bytef*>(chunk);
-        z.avail_out = sizeof chunk;
-        rc = inflate(&z, Z_NO_FLUSH);
-        out.append(chunk, sizeof chunk - z.avail_out);
-    }
-    const bool whole = rc == Z_STREAM_END && z.avail_in == 0;
-    inflateEnd(&z);
-    return whole ? out : "inflate failed";
-}
-
-std::string unbrotli(const std::string& in, std::size_t expected_size) {
-    std::string out(expected_size + 1, '\0');  // one more: a longer output would show
-    std::size_t size = out.size();
-    if (BrotliDecoderDecompress(in.size(), reinterpret_cast<const std::uint8_t*>(in.data()), &size,
-                                reinterpret_cast<std::uint8_t*>(out.data())) !=
-        BROTLI_DECODER_RESULT_SUCCESS) {
-        return "BrotliDecoderDecompress failed";
-    }
-    out.resize(size);
-    return out;
-}
+using test::gunzip;
+using test::unbrotli;
 
 config::config one_room() {
     config::config cfg;
