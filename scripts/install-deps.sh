@@ -8,6 +8,7 @@ profile="${1:-test}"
 
 build_pkgs=(g++ cmake ninja-build ccache pkg-config libboost1.81-dev libboost-url1.81-dev libssl-dev libnghttp2-dev
             nlohmann-json3-dev libspdlog-dev libyaml-cpp-dev libhiredis-dev libkainjow-mustache-dev
+            zlib1g-dev libbrotli-dev
             libgtest-dev libgmock-dev libbenchmark-dev)
 test_pkgs=(nghttp2-client redis-server chromium fonts-ipafont-gothic fonts-dejavu-core nodejs npm clang libclang-rt-14-dev procps groff-base python3
            curl)

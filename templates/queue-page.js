@@ -217,10 +217,22 @@
       }
 
       // Proof of work on joining (a room with `challenge`): the visitor joins the line with a
-      // solution, a string whose SHA-256 after the page's seed begins with `difficulty` zero bits.
-      // Web Crypto hashes where the page is a secure context (https, localhost); elsewhere the
-      // browser has no crypto.subtle, and sha256() below does the same work.
-      var seed = text.challenge || "";
+      // solution, a string whose SHA-256 after the visitor's seed begins with `difficulty` zero
+      // bits. The page is the same for every visitor; the seed, the visitor's own, comes in the
+      // cookie the page names (data-challenge), read once and then dropped so that it is not sent
+      // on. Web Crypto hashes where the page is a secure context (https, localhost); elsewhere
+      // the browser has no crypto.subtle, and sha256() below does the same work.
+      function takeCookie(name) {
+        if (!name) { return ""; }
+        var found = "";
+        document.cookie.split(";").forEach(function (pair) {
+          var at = pair.indexOf("=");
+          if (at > 0 && pair.slice(0, at).trim() === name) { found = pair.slice(at + 1).trim(); }
+        });
+        if (found) { document.cookie = name + "=; Max-Age=0; Path=/"; }
+        return /^[A-Za-z0-9_-]{22}$/.test(found) ? found : "";
+      }
+      var seed = takeCookie(text.challenge);
       var difficulty = parseInt(text.difficulty || "", 10) || 0;
 
       function zeroBits(bytes) {

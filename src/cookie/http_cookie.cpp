@@ -22,8 +22,7 @@ constexpr std::array<bool, 256> value_chars = [] {
     std::array<bool, 256> t{};
     for (int c = 0; c < 256; ++c) {
         t[static_cast<std::size_t>(c)] = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-                                         (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-                                         c == '.';
+                                         (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
     }
     return t;
 }();
@@ -42,13 +41,25 @@ bool well_formed_value(std::string_view v) noexcept {
 
 }  // namespace
 
-std::string cookie_name(std::string_view cookie_suffix) {
-    std::string name(base_cookie_name);
+namespace {
+
+std::string with_suffix(std::string_view base, std::string_view cookie_suffix) {
+    std::string name(base);
     if (!cookie_suffix.empty()) {
         name.push_back('_');
         name.append(cookie_suffix);
     }
     return name;
+}
+
+}  // namespace
+
+std::string cookie_name(std::string_view cookie_suffix) {
+    return with_suffix(base_cookie_name, cookie_suffix);
+}
+
+std::string challenge_cookie_name(std::string_view cookie_suffix) {
+    return with_suffix(base_challenge_cookie_name, cookie_suffix);
 }
 
 resolved_attributes resolve_attributes(const config::cookie_attributes& attrs,

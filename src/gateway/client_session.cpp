@@ -398,8 +398,7 @@ void client_session<Stream>::on_filter(filter_result r) {
     if (filter_.what == filter_result::action::respond) {
         // The origin never sees this request; an unread body forces a close.
         return send_response(filter_.status, filter_.headers, std::move(filter_.body),
-                             std::move(filter_.shared_body), !parser_->is_done(), filter_.fields,
-                             &filter_.patch);
+                             std::move(filter_.shared_body), !parser_->is_done(), filter_.fields);
     }
     const auto& req = parser_->get();
     exchange_request_ = {.head = &req,
@@ -637,8 +636,7 @@ template <class Stream>
 void client_session<Stream>::send_response(unsigned status, const header_list& headers,
                                            std::string body,
                                            std::shared_ptr<const std::string> shared_body,
-                                           bool close, std::string_view written,
-                                           const filter_result::body_patch* patch) {
+                                           bool close, std::string_view written) {
     // The body is either our own text or a page the render cache shares with us (no copy);
     // either way it stays alive in a member until the write completes.
     memory_body_ = std::move(body);
@@ -649,18 +647,7 @@ void client_session<Stream>::send_response(unsigned status, const header_list& h
     status_ = status;
     write_local_head(to_client_.head(false), parser_ ? parser_->get().version() : 11, status,
                      written, headers, text.size(), !close);
-    if (!head && memory_shared_ && patch != nullptr && patch->size > 0 &&
-        patch->size <= patch->bytes.size() && patch->at <= text.size() &&
-        patch->size <= text.size() - patch->at) {
-        // The shared page with the visitor's bytes in place: three buffers, no copy of the page.
-        const std::string_view whole = text;
-        const std::string_view parts[] = {whole.substr(0, patch->at),
-                                          {patch->bytes.data(), patch->size},
-                                          whole.substr(patch->at + patch->size)};
-        to_client_.queue_whole(parts);
-    } else {
-        to_client_.queue(text.data(), head ? 0 : text.size(), true);
-    }
+    to_client_.queue(text.data(), head ? 0 : text.size(), true);
     bytes_sent_ = head ? 0 : text.size();
     answer_close_ = close;
     // A queue page goes out as a proxied response does: inline while the socket takes it.

@@ -101,12 +101,10 @@ class client_session : public session_base,
     // response relayed from the origin (the exchange goes on), else an answer from memory.
     void write_client(bool relay);
     void on_client_written(bool relay, error_code ec);
-    // `written`: fields already written as lines, sent before `headers` (filter_result::fields);
-    // `patch`: bytes sent over the shared body's (filter_result::patch; kept until written).
+    // `written`: fields already written as lines, sent before `headers` (filter_result::fields).
     void send_response(unsigned status, const header_list& headers, std::string body,
                        std::shared_ptr<const std::string> shared_body, bool close,
-                       std::string_view written = {},
-                       const filter_result::body_patch* patch = nullptr);
+                       std::string_view written = {});
     void run_tunnel(const std::shared_ptr<origin_connection>& conn);
     void on_write_memory_response(error_code ec);
     void log_request();

@@ -87,15 +87,7 @@ void h2_stream::on_filter(filter_result r) {
         }
         shared_body_ = std::move(filter_.shared_body);
         own_body_ = std::move(filter_.body);
-        std::string_view body = shared_body_ ? std::string_view(*shared_body_) : own_body_;
-        if (const auto& p = filter_.patch; shared_body_ && p.size > 0 && p.size <= p.bytes.size() &&
-                                           p.at <= body.size() && p.size <= body.size() - p.at) {
-            // A visitor's own bytes in the shared page: this answer's own copy.
-            own_body_.assign(body);
-            own_body_.replace(p.at, p.size, p.bytes.data(), p.size);
-            shared_body_.reset();
-            body = own_body_;
-        }
+        const std::string_view body = shared_body_ ? std::string_view(*shared_body_) : own_body_;
         return answer(filter_.status, std::move(fields), body);
     }
     exchange_request_ = {.head = &head_,

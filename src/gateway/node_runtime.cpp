@@ -48,6 +48,7 @@ node_runtime::build_result node_runtime::build(config::snapshot cfg, const input
     rt->engine = std::make_shared<const room::engine>(cfg, room::windowing{}, in.overrides);
     for (const auto& r : cfg->rooms) {
         rt->cookie_names.push_back(cookie::cookie_name(r.cookie_suffix));
+        rt->challenge_cookie_names.push_back(cookie::challenge_cookie_name(r.cookie_suffix));
     }
     for (const auto& room : rt->engine->rooms()) {
         for (const auto& name : room.secret_fields()) {

@@ -40,28 +40,6 @@ void outgoing_message::queue(const char* data, std::size_t size, bool last) {
     join_small();
 }
 
-void outgoing_message::queue_whole(std::span<const std::string_view> parts) {
-    count_ = 0;
-    if (head_pending_) {
-        push(head_.data(), head_.size());
-        head_pending_ = false;
-    }
-    last_queued_ = true;
-    if (parts.size() > bufs_.size() - count_) {
-        // More parts than buffers (not asked for by the gateway): one copy, still correct.
-        joined_.clear();
-        for (const auto& part : parts) {
-            joined_.append(part);
-        }
-        push(joined_.data(), joined_.size());
-        return;
-    }
-    for (const auto& part : parts) {
-        push(part.data(), part.size());
-    }
-    join_small();
-}
-
 void outgoing_message::join_small() {
     // A small message in pieces (head and a 64-byte body, say) goes out as one buffer: one
     // plain send instead of a sendmsg with an iovec array. Copying a few hundred bytes costs
@@ -170,9 +148,8 @@ void append_connection(std::string& out, unsigned version, bool keep_alive) {
     }
 }
 
-void write_local_head(std::string& out, unsigned version, unsigned status,
-                      std::string_view written, const header_list& fields,
-                      std::size_t content_length, bool keep_alive) {
+void write_local_head(std::string& out, unsigned version, unsigned status, std::string_view written,
+                      const header_list& fields, std::size_t content_length, bool keep_alive) {
     append_status_line(out, version, status, {});
     out += written;
     for (const auto& [name, value] : fields) {

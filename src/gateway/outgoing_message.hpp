@@ -45,9 +45,6 @@ class outgoing_message {
     // Queues the head (if not sent yet) and a body piece (may be empty); `last`: the body ends
     // with it (a chunked body gets its last-chunk). Only when buffers() is empty.
     void queue(const char* data, std::size_t size, bool last);
-    // The same for a whole body in parts sent as one (a shared page with a visitor's bytes
-    // patched in: three parts, each its own buffer; more are copied into one); not chunked.
-    void queue_whole(std::span<const std::string_view> parts);
 
     // What is queued and not yet sent, as a buffer sequence (valid until the next queue()).
     std::span<const boost::asio::const_buffer> buffers() const { return {bufs_.data(), count_}; }
@@ -101,9 +98,8 @@ void append_connection(std::string& out, unsigned version, bool keep_alive);
 // The head of a response the gateway answers itself (error pages, queue pages): status line,
 // `written` (fields already written as "Name: value\r\n" lines), `fields`, Content-Length,
 // Connection, blank line.
-void write_local_head(std::string& out, unsigned version, unsigned status,
-                      std::string_view written, const header_list& fields,
-                      std::size_t content_length, bool keep_alive);
+void write_local_head(std::string& out, unsigned version, unsigned status, std::string_view written,
+                      const header_list& fields, std::size_t content_length, bool keep_alive);
 inline void write_local_head(std::string& out, unsigned version, unsigned status,
                              const header_list& fields, std::size_t content_length,
                              bool keep_alive) {

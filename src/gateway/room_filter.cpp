@@ -13,6 +13,7 @@
 #include <string_view>
 #include <utility>
 
+#include "accept_encoding.hpp"
 #include "client_ip.hpp"
 #include "waitroom/cookie/challenge.hpp"
 #include "waitroom/cookie/codec.hpp"
@@ -142,8 +143,8 @@ const cookie::payload* open_cookie(const request_info& info,
     std::optional<room::cookie_standing> best_standing;  // computed once a rival shows up
     int opened = 0;
     for (int read = 0; read < max_cookies_read; ++read) {
-        auto value = cookie::next_cookie(header, name,
-                                         memo_usable ? std::string_view{last->value} : "");
+        auto value =
+            cookie::next_cookie(header, name, memo_usable ? std::string_view{last->value} : "");
         if (!value) {
             break;
         }
@@ -232,18 +233,14 @@ struct room_filter::per_worker {
     boost::asio::any_io_executor executor;
     unsigned index = 0;
     std::vector<const metrics::room_metrics*> room_metrics;  // by room index of `runtime`
-    std::int64_t flag_logged_ms = 0;  // when a flagged visitor was last logged
+    std::int64_t flag_logged_ms = 0;   // when a flagged visitor was last logged
     std::uint64_t flags_unlogged = 0;  // flagged since, not logged
-    // The shared page last answered to a challenged visitor, and where its one challenge seed
-    // placeholder sits (npos: none, or several): looked for once per page, not per visitor.
-    pages::page_body seed_page;
-    std::size_t seed_at = std::string::npos;
 };
 
 // What the answer to a request depends on besides the decision.
 struct room_filter::answer_traits {
-    bool tls = false;                // the visitor used https (the cookie's Secure attribute)
-    bool wants_json = false;         // Accept: application/json, in a room that answers JSON
+    bool tls = false;         // the visitor used https (the cookie's Secure attribute)
+    bool wants_json = false;  // Accept: application/json, in a room that answers JSON
     // A check-in of the queue page's script (`Waitroom-Check-In: 1`): an admission is answered
     // 204 with the cookie, the origin not asked.
     bool check_in = false;
@@ -251,6 +248,7 @@ struct room_filter::answer_traits {
     // The challenge seed of the visitor's cookie as sent (a challenged visitor's), for the page.
     std::array<char, cookie::challenge_seed_size> seed{};
     bool has_seed = false;
+    accept_encoding accepts;  // the request's Accept-Encoding: which form of a page it gets
 };
 
 // What on_response needs to know about an admitted request.
@@ -279,6 +277,42 @@ std::string address_text(const cookie::client_address& address) {
         format_ip(*address, out);
     }
     return out;
+}
+
+// Every answer from memory may vary with Accept-Encoding, whichever form it is in.
+void append_coding_fields(std::string& f, pages::content_coding coding) {
+    if (coding == pages::content_coding::gzip) {
+        f += "Content-Encoding: gzip\r\n";
+    } else if (coding == pages::content_coding::br) {
+        f += "Content-Encoding: br\r\n";
+    }
+    f += "Vary: Accept-Encoding\r\n";
+}
+
+// A challenged visitor's seed, beside the page (which is the same for every visitor): in a
+// response header for JSON clients, and in a cookie the page's script reads and then drops. Both
+// repeat what the admission cookie sent or set here ends with; the gateway checks a solution
+// against that cookie alone, so neither gives a visitor any seed but their own.
+void append_challenge_seed(std::string& f, std::string_view cookie_name, std::string_view seed,
+                           std::chrono::seconds max_age, const config::cookie_attributes& attrs,
+                           bool tls) {
+    f += "Waitroom-Challenge-Seed: ";
+    f += seed;
+    f += "\r\nSet-Cookie: ";
+    f += cookie_name;
+    f += '=';
+    f += seed;
+    f += "; Max-Age=";
+    char digits[24];
+    const auto [end, ec] =
+        std::to_chars(digits, digits + sizeof digits, std::max<std::int64_t>(0, max_age.count()));
+    (void)ec;  // 24 digits hold any int64
+    f.append(digits, end);
+    f += "; Path=/; SameSite=Strict";
+    if (cookie::resolve_attributes(attrs, tls).secure) {
+        f += "; Secure";
+    }
+    f += "\r\n";
 }
 
 }  // namespace
@@ -390,6 +424,12 @@ void room_filter::on_request(const request_head& req, const request_info& info, 
     traits.wants_json =
         room.config().json_response_enabled && req[http::field::accept] == "application/json";
     traits.address = info.client_ip_bytes;
+    // Every Accept-Encoding line of the request counts (a list may be split over several).
+    for (auto it = req.find(http::field::accept_encoding); it != req.end(); ++it) {
+        if ((*it).name() == http::field::accept_encoding) {
+            traits.accepts.read((*it).value());
+        }
+    }
 
     const std::int64_t now_ms = util::unix_ms(clock_.now());
     std::optional<network_check> network;
@@ -452,14 +492,13 @@ void room_filter::top_up_then_decide(std::shared_ptr<const node_runtime> rt,
     const auto ex = worker(index).executor;
     sync_.top_up(
         room.id(), now_ms,
-        [this, rt = std::move(rt), &room, visitor = std::move(visitor), traits, solved, index,
-         ex, next, done = std::move(done)](bool brought) mutable {
+        [this, rt = std::move(rt), &room, visitor = std::move(visitor), traits, solved, index, ex,
+         next, done = std::move(done)](bool brought) mutable {
             // A top-up that brought nothing (the store had none, or failed) is the last try:
             // the suspension of top-ups it set may have passed already when its answer was slow.
             const room::attempt at = brought ? next : room::attempt::after_second_top_up;
             boost::asio::post(ex, [this, rt = std::move(rt), &room, visitor = std::move(visitor),
-                                   traits, solved, index, at,
-                                   done = std::move(done)]() mutable {
+                                   traits, solved, index, at, done = std::move(done)]() mutable {
                 per_worker& w = worker(index, rt);
                 const std::int64_t at_ms = util::unix_ms(clock_.now());
                 auto again = rt->engine->decide(room, w.ws, visitor ? &*visitor : nullptr, at_ms,
@@ -593,36 +632,16 @@ void room_filter::apply(per_worker& w, const std::shared_ptr<const node_runtime>
         }
         body = w.renderer.queue_page(room.id(), event_name, key, d.page);
     }
-    // The visitor's challenge seed goes in place of the page's placeholder: sent over it as a
-    // patch when the page holds one (the built-in pages), else written into a copy.
-    filter_result::body_patch patch;
-    if (d.page.challenge_required) {
-        const std::string_view mark = pages::challenge_seed_placeholder;
-        const std::string_view seed_text{seed.data(), has_seed ? seed.size() : 0};
-        if (body != w.seed_page) {
-            w.seed_page = body;
-            w.seed_at = body->find(mark);
-            if (w.seed_at != std::string::npos &&
-                body->find(mark, w.seed_at + mark.size()) != std::string::npos) {
-                w.seed_at = std::string::npos;  // several
-            }
-        }
-        if (w.seed_at != std::string::npos && seed_text.size() == mark.size() &&
-            mark.size() <= patch.bytes.size()) {
-            patch.at = w.seed_at;
-            patch.size = mark.size();
-            std::copy(seed_text.begin(), seed_text.end(), patch.bytes.begin());
-        } else {
-            body = pages::with_challenge_seed(body, seed_text);
-        }
-    }
-    // The cached page itself goes out, shared: no copy of the body per queued request. Its
+    // The cached page itself goes out, shared, in the form the visitor accepts best (each form
+    // compressed once, when the page was rendered): no copy and no compression per request. Its
     // fields are written at once, in the order they go out, with the cookie sealed straight
     // into them: one allocation for a new visitor's whole answer, no list of strings.
-    auto r = filter_result::respond(rc.queueing_status_code, header_list{}, std::move(body));
-    r.patch = patch;
+    const auto coding = t.accepts.best(body->has(pages::content_coding::gzip),
+                                       body->has(pages::content_coding::br));
+    auto r = filter_result::respond(rc.queueing_status_code, header_list{},
+                                    pages::form_of(body, coding));
     std::string& f = r.fields;
-    f.reserve(160 + (sealed.empty() ? 0 : sealed.size() + 120));
+    f.reserve(200 + (sealed.empty() ? 0 : sealed.size() + 120) + (has_seed ? 160 : 0));
     f += "Cache-Control: no-store\r\n";
     if (d.what != room::action::reject) {
         char digits[24];
@@ -634,11 +653,16 @@ void room_filter::apply(per_worker& w, const std::shared_ptr<const node_runtime>
     }
     f += t.wants_json ? "Content-Type: application/json\r\n"
                       : "Content-Type: text/html; charset=utf-8\r\n";
+    append_coding_fields(f, coding);
     if (!sealed.empty()) {
         f += "Set-Cookie: ";
         cookie::append_set_cookie_value(f, rt->cookie_names[room.index()], sealed, cookie_age,
                                         rc.cookie_attrs, t.tls);
         f += "\r\n";
+    }
+    if (d.page.challenge_required && has_seed) {
+        append_challenge_seed(f, rt->challenge_cookie_names[room.index()],
+                              {seed.data(), seed.size()}, cookie_age, rc.cookie_attrs, t.tls);
     }
     r.room = room.id();
     r.decision = decision_name(d.what);
@@ -725,10 +749,9 @@ void room_filter::on_response(response_head& res, const std::shared_ptr<void>& c
             w.runtime->engine.get() == c.runtime->engine.get()) {
             const metrics::room_metrics& m = *w.room_metrics[c.room->index()];
             m.revoked.inc(c.worker);
-            m.session_duration.observe(
-                c.worker,
-                static_cast<double>(std::max<std::int64_t>(0, now_ms - c.cookie.accepted_at)) /
-                    1000.0);
+            m.session_duration.observe(c.worker, static_cast<double>(std::max<std::int64_t>(
+                                                     0, now_ms - c.cookie.accepted_at)) /
+                                                     1000.0);
         }
         auto sealed = cookie::encode(*c.runtime->keys, p);
         if (sealed) {

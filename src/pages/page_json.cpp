@@ -39,7 +39,6 @@ std::string render_json(const room::page_model& m) {
     o["waitTimeSeconds"] = m.wait_time_seconds;
     if (m.challenge_required) {
         o["challengeRequired"] = true;
-        o["challengeSeed"] = challenge_seed_placeholder;
         o["challengeDifficulty"] = m.challenge_difficulty;
     }
     nlohmann::ordered_json root;

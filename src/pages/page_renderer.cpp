@@ -141,7 +141,7 @@ struct page_renderer::impl {
         victim.model = model;
         victim.model.queueing_method = {};
         victim.method.assign(model.queueing_method);
-        victim.body = std::make_shared<const std::string>(make());
+        victim.body = rendered_page::compress(make());
         return victim.body;
     }
 
@@ -199,19 +199,6 @@ page_body page_renderer::json(std::string_view room_id, const page_key& key,
                               const room::page_model& model) {
     return impl_->lookup(page_kind::json, room_id, {}, key, model,
                          [&] { return render_json(model); });
-}
-
-page_body with_challenge_seed(const page_body& body, std::string_view seed) {
-    const std::string_view mark = challenge_seed_placeholder;
-    auto at = body->find(mark);
-    if (at == std::string::npos || seed.size() != mark.size()) {
-        return body;
-    }
-    auto out = std::make_shared<std::string>(*body);
-    for (; at != std::string::npos; at = out->find(mark, at + mark.size())) {
-        out->replace(at, mark.size(), seed);
-    }
-    return out;
 }
 
 page_renderer::cache_stats page_renderer::stats() const {

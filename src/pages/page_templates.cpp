@@ -244,7 +244,7 @@ page_templates::load_result page_templates::load(const config::config& cfg) {
         m.is_reject_queue = true;
         m.is_fifo_queue = false;
         m.queueing_method = "reject";
-        return std::make_shared<const std::string>(detail::render(c.tmpl, c, m));
+        return rendered_page::compress(detail::render(c.tmpl, c, m));
     };
     for (std::size_t i = 0; i < builtin_languages.size(); ++i) {
         t.builtin_rejects.push_back(static_reject(i, ""));
@@ -260,6 +260,7 @@ page_templates::load_result page_templates::load(const config::config& cfg) {
         room_entry e;
         e.queue_template = lang_index;
         e.options.admission_sound = room.admission_sound_enabled;
+        e.options.challenge_cookie = cookie::challenge_cookie_name(room.cookie_suffix);
         if (!room.custom_page_html.empty()) {
             std::string text;
             const auto path = where + ".custom_page_html";

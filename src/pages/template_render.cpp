@@ -16,9 +16,9 @@ namespace {
 // "true"), and kainjow prints nothing for a boolean. So a plain variable tag naming a boolean is
 // renamed at compile time to a string twin.
 constexpr std::array<std::string_view, 13> boolean_names = {
-    "inWaitingRoom",      "waitTimeKnown",       "queueIsFull",           "queueAll",
-    "isFIFOQueue",        "isRandomQueue",       "isPassthroughQueue",    "isRejectQueue",
-    "isEventActive",      "isEventPrequeueing",  "shuffleAtEventStart",   "admissionSoundEnabled",
+    "inWaitingRoom",    "waitTimeKnown",      "queueIsFull",         "queueAll",
+    "isFIFOQueue",      "isRandomQueue",      "isPassthroughQueue",  "isRejectQueue",
+    "isEventActive",    "isEventPrequeueing", "shuffleAtEventStart", "admissionSoundEnabled",
     "challengeRequired"};
 constexpr std::string_view text_suffix = "__text";
 
@@ -80,8 +80,8 @@ std::string with_boolean_text(std::string_view text) {
         }
         auto contents = open + begin.size();
         // {{{name}}}: unescaped, closed by "}}}", under the default delimiters only.
-        const bool unescaped = begin == "{{" && end == "}}" && contents < text.size() &&
-                               text[contents] == '{';
+        const bool unescaped =
+            begin == "{{" && end == "}}" && contents < text.size() && text[contents] == '{';
         if (unescaped) {
             ++contents;
         }
@@ -99,9 +99,8 @@ std::string with_boolean_text(std::string_view text) {
                 break;
             }
             out.append(text.substr(open, after - open));
-        } else if (!unescaped &&
-                   std::find(boolean_names.begin(), boolean_names.end(), tag) !=
-                       boolean_names.end()) {
+        } else if (!unescaped && std::find(boolean_names.begin(), boolean_names.end(), tag) !=
+                                     boolean_names.end()) {
             out.append(begin).append(tag).append(text_suffix).append(end);
         } else {
             out.append(text.substr(open, after - open));
@@ -167,11 +166,11 @@ mustache::data to_data(const room::page_model& m, const compiled& c,
           text(m.in_waiting_room && m.is_fifo_queue ? "(" + std::to_string(m.queue_position) + ") "
                                                     : std::string()));
     flag("admissionSoundEnabled", options.admission_sound);
-    // Proof of work on joining: the seed is the visitor's own, so the page holds a placeholder
-    // that the gateway replaces in each answer (the rendered page stays shared).
+    // Proof of work on joining: the seed is the visitor's own, so it is not in the page (which
+    // stays the same bytes for every visitor, compressed once) but in the cookie named here.
     flag("challengeRequired", m.challenge_required);
     d.set("challengeDifficulty", num(m.challenge_difficulty));
-    d.set("challengeSeed", text(m.challenge_required ? challenge_seed_placeholder : ""));
+    d.set("challengeCookie", text(m.challenge_required ? options.challenge_cookie : ""));
     return d;
 }
 

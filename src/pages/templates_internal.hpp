@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "waitroom/cookie/http_cookie.hpp"
 #include "waitroom/pages/page_renderer.hpp"
 
 namespace waitroom::pages {
@@ -35,6 +36,8 @@ struct compiled {
 // What a room's settings add to its pages' values (ours, not Cloudflare's).
 struct room_page_options {
     bool admission_sound = false;  // admissionSoundEnabled: rooms[].admission_sound_enabled
+    // challengeCookie: the cookie that carries a challenged visitor's seed to the page's script
+    std::string challenge_cookie{cookie::base_challenge_cookie_name};
 };
 
 // The template text with every plain variable tag that names a boolean renamed to its string

@@ -1,8 +1,9 @@
 // Browser test of proof of work on joining (rooms[].challenge, CTest label `browser`): Debian's
 // chromium against a real waitroomd in front of the demo origin, with a room of one place.
 //   node tests/browser/challenge.test.mjs WAITROOMD DEMO_ORIGIN
-// A takes the place. B, without JavaScript, gets the challenge page (seeded with the end of its
-// own cookie) and a note that joining needs JavaScript, and is in nobody's way. C, with
+// A takes the place. B, without JavaScript, gets the challenge page (the same page for every
+// visitor, compressed; its seed, the end of B's own cookie, in the cookie the page names) and a
+// note that joining needs JavaScript, and is in nobody's way. C, with
 // JavaScript, arrives after B: the page solves the puzzle through Web Crypto, joins the line with
 // nobody ahead (B never joined), and gets in when A's session ends. D's page has no Web Crypto
 // (as on a plain-http site): it solves the puzzle with the script's own SHA-256 and joins.
@@ -25,7 +26,7 @@ async function pageState(page) {
     const ahead = [...document.querySelectorAll("#status .stat")]
       .find((s) => s.textContent.includes("People ahead of you"));
     return {
-      seed: main ? main.dataset.challenge || "" : null,
+      challenge: main ? main.dataset.challenge || "" : null,
       difficulty: main ? main.dataset.difficulty || "" : null,
       challengeNote: !!document.getElementById("challenge"),
       ahead: ahead ? ahead.querySelector("dd").textContent.trim() : null,
@@ -34,8 +35,8 @@ async function pageState(page) {
   });
 }
 
-const cookieOf = async (ctx) =>
-  ((await ctx.cookies()).find((c) => c.name === "_cfwaitingroom") || {}).value || "";
+const cookieOf = async (ctx, name = "_cfwaitingroom") =>
+  ((await ctx.cookies()).find((c) => c.name === name) || {}).value || "";
 
 let failed = false;
 try {
@@ -75,7 +76,13 @@ try {
   assert.equal(resB.status(), 200);
   const sb = await pageState(pageB);
   const cookieB = await cookieOf(b);
-  assert.equal(sb.seed, cookieB.slice(-22), "the page's seed is the end of B's cookie");
+  assert.equal(sb.challenge, "waitroom_seed", "the page names the cookie of its seed");
+  assert.equal(await cookieOf(b, "waitroom_seed"), cookieB.slice(-22),
+    "the seed is the end of B's cookie");
+  assert.ok(!(await pageB.content()).includes(cookieB.slice(-22)), "the page holds no seed");
+  assert.match(resB.headers()["content-encoding"] || "", /^(gzip|br)$/,
+    "the page comes compressed");
+  assert.equal(resB.headers()["vary"], "Accept-Encoding");
   assert.equal(sb.difficulty, String(DIFFICULTY));
   assert.ok(sb.challengeNote, "the page says the browser is being checked");
   // (Playwright turns script execution off, not the parser's scripting flag, so the noscript
@@ -83,7 +90,7 @@ try {
   assert.match(await pageB.content(),
     /<noscript><p class="note">To join the line, your browser must run JavaScript\.<\/p><\/noscript>/,
     "without JavaScript the page says why the visitor cannot join");
-  step("visitor B (no JavaScript) gets the challenge page, seeded with its own cookie");
+  step("visitor B (no JavaScript) gets the challenge page, compressed, its seed in a cookie");
 
   const c = await browser.newContext();
   const pageC = await c.newPage();
@@ -101,7 +108,7 @@ try {
   // Loading the page and solving 12 bits take about a second; the bound is for a loaded machine.
   await until(45_000, async () => {
     const s = await pageState(pageC).catch(() => null);
-    return s && s.seed === "" && s.h1.includes("You are in line");
+    return s && s.challenge === "" && s.h1.includes("You are in line");
   }, "C's page to solve the challenge and join the line");
   const solveMs = Date.now() - t0;
   assert.equal(solutions.length, 1, "one solution sent");
@@ -109,6 +116,7 @@ try {
   assert.equal(sc.challengeNote, false);
   assert.equal(sc.ahead, "0", "B never joined, so nobody is ahead of C");
   assert.notEqual(await cookieOf(c), cookieC[1], "joining set a new cookie");
+  assert.equal(await cookieOf(c, "waitroom_seed"), "", "the script dropped the seed's cookie");
   step(`visitor C (JavaScript) solved ${DIFFICULTY} bits with Web Crypto and joined in ` +
     `${solveMs} ms, with nobody ahead`);
 
@@ -125,7 +133,7 @@ try {
   await pageD.goto(url);
   await until(20_000, async () => {
     const s = await pageState(pageD).catch(() => null);
-    return s && s.seed === "" && s.h1.includes("You are in line");
+    return s && s.challenge === "" && s.h1.includes("You are in line");
   }, "D's page to solve the challenge without Web Crypto and join");
   step("visitor D, without Web Crypto, solves with the script's SHA-256 and joins");
 

@@ -16,6 +16,17 @@ TEST(CookieName, IsCloudflaresNameWithOptionalSuffix) {
     EXPECT_EQ(cookie_name("shop"), "_cfwaitingroom_shop");
 }
 
+// The seed's cookie can never take the place of an admission cookie, whatever the suffixes.
+TEST(CookieName, TheChallengeSeedsCookieNeverSharesAnAdmissionCookiesName) {
+    EXPECT_EQ(challenge_cookie_name(""), "waitroom_seed");
+    EXPECT_EQ(challenge_cookie_name("shop"), "waitroom_seed_shop");
+    for (std::string suffix : {"", "seed", "shop", "waitroom_seed", "_seed"}) {
+        for (std::string other : {"", "seed", "shop", "waitroom_seed", "_seed"}) {
+            EXPECT_NE(challenge_cookie_name(suffix), cookie_name(other)) << suffix << " " << other;
+        }
+    }
+}
+
 struct attribute_case {
     same_site samesite;
     secure_mode secure;
@@ -60,8 +71,8 @@ TEST(SetCookie, AppendsTheSameValueToAHeadUnderConstruction) {
     config::cookie_attributes attrs{same_site::none, secure_mode::auto_};
     std::string head = "Set-Cookie: ";
     append_set_cookie_value(head, "_cfwaitingroom_shop", "k1.AbC-_", 42s, attrs, true);
-    EXPECT_EQ(head, "Set-Cookie: " + set_cookie_value("_cfwaitingroom_shop", "k1.AbC-_", 42s,
-                                                      attrs, true));
+    EXPECT_EQ(head, "Set-Cookie: " +
+                        set_cookie_value("_cfwaitingroom_shop", "k1.AbC-_", 42s, attrs, true));
     EXPECT_EQ(head,
               "Set-Cookie: _cfwaitingroom_shop=k1.AbC-_; Max-Age=42; Path=/; HttpOnly; "
               "SameSite=None; Secure");

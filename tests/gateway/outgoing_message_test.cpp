@@ -153,36 +153,5 @@ TEST(OutgoingMessage, WritesFieldsGivenAsTextBeforeTheListedOnes) {
               "Content-Length: 5\r\n\r\n");
 }
 
-// A shared page with a visitor's bytes patched in goes out as three buffers after the head,
-// nothing copied; a small one as one buffer; more parts than buffers as one copy.
-TEST(OutgoingMessage, SendsAWholeBodyInPartsWithoutCopyingALargeOne) {
-    outgoing_message m;
-    m.head(false) = "HEAD\r\n";
-    const std::string page(8000, 'p');
-    const std::string_view whole = page;
-    const std::string_view parts[] = {whole.substr(0, 100), "SEED", whole.substr(104)};
-    m.queue_whole(parts);
-    ASSERT_EQ(m.buffers().size(), 4u);
-    EXPECT_EQ(m.buffers()[1].data(), page.data());
-    EXPECT_EQ(m.buffers()[3].data(), page.data() + 104);
-    EXPECT_EQ(flatten(m), "HEAD\r\n" + page.substr(0, 100) + "SEED" + page.substr(104));
-    EXPECT_FALSE(m.done());
-    m.sent();
-    EXPECT_TRUE(m.done());
-
-    m.head(false) = "H\r\n";
-    const std::string_view small[] = {"ab", "cd", "ef"};
-    m.queue_whole(small);
-    EXPECT_EQ(m.buffers().size(), 1u);
-    EXPECT_EQ(flatten(m), "H\r\nabcdef");
-    m.sent();
-
-    m.head(false) = "H\r\n";
-    const std::string_view many[] = {whole, "1", whole, "2", whole};
-    m.queue_whole(many);
-    EXPECT_EQ(m.buffers().size(), 2u);
-    EXPECT_EQ(flatten(m), "H\r\n" + page + "1" + page + "2" + page);
-}
-
 }  // namespace
 }  // namespace waitroom::gateway

@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
     for (const auto lang : pages::page_templates::languages()) {
         const std::string l(lang);
         const auto write = [&](const std::string& name, const pages::page_body& body) {
-            std::ofstream(out / (name + "." + l + ".html"), std::ios::binary) << *body;
+            std::ofstream(out / (name + "." + l + ".html"), std::ios::binary) << body->identity;
         };
         write("queue-fifo", renderer.queue_page(l, "", {1, 1}, fifo));
         write("queue-random", renderer.queue_page(l, "", {1, 2}, random));

@@ -16,6 +16,14 @@ inline constexpr std::string_view base_cookie_name = "_cfwaitingroom";
 // `_cfwaitingroom`, or `_cfwaitingroom_<suffix>` when a suffix is set (Cloudflare's naming).
 std::string cookie_name(std::string_view cookie_suffix);
 
+// The cookie that carries a challenged visitor's seed (challenge.hpp) to the queue page's script:
+// `waitroom_seed`, or `waitroom_seed_<suffix>`. Not HttpOnly, since the script reads it; it is
+// never read by the gateway, which takes the seed from the admission cookie itself, so a value
+// written by anyone else only spoils that visitor's own solution. Its name never equals an
+// admission cookie's, whatever the suffixes.
+inline constexpr std::string_view base_challenge_cookie_name = "waitroom_seed";
+std::string challenge_cookie_name(std::string_view cookie_suffix);
+
 // The SameSite and Secure a response gets, after resolving Cloudflare's `auto`:
 // secure auto = Secure when the visitor reached us over TLS (directly or per a trusted
 // X-Forwarded-Proto, which the caller decides); samesite auto = None when Secure, else Lax.

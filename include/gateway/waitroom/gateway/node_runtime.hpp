@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "waitroom/admin/admin_token.hpp"
 #include "waitroom/config/config.hpp"
 #include "waitroom/config/load.hpp"
 #include "waitroom/cookie/key_ring.hpp"
-#include "waitroom/admin/admin_token.hpp"
 #include "waitroom/pages/page_renderer.hpp"
 #include "waitroom/room/engine.hpp"
 #include "waitroom/room/overrides.hpp"
@@ -26,7 +26,8 @@ struct node_runtime {
     std::shared_ptr<const room::engine> engine;
     std::shared_ptr<const cookie::key_ring> keys;
     std::shared_ptr<const pages::page_templates> templates;
-    std::vector<std::string> cookie_names;  // by room index: _cfwaitingroom[_suffix]
+    std::vector<std::string> cookie_names;            // by room index: _cfwaitingroom[_suffix]
+    std::vector<std::string> challenge_cookie_names;  // by room index: waitroom_seed[_suffix]
     // The header bypass secrets' field names of every room (each once, any case): stripped
     // from every forwarded request, whichever room (or none) it went to.
     std::vector<std::string> secret_fields;

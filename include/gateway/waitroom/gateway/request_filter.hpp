@@ -3,7 +3,6 @@
 // after its header is read and validated, before anything reaches the origin. The default lets
 // everything pass untouched.
 
-
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -59,18 +58,10 @@ struct filter_result {
     // respond only: fields already written as "Name: value\r\n" lines, sent before `headers`
     // (a queue page's answer writes its few fields at once: no list of strings to build).
     std::string fields;
-    std::string body;       // respond only (when `shared_body` is null)
-    // respond only: a body shared with a cache (the rendered queue page), sent without a copy;
-    // wins over `body` when set. Immutable while any response holds it.
+    std::string body;  // respond only (when `shared_body` is null)
+    // respond only: a body shared with a cache (a rendered queue page in one of its forms), sent
+    // without a copy; wins over `body` when set. Immutable while any response holds it.
     std::shared_ptr<const std::string> shared_body;
-    // respond only, with `shared_body`: bytes sent in place of as many of the shared body's at
-    // `at` (a visitor's own challenge seed in the shared page), so that the page is not copied
-    // per visitor. `size` 0: none.
-    struct body_patch {
-        std::size_t at = 0;
-        std::size_t size = 0;
-        std::array<char, 32> bytes{};
-    } patch;
     // pass only: request fields the origin must not see (a room's bypass secrets), matched
     // without regard to case; null (the usual case) drops none. Shares the owner of the
     // filter's config, so it stays valid while the session keeps this result.
@@ -111,9 +102,9 @@ class filter_completion {
     static constexpr std::size_t inline_size = 32;
     // Whether a callable of type F is kept in place (no allocation).
     template <class F, class D = std::decay_t<F>>
-    static constexpr bool kept_in_place = sizeof(D) <= inline_size &&
-                                          alignof(D) <= alignof(std::max_align_t) &&
-                                          std::is_nothrow_move_constructible_v<D>;
+    static constexpr bool kept_in_place =
+        sizeof(D) <= inline_size &&
+        alignof(D) <= alignof(std::max_align_t) && std::is_nothrow_move_constructible_v<D>;
 
     filter_completion() noexcept = default;
     template <class F, class D = std::decay_t<F>,
@@ -220,8 +211,7 @@ class request_filter {
     // Decides on a request. `done` must be called exactly once, on the worker's thread (it may
     // be called before on_request returns, or later after an asynchronous step such as a store
     // call — then post it to the connection's executor).
-    virtual void on_request(const request_head& req,
-                            const request_info& info, completion done) {
+    virtual void on_request(const request_head& req, const request_info& info, completion done) {
         (void)req;
         (void)info;
         done(filter_result::pass());
@@ -229,8 +219,7 @@ class request_filter {
 
     // Sees (and may change) the origin's response header before it goes to the client, e.g. to
     // act on and remove `Cf-Waiting-Room-Command`. `context` is the one on_request returned.
-    virtual void on_response(response_head& res,
-                             const std::shared_ptr<void>& context) {
+    virtual void on_response(response_head& res, const std::shared_ptr<void>& context) {
         (void)res;
         (void)context;
     }

@@ -13,6 +13,7 @@
 
 #include "waitroom/config/config.hpp"
 #include "waitroom/config/load.hpp"
+#include "waitroom/pages/page_encoding.hpp"
 #include "waitroom/room/page_model.hpp"
 
 namespace waitroom::pages {
@@ -74,9 +75,6 @@ struct page_key {
     std::uint64_t band = 0;           // the visitor's arrival bucket or position band
 };
 
-// A rendered body, shared with the cache so a response can hold it without a copy.
-using page_body = std::shared_ptr<const std::string>;
-
 // One per worker thread: NOT thread-safe, by design (no locks on the request path).
 class page_renderer {
   public:
@@ -116,14 +114,6 @@ class page_renderer {
     struct impl;
     std::unique_ptr<impl> impl_;
 };
-
-// What a rendered page or JSON holds in place of the visitor's challenge seed (challengeSeed):
-// as long as a seed, and unchanged by HTML and JSON escaping.
-inline constexpr std::string_view challenge_seed_placeholder = "CHALLENGE-SEED-0000000";
-
-// `body` with every challenge_seed_placeholder replaced by `seed` (as long as the placeholder);
-// `body` itself when it holds none.
-page_body with_challenge_seed(const page_body& body, std::string_view seed);
 
 // Uncached renderings, also used by the cache on a miss.
 std::string render_json(const room::page_model& model);

@@ -52,8 +52,8 @@ struct page_model {
     // Proof of work on joining (ours): the visitor joins the queue once it sends a solution.
     bool challenge_required = false;    // challengeRequired
     unsigned challenge_difficulty = 0;  // challengeDifficulty: leading zero bits asked
-    // challengeSeed is the visitor's own (bound to its cookie): the renderer writes
-    // pages::challenge_seed_placeholder, which the gateway replaces per answer.
+    // The seed is the visitor's own (bound to its cookie), so it is never in the model: the
+    // gateway sends it beside the page (cookie::challenge_cookie_name, a response header).
 };
 
 // "1 hour 5 minutes", "3 minutes", "1 minute", "0 minutes": English, as Cloudflare's default.
