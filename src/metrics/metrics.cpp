@@ -135,8 +135,9 @@ histogram_reading histogram::read() const {
     for (std::size_t i = 0; i < r.buckets.size(); ++i) {
         r.buckets[i] = reg_->sum(cell_ + static_cast<std::uint32_t>(i));
     }
-    r.sum = static_cast<double>(reg_->sum(cell_ + static_cast<std::uint32_t>(r.bounds->size() + 1))) /
-            1e9;
+    r.sum =
+        static_cast<double>(reg_->sum(cell_ + static_cast<std::uint32_t>(r.bounds->size() + 1))) /
+        1e9;
     return r;
 }
 
@@ -181,8 +182,8 @@ double quantile(const histogram_reading& r, double q) {
             }
             const double upper = bounds[i];
             const double lower = i > 0 ? bounds[i - 1] : (upper > 0 ? 0.0 : upper);
-            return lower + (upper - lower) * (rank - static_cast<double>(below)) /
-                               static_cast<double>(in);
+            return lower +
+                   (upper - lower) * (rank - static_cast<double>(below)) / static_cast<double>(in);
         }
         below += in;
     }
@@ -422,10 +423,9 @@ const std::vector<double> request_bounds = {0.001, 0.0025, 0.005, 0.01, 0.025, 0
 const std::vector<double> sync_bounds = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
                                          0.05,   0.1,   0.25,   0.5,   1};
 // Time in the queue and on the origin: seconds to hours.
-const std::vector<double> queue_wait_bounds = {5,   10,  20,   30,   60,   120,  180,  300,
-                                               450, 600, 900,  1200, 1800, 2700, 3600, 7200,
-                                               14400};
-const std::vector<double> session_bounds = {10,  30,  60,   120,  300,  600,  900,
+const std::vector<double> queue_wait_bounds = {5,   10,  20,   30,   60,   120,  180,  300,  450,
+                                               600, 900, 1200, 1800, 2700, 3600, 7200, 14400};
+const std::vector<double> session_bounds = {10,   30,   60,   120,  300,  600,  900,
                                             1200, 1800, 2700, 3600, 7200, 14400};
 // An estimate's error, both ways: the estimate is in whole minutes, so finer than 15 s tells
 // nothing.
@@ -524,6 +524,12 @@ metric_set::metric_set(unsigned slots) : reg_(slots) {
     r.declare("waitroom_store_failures_total", "Store calls that failed or timed out.",
               kind::counter);
     r.declare("waitroom_store_degraded", "1 while the node runs without its store.", kind::gauge);
+    r.declare("waitroom_tls_reload_failures_total",
+              "Certificate or key files that failed to load on reload (the listener kept its "
+              "certificates).",
+              kind::counter);
+    r.declare("waitroom_tls_certificate_expiry_seconds",
+              "Unix time of a served certificate's notAfter.", kind::gauge, L{"listener", "name"});
 
     static constexpr const char* classes[status_class_count] = {"1xx", "2xx", "3xx", "4xx", "5xx"};
     for (std::size_t i = 0; i < status_class_count; ++i) {
@@ -542,6 +548,12 @@ metric_set::metric_set(unsigned slots) : reg_(slots) {
     store_sync_latency_ = r.add_histogram("waitroom_store_sync_duration_seconds");
     store_failures_ = r.add_counter("waitroom_store_failures_total");
     store_degraded_ = r.add_gauge("waitroom_store_degraded");
+    tls_reload_failures_ = r.add_counter("waitroom_tls_reload_failures_total");
+}
+
+gauge metric_set::tls_certificate_expiry(std::string_view listener, std::string_view name) {
+    return reg_.add_gauge("waitroom_tls_certificate_expiry_seconds",
+                          {std::string(listener), std::string(name)});
 }
 
 const room_metrics& metric_set::room(std::string_view id) {

@@ -178,16 +178,19 @@ TEST_F(Config, BadChallengesNameTheirPlaceAndTheBounds) {
     EXPECT_FALSE(r.ok());
     const auto m = messages(r);
     const auto has = [&](std::string_view prefix) {
-        return std::any_of(m.begin(), m.end(), [&](const std::string& s) {
-            return s.rfind(prefix, 0) == 0;
-        });
+        return std::any_of(m.begin(), m.end(),
+                           [&](const std::string& s) { return s.rfind(prefix, 0) == 0; });
     };
     EXPECT_TRUE(has("config.yaml:9:7: rooms[0].challenge.bits: ")) << format_problems(r.problems);
-    EXPECT_TRUE(has("config.yaml:6:16: rooms[0].challenge.enabled: ")) << format_problems(r.problems);
-    EXPECT_TRUE(has("config.yaml:7:23: rooms[0].challenge.min_difficulty: ")) << format_problems(r.problems);
-    EXPECT_TRUE(has("config.yaml:8:23: rooms[0].challenge.max_difficulty: ")) << format_problems(r.problems);
-    EXPECT_TRUE(has("config.yaml:14:53: rooms[1].challenge.max_difficulty: min_difficulty (20) "
-                    "must not exceed max_difficulty (12)"))
+    EXPECT_TRUE(has("config.yaml:6:16: rooms[0].challenge.enabled: "))
+        << format_problems(r.problems);
+    EXPECT_TRUE(has("config.yaml:7:23: rooms[0].challenge.min_difficulty: "))
+        << format_problems(r.problems);
+    EXPECT_TRUE(has("config.yaml:8:23: rooms[0].challenge.max_difficulty: "))
+        << format_problems(r.problems);
+    EXPECT_TRUE(
+        has("config.yaml:14:53: rooms[1].challenge.max_difficulty: min_difficulty (20) "
+            "must not exceed max_difficulty (12)"))
         << format_problems(r.problems);
     EXPECT_TRUE(has("config.yaml:19:16: rooms[2].challenge: ")) << format_problems(r.problems);
 }
@@ -267,8 +270,13 @@ TEST_F(Config, FullExampleLoadsEveryKey) {
     EXPECT_EQ(c.listen[1].host, "::");
     EXPECT_EQ(c.listen[1].port, 8443);
     ASSERT_TRUE(c.listen[1].tls);
-    EXPECT_EQ(c.listen[1].tls->cert, in_dir("tls/fullchain.pem"));
-    EXPECT_EQ(c.listen[1].tls->key, in_dir("tls/privkey.pem"));
+    ASSERT_EQ(c.listen[1].tls->certificates.size(), 1u);
+    EXPECT_EQ(c.listen[1].tls->certificates[0].cert, in_dir("tls/fullchain.pem"));
+    EXPECT_EQ(c.listen[1].tls->certificates[0].key, in_dir("tls/privkey.pem"));
+    EXPECT_EQ(c.listen[1].tls->min_version, tls_version::v1_2);
+    EXPECT_EQ(c.listen[1].tls->ciphers, default_tls_ciphers);
+    EXPECT_TRUE(c.listen[1].http2);
+    EXPECT_FALSE(c.listen[0].h2c);
 
     EXPECT_TRUE(c.origin.tls);
     EXPECT_EQ(c.origin.host, "shop.internal");
@@ -574,8 +582,9 @@ TEST_F(Config, TunnelCapDefaultsToHalfThePoolAndIsChecked) {
     ASSERT_TRUE(set.ok()) << format_problems(set.problems);
     EXPECT_EQ(tunnel_cap(set.cfg->origin), 0u);
     auto bad = load("origin: {max_tunnels: -3}\n");
-    EXPECT_EQ(messages(bad), (std::vector<std::string>{
-                                 "config.yaml:1:23: origin.max_tunnels: must be an integer ≥ 0"}));
+    EXPECT_EQ(
+        messages(bad),
+        (std::vector<std::string>{"config.yaml:1:23: origin.max_tunnels: must be an integer ≥ 0"}));
 }
 
 TEST_F(Config, SizesAcceptUnits) {

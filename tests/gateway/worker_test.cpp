@@ -32,9 +32,9 @@
 #include <poll.h>
 #include <sys/socket.h>
 
-#include "support/test_client.hpp"
 #include "head_parser.hpp"
 #include "support/poll.hpp"
+#include "support/test_client.hpp"
 #include "support/test_origin.hpp"
 
 namespace waitroom::gateway {
@@ -69,9 +69,13 @@ class gateway_fixture {
 
     void set_filter(std::shared_ptr<request_filter> f) { ctx_->set_request_filter(std::move(f)); }
 
-    void start(std::optional<config::tls_files> tls = std::nullopt, bool proxy_protocol = false) {
+    void start(std::optional<config::tls_certificate> tls = std::nullopt,
+               bool proxy_protocol = false) {
         config::listener l;
-        l.tls = std::move(tls);
+        if (tls) {
+            l.tls = config::tls_settings{};
+            l.tls->certificates.push_back(*tls);
+        }
         l.proxy_protocol = proxy_protocol;
         worker_->start({tcp::endpoint{asio::ip::make_address("127.0.0.1"), 0}}, {l});
         port_ = worker_->local_endpoints().at(0).port();
@@ -644,7 +648,7 @@ TEST_F(Proxy, DrainFinishesInFlightRequestsThenCloses) {
 }
 
 // A throwaway self-signed certificate for CN=localhost, written as PEM files.
-config::tls_files make_self_signed(const std::filesystem::path& dir) {
+config::tls_certificate make_self_signed(const std::filesystem::path& dir) {
     EVP_PKEY* key = EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256");
     X509* cert = X509_new();
     ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
@@ -657,7 +661,7 @@ config::tls_files make_self_signed(const std::filesystem::path& dir) {
     X509_set_issuer_name(cert, name);
     X509_sign(cert, key, EVP_sha256());
     std::filesystem::create_directories(dir);
-    config::tls_files files{(dir / "cert.pem").string(), (dir / "key.pem").string()};
+    config::tls_certificate files{(dir / "cert.pem").string(), (dir / "key.pem").string(), {}, {}};
     FILE* f = std::fopen(files.cert.c_str(), "w");
     PEM_write_X509(f, cert);
     std::fclose(f);
@@ -694,7 +698,7 @@ class TlsChain : public Proxy {
         std::filesystem::remove(files_.key);
     }
 
-    config::tls_files files_;
+    config::tls_certificate files_;
     std::unique_ptr<gateway_fixture> tls_front_;
 };
 
@@ -809,8 +813,7 @@ TEST_F(Proxy, RefusesOversizedTrailersWith400) {
         EXPECT_EQ(c.read().result_int(), 200u);
     }
     test_client c{gw_->port()};
-    c.write_raw(std::string(chunked_post) + "5\r\nhello\r\n0\r\nX-T: " +
-                std::string(8000, 't'));
+    c.write_raw(std::string(chunked_post) + "5\r\nhello\r\n0\r\nX-T: " + std::string(8000, 't'));
     auto res = c.read();
     EXPECT_EQ(res.result_int(), 400u);
     EXPECT_NE(res.body().find("trailers"), std::string::npos) << res.body();
