@@ -1182,5 +1182,78 @@ cookie: {keys: [{id: k1, secret_env: K1}]}
               }));
 }
 
+// ---------------------------------------------------------------- TLS listeners
+
+TEST_F(Config, ATlsListenerTakesSeveralCertificatesAndItsVersionAndCiphers) {
+    auto r = load(R"yaml(listen:
+  - address: "0.0.0.0:8443"
+    tls:
+      certificates: [{cert: a.pem, key: a.key}, {cert: b.pem, key: b.key}]
+      min_version: "1.3"
+      ciphers: ECDHE-RSA-AES128-GCM-SHA256
+    http2: false
+  - {address: "0.0.0.0:8080", h2c: true}
+)yaml");
+    ASSERT_TRUE(r.ok()) << format_problems(r.problems);
+    const auto& tls = *r.cfg->listen[0].tls;
+    ASSERT_EQ(tls.certificates.size(), 2u);
+    EXPECT_EQ(tls.certificates[1].cert, (dir_ / "b.pem").string());
+    EXPECT_EQ(tls.certificates[1].key, (dir_ / "b.key").string());
+    EXPECT_EQ(tls.certificates[1].key_at.path, "listen[0].tls.certificates[1].key");
+    EXPECT_EQ(tls.certificates[1].key_at.line, 4);
+    EXPECT_EQ(tls.certificates[1].cert_at.path, "listen[0].tls.certificates[1].cert");
+    EXPECT_EQ(tls.min_version, tls_version::v1_3);
+    EXPECT_EQ(tls.ciphers, "ECDHE-RSA-AES128-GCM-SHA256");
+    EXPECT_FALSE(r.cfg->listen[0].http2);
+    EXPECT_TRUE(r.cfg->listen[1].h2c);
+    EXPECT_FALSE(r.cfg->listen[1].tls);
+}
+
+TEST_F(Config, TheSingleCertificateFormIsOneCertificateWithTheDefaults) {
+    auto r = load(R"yaml(listen:
+  - {address: "0.0.0.0:8443", tls: {cert: c.pem, key: c.key}}
+)yaml");
+    ASSERT_TRUE(r.ok()) << format_problems(r.problems);
+    const auto& tls = *r.cfg->listen[0].tls;
+    ASSERT_EQ(tls.certificates.size(), 1u);
+    EXPECT_EQ(tls.certificates[0].cert_at.path, "listen[0].tls.cert");
+    EXPECT_EQ(tls.certificates[0].key_at.path, "listen[0].tls.key");
+    EXPECT_EQ(tls.min_version, tls_version::v1_2);
+    EXPECT_EQ(tls.ciphers, default_tls_ciphers);
+    EXPECT_TRUE(r.cfg->listen[0].http2);
+    EXPECT_FALSE(r.cfg->listen[0].h2c);
+}
+
+TEST_F(Config, BadTlsSettingsAreErrorsAtTheirPlace) {
+    auto r = load(R"yaml(listen:
+  - {address: "127.0.0.1:1", tls: {cert: c.pem, key: c.key, certificates: [{cert: a, key: b}]}}
+  - {address: "127.0.0.1:2", tls: {certificates: []}}
+  - {address: "127.0.0.1:3", tls: {certificates: [{cert: a.pem}, {cert: b, key: c, pin: x}]}}
+  - {address: "127.0.0.1:4", tls: {cert: c, key: k, min_version: "1.1", ciphers: "NOPE:NADA"}}
+  - {address: "127.0.0.1:5", http2: true}
+  - {address: "127.0.0.1:6", tls: {cert: c, key: k}, h2c: true}
+  - {address: "127.0.0.1:7", tls: }
+)yaml");
+    EXPECT_EQ(messages(r),
+              (std::vector<std::string>{
+                  "config.yaml:2:35: listen[0].tls: give either cert and key, or certificates, "
+                  "not both",
+                  "config.yaml:3:50: listen[1].tls.certificates: must list at least one "
+                  "{cert, key}",
+                  "config.yaml:4:51: listen[2].tls.certificates[0].key: is required (a PEM file)",
+                  "config.yaml:4:84: listen[2].tls.certificates[1].pin: unknown key",
+                  "config.yaml:5:66: listen[3].tls.min_version: must be one of 1.2, 1.3",
+                  "config.yaml:5:82: listen[3].tls.ciphers: must be an OpenSSL cipher list that "
+                  "names at least one TLS 1.2 cipher, like "
+                  "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256",
+                  "config.yaml:6:37: listen[4].http2: applies to TLS listeners only (plain "
+                  "listeners: h2c)",
+                  "config.yaml:7:59: listen[5].h2c: applies to plain listeners only (TLS "
+                  "listeners: http2)",
+                  "config.yaml:8:30: listen[6].tls: needs cert and key, or certificates: "
+                  "[{cert, key}, ...]",
+              }));
+}
+
 }  // namespace
 }  // namespace waitroom::config

@@ -12,10 +12,6 @@
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/websocket.hpp>
 
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
-
 #include <unistd.h>
 
 #include <atomic>
@@ -34,6 +30,7 @@
 
 #include "head_parser.hpp"
 #include "support/poll.hpp"
+#include "support/test_certificates.hpp"
 #include "support/test_client.hpp"
 #include "support/test_origin.hpp"
 
@@ -647,30 +644,10 @@ TEST_F(Proxy, DrainFinishesInFlightRequestsThenCloses) {
     EXPECT_TRUE(idle.closed_by_server());
 }
 
-// A throwaway self-signed certificate for CN=localhost, written as PEM files.
+// A throwaway self-signed certificate for CN=localhost.
 config::tls_certificate make_self_signed(const std::filesystem::path& dir) {
-    EVP_PKEY* key = EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256");
-    X509* cert = X509_new();
-    ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
-    X509_gmtime_adj(X509_getm_notBefore(cert), -60);
-    X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
-    X509_set_pubkey(cert, key);
-    X509_NAME* name = X509_get_subject_name(cert);
-    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                               reinterpret_cast<const unsigned char*>("localhost"), -1, -1, 0);
-    X509_set_issuer_name(cert, name);
-    X509_sign(cert, key, EVP_sha256());
-    std::filesystem::create_directories(dir);
-    config::tls_certificate files{(dir / "cert.pem").string(), (dir / "key.pem").string(), {}, {}};
-    FILE* f = std::fopen(files.cert.c_str(), "w");
-    PEM_write_X509(f, cert);
-    std::fclose(f);
-    f = std::fopen(files.key.c_str(), "w");
-    PEM_write_PrivateKey(f, key, nullptr, nullptr, 0, nullptr, nullptr);
-    std::fclose(f);
-    X509_free(cert);
-    EVP_PKEY_free(key);
-    return files;
+    auto files = test::write_self_signed(dir, "cert");
+    return {files.cert, files.key, {}, {}};
 }
 
 // client → gateway B (plain) → https → gateway A (TLS listener) → test origin: covers TLS
