@@ -111,10 +111,14 @@ std::optional<certificate_error> load_files(ssl::context& ctx, const config::tls
     if (auto why = unreadable(c.key)) {
         return certificate_error{c.key_at, c.key, *why};
     }
+    const std::string mismatch = "does not match the certificate in " + c.cert;
     if (SSL_CTX_use_PrivateKey_file(native, c.key.c_str(), SSL_FILETYPE_PEM) != 1) {
+        const unsigned long e = ERR_peek_last_error();
+        const bool mismatched =
+            ERR_GET_LIB(e) == ERR_LIB_X509 && ERR_GET_REASON(e) == X509_R_KEY_VALUES_MISMATCH;
         return certificate_error{
             c.key_at, c.key,
-            openssl_reason("not an unencrypted PEM private key for the certificate in " + c.cert)};
+            openssl_reason(mismatched ? mismatch : "not an unencrypted PEM private key")};
     }
     if (SSL_CTX_check_private_key(native) != 1) {
         return certificate_error{c.key_at, c.key,
