@@ -260,9 +260,12 @@ TEST_F(Config, FullExampleLoadsEveryKey) {
     const fs::path examples = fs::absolute(WAITROOM_SOURCE_DIR "/config/examples");
     auto in_dir = [&](const char* rel) { return (examples / rel).lexically_normal().string(); };
 
-    ASSERT_EQ(c.listen.size(), 3u);
+    ASSERT_EQ(c.listen.size(), 4u);
     EXPECT_FALSE(c.listen[1].proxy_protocol);
-    EXPECT_TRUE(c.listen[2].proxy_protocol);
+    EXPECT_TRUE(c.listen[3].proxy_protocol);
+    ASSERT_TRUE(c.listen[2].tls);
+    ASSERT_EQ(c.listen[2].tls->certificates.size(), 2u);
+    EXPECT_EQ(c.listen[2].tls->certificates[1].key, in_dir("tls/wildcard/privkey.pem"));
     ASSERT_EQ(c.trusted_proxies.size(), 2u);
     EXPECT_EQ(c.trusted_proxies[0].prefix_len, 96u + 8);
     EXPECT_EQ(c.trusted_proxies[1].prefix_len, 48u);
@@ -274,7 +277,8 @@ TEST_F(Config, FullExampleLoadsEveryKey) {
     EXPECT_EQ(c.listen[1].tls->certificates[0].cert, in_dir("tls/fullchain.pem"));
     EXPECT_EQ(c.listen[1].tls->certificates[0].key, in_dir("tls/privkey.pem"));
     EXPECT_EQ(c.listen[1].tls->min_version, tls_version::v1_2);
-    EXPECT_EQ(c.listen[1].tls->ciphers, default_tls_ciphers);
+    EXPECT_EQ(c.listen[1].tls->ciphers,
+              "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256");
     EXPECT_TRUE(c.listen[1].http2);
     EXPECT_FALSE(c.listen[0].h2c);
 
