@@ -176,9 +176,10 @@ void print_problems(const waitroom::config::load_result& r) {
 }
 
 int run_check(const std::string& path) {
-    auto r = waitroom::server::load_config(path);
-    if (!r.ok()) {
-        print_problems(r);
+    auto r = waitroom::server::check_config(path);
+    std::cerr << waitroom::config::format_problems(r.warnings);
+    if (!r.loaded.ok()) {
+        print_problems(r.loaded);
         return exit_failure;
     }
     std::cout << path << ": ok\n";

@@ -44,7 +44,7 @@ void read_listener(loader& l, const YAML::Node& n, const std::string& path, list
         }
         return;
     }
-    fields f(l, n, path, {"address", "tls", "proxy_protocol"});
+    fields f(l, n, path, {"address", "tls", "proxy_protocol", "http2", "h2c"});
     if (!f.ok() || n.IsNull()) {
         if (n.IsNull()) {
             l.report(n, path, std::string(listen_hint));
@@ -60,20 +60,18 @@ void read_listener(loader& l, const YAML::Node& n, const std::string& path, list
         l.report(n, f.at("address"), "is required");
     }
     if (auto t = f.get("tls")) {
-        fields tf(l, *t, f.at("tls"), {"cert", "key"});
-        if (tf.ok()) {
-            tls_files files;
-            for (auto key : {"cert", "key"}) {
-                if (!tf.get(key)) {
-                    l.report(*t, tf.at(key), "is required (a PEM file)");
-                }
-            }
-            l.set_path(tf, "cert", files.cert);
-            l.set_path(tf, "key", files.key);
-            out.tls = files;
-        }
+        read_listener_tls(l, *t, f.at("tls"), out.tls);
     }
     l.set_bool(f, "proxy_protocol", out.proxy_protocol);
+    l.set_bool(f, "http2", out.http2);
+    l.set_bool(f, "h2c", out.h2c);
+    // Each names the HTTP/2 of one kind of listener; on the other kind it would do nothing.
+    if (auto v = f.get("http2"); v && !f.get("tls")) {
+        l.report(*v, f.at("http2"), "applies to TLS listeners only (plain listeners: h2c)");
+    }
+    if (auto v = f.get("h2c"); v && f.get("tls")) {
+        l.report(*v, f.at("h2c"), "applies to plain listeners only (TLS listeners: http2)");
+    }
 }
 
 void read_trusted_proxies(loader& l, const YAML::Node& n, std::vector<cidr>& out) {

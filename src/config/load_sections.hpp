@@ -5,6 +5,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,8 +14,13 @@
 
 namespace waitroom::config::detail {
 
-// `listen` or one of its items: "host:port", or a mapping with address, tls and proxy_protocol.
+// `listen` or one of its items: "host:port", or a mapping with address, tls, proxy_protocol,
+// http2 and h2c.
 void read_listener(loader& l, const YAML::Node& n, const std::string& path, listener& out);
+// A listener's `tls` (load_tls.cpp): `{cert, key}` or `{certificates: [...]}`, min_version and
+// ciphers.
+void read_listener_tls(loader& l, const YAML::Node& n, const std::string& path,
+                       std::optional<tls_settings>& out);
 void read_trusted_proxies(loader& l, const YAML::Node& n, std::vector<cidr>& out);
 void read_origin(loader& l, const YAML::Node& n, origin& out);
 // This machine's name, the node id when the file gives none.

@@ -1,6 +1,6 @@
 #pragma once
-// ALPN (RFC 7301) on a TLS listener: the protocols offered to clients, in the server's order of
-// preference, and which one a handshake chose.
+// Which protocol a TLS handshake chose by ALPN (RFC 7301); the offers are the listener's
+// (listener_alpn, certificate_set).
 
 #include <openssl/ssl.h>
 
@@ -8,11 +8,7 @@
 
 namespace waitroom::gateway {
 
-// Offers "h2" (when `http2`) then "http/1.1" on `ctx`: a client that offers h2 gets it; one that
-// offers neither gets no ALPN answer and speaks HTTP/1.1.
-void offer_alpn(SSL_CTX* ctx, bool http2);
-
-// The protocol the handshake of `ssl` chose ("" for none).
+// The protocol the handshake of `ssl` chose ("" for none: HTTP/1.1).
 std::string_view chosen_alpn(const SSL* ssl);
 
 }  // namespace waitroom::gateway

@@ -23,12 +23,12 @@ namespace {
 constexpr auto linger_time = std::chrono::seconds(2);
 
 template <class Stream>
-Stream make_stream(tcp_socket&& socket, ssl::context* tls) {
+Stream make_stream(tcp_socket&& socket, const certificate_set* tls) {
     if constexpr (std::is_same_v<Stream, tcp_stream>) {
         (void)tls;
         return Stream(std::move(socket));
     } else {
-        return Stream(std::move(socket), *tls);
+        return Stream(std::move(socket), tls->default_context());
     }
 }
 
@@ -36,11 +36,13 @@ Stream make_stream(tcp_socket&& socket, ssl::context* tls) {
 
 template <class Stream>
 client_session<Stream>::client_session(std::shared_ptr<worker_context> state, tcp_socket&& socket,
-                                       ssl::context* tls, bool proxy_protocol)
+                                       std::shared_ptr<const certificate_set> tls,
+                                       bool proxy_protocol)
     : state_(std::move(state)),
       runtime_(state_->current()),
       cfg_(runtime_->cfg.get()),
-      stream_(make_stream<Stream>(std::move(socket), tls)),
+      tls_(std::move(tls)),
+      stream_(make_stream<Stream>(std::move(socket), tls_.get())),
       proxy_protocol_(proxy_protocol),
       deadline_timer_(state_->ioc),
       exchange_(*this, *state_) {

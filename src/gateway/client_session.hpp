@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 
+#include "certificate_set.hpp"
 #include "client_identity.hpp"
 #include "common.hpp"
 #include "exchange_client.hpp"
@@ -36,10 +37,11 @@ class client_session : public session_base,
   public:
     static constexpr bool is_tls = !std::is_same_v<Stream, tcp_stream>;
 
-    // `tls` is the listener's context when Stream is a TLS stream, else nullptr.
-    // `proxy_protocol`: the connection starts with a PROXY header (before any TLS).
-    client_session(std::shared_ptr<worker_context> state, tcp_socket&& socket, ssl::context* tls,
-                   bool proxy_protocol = false);
+    // `tls` is the listener's current certificate set when Stream is a TLS stream, else null;
+    // the session holds it for its life. `proxy_protocol`: the connection starts with a PROXY
+    // header (before any TLS).
+    client_session(std::shared_ptr<worker_context> state, tcp_socket&& socket,
+                   std::shared_ptr<const certificate_set> tls, bool proxy_protocol = false);
     ~client_session() override;
 
     void run();
@@ -119,6 +121,8 @@ class client_session : public session_base,
     // cfg_ is its config.
     std::shared_ptr<const node_runtime> runtime_;
     const config::config* cfg_;
+    // The certificates this connection's handshake is served from (before stream_, made on it).
+    std::shared_ptr<const certificate_set> tls_;
     Stream stream_;
     socket_reader client_read_;  // plain TCP: the client's request heads and bodies
     beast::flat_buffer buffer_;

@@ -2,9 +2,6 @@
 
 #include <sys/socket.h>
 
-#include <stdexcept>
-
-#include "alpn.hpp"
 #include "client_session.hpp"
 #include "worker_context.hpp"
 
@@ -42,34 +39,12 @@ void worker_context::want_sweep(const std::shared_ptr<worker_context>& self) {
     });
 }
 
-namespace {
-
-std::unique_ptr<ssl::context> make_server_tls(const config::tls_files& files) {
-    auto ctx = std::make_unique<ssl::context>(ssl::context::tls_server);
-    ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
-                     ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 |
-                     ssl::context::single_dh_use);
-    error_code ec;
-    ctx->use_certificate_chain_file(files.cert, ec);
-    if (ec) {
-        throw std::runtime_error("tls.cert " + files.cert + ": " + ec.message());
-    }
-    ctx->use_private_key_file(files.key, ssl::context::pem, ec);
-    if (ec) {
-        throw std::runtime_error("tls.key " + files.key + ": " + ec.message());
-    }
-    offer_alpn(ctx->native_handle(), true);
-    return ctx;
-}
-
-}  // namespace
-
 listener::listener(std::shared_ptr<worker_context> state, const tcp::endpoint& ep,
-                   const config::listener& cfg)
-    : state_(std::move(state)), acceptor_(state_->ioc), retry_timer_(state_->ioc) {
-    if (cfg.tls) {
-        tls_ = make_server_tls(*cfg.tls);
-    }
+                   const config::listener& cfg, std::shared_ptr<const listener_tls> tls)
+    : state_(std::move(state)),
+      acceptor_(state_->ioc),
+      retry_timer_(state_->ioc),
+      tls_(std::move(tls)) {
     proxy_protocol_ = cfg.proxy_protocol;
     acceptor_.open(ep.protocol());
     acceptor_.set_option(asio::socket_base::reuse_address(true));
@@ -128,8 +103,9 @@ void listener::on_accept(error_code ec, tcp_socket socket) {
     }
     socket.set_option(tcp::no_delay(true), ec);
     if (tls_) {
+        // The certificates current now serve this connection for its whole life.
         std::make_shared<client_session<ssl::stream<tcp_stream>>>(state_, std::move(socket),
-                                                                  tls_.get(), proxy_protocol_)
+                                                                  tls_->current(), proxy_protocol_)
             ->run();
     } else {
         std::make_shared<client_session<tcp_stream>>(state_, std::move(socket), nullptr,

@@ -4,13 +4,13 @@
 // accepting while the worker holds limits.max_connections connections.
 
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <memory>
 
 #include "common.hpp"
 #include "waitroom/config/config.hpp"
+#include "waitroom/gateway/listener_tls.hpp"
 
 namespace waitroom::gateway {
 
@@ -18,10 +18,11 @@ struct worker_context;
 
 class listener : public std::enable_shared_from_this<listener> {
   public:
-    // Opens, binds and listens; throws std::system_error on failure (startup, not request path),
-    // and std::runtime_error when the TLS files cannot be loaded.
+    // Opens, binds and listens; throws std::system_error on failure (startup, not request path).
+    // `tls`: the listener's certificates (shared by every worker's acceptor of the endpoint),
+    // null for plain TCP.
     listener(std::shared_ptr<worker_context> state, const tcp::endpoint& ep,
-             const config::listener& cfg);
+             const config::listener& cfg, std::shared_ptr<const listener_tls> tls);
 
     void run();
     void stop();
@@ -36,7 +37,7 @@ class listener : public std::enable_shared_from_this<listener> {
     std::shared_ptr<worker_context> state_;
     tcp_acceptor acceptor_;
     steady_timer retry_timer_;
-    std::unique_ptr<ssl::context> tls_;
+    std::shared_ptr<const listener_tls> tls_;
     bool proxy_protocol_ = false;  // sessions read a PROXY header first
     bool paused_ = false;
     bool stopped_ = false;

@@ -24,10 +24,15 @@ worker::~worker() {
 }
 
 void worker::start(const std::vector<tcp::endpoint>& endpoints,
-                   const std::vector<config::listener>& listeners) {
+                   const std::vector<config::listener>& listeners,
+                   const std::vector<std::shared_ptr<listener_tls>>& tls) {
     for (std::size_t i = 0; i < endpoints.size(); ++i) {
         config::listener cfg = i < listeners.size() ? listeners[i] : config::listener{};
-        auto l = std::make_shared<listener>(impl_->state, endpoints[i], cfg);
+        std::shared_ptr<const listener_tls> certs = i < tls.size() ? tls[i] : nullptr;
+        if (cfg.tls && !certs) {
+            certs = std::make_shared<listener_tls>(cfg);
+        }
+        auto l = std::make_shared<listener>(impl_->state, endpoints[i], cfg, std::move(certs));
         impl_->state->listeners.push_back(l);
     }
     for (auto& l : impl_->state->listeners) {

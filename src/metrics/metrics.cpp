@@ -530,6 +530,12 @@ metric_set::metric_set(unsigned slots) : reg_(slots) {
     r.declare("waitroom_store_failures_total", "Store calls that failed or timed out.",
               kind::counter);
     r.declare("waitroom_store_degraded", "1 while the node runs without its store.", kind::gauge);
+    r.declare("waitroom_tls_reload_failures_total",
+              "Certificate or key files that failed to load on reload (the listener kept its "
+              "certificates).",
+              kind::counter);
+    r.declare("waitroom_tls_certificate_expiry_seconds",
+              "Unix time of a served certificate's notAfter.", kind::gauge, L{"listener", "name"});
 
     static constexpr const char* classes[status_class_count] = {"1xx", "2xx", "3xx", "4xx", "5xx"};
     for (std::size_t i = 0; i < status_class_count; ++i) {
@@ -559,6 +565,12 @@ metric_set::metric_set(unsigned slots) : reg_(slots) {
     store_sync_latency_ = r.add_histogram("waitroom_store_sync_duration_seconds");
     store_failures_ = r.add_counter("waitroom_store_failures_total");
     store_degraded_ = r.add_gauge("waitroom_store_degraded");
+    tls_reload_failures_ = r.add_counter("waitroom_tls_reload_failures_total");
+}
+
+gauge metric_set::tls_certificate_expiry(std::string_view listener, std::string_view name) {
+    return reg_.add_gauge("waitroom_tls_certificate_expiry_seconds",
+                          {std::string(listener), std::string(name)});
 }
 
 const room_metrics& metric_set::room(std::string_view id) {

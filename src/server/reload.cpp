@@ -19,8 +19,10 @@ namespace {
 bool same_listeners(const std::vector<config::listener>& a,
                     const std::vector<config::listener>& b) {
     return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
+        // Certificates, TLS versions and ciphers are reloaded (reload_certificates); the
+        // address and whether it is TLS, and the protocol switches, are the sockets'.
         return x.host == y.host && x.port == y.port && x.tls.has_value() == y.tls.has_value() &&
-               (!x.tls || (x.tls->cert == y.tls->cert && x.tls->key == y.tls->key));
+               x.proxy_protocol == y.proxy_protocol && x.http2 == y.http2 && x.h2c == y.h2c;
     });
 }
 
@@ -122,6 +124,7 @@ void server::impl::reload() {
             }
         });
     }
+    reload_certificates(now);
     apply_level(now.logging.level);
     if (old->logging.level != now.logging.level) {
         log_level_changed(old->logging.level, now.logging.level);

@@ -117,9 +117,10 @@ int server::impl::run() {
     resolved_listeners resolved;
     try {
         resolved = resolve_listeners(control_, cfg->listen);
+        load_certificates(*cfg, resolved.endpoints);
         for (unsigned i = 0; i < n; ++i) {
             workers_.push_back(std::make_unique<gateway::worker>(*iocs_[i], ctx_, i));
-            workers_.back()->start(resolved.endpoints, cfg->listen);
+            workers_.back()->start(resolved.endpoints, cfg->listen, tls_);
         }
     } catch (const std::exception& e) {
         spdlog::error("cannot start: {}", e.what());

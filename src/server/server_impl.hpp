@@ -18,6 +18,7 @@
 
 #include "sync_timer.hpp"
 #include "waitroom/admin/admin_server.hpp"
+#include "waitroom/gateway/listener_tls.hpp"
 #include "waitroom/gateway/room_admin_backend.hpp"
 #include "waitroom/gateway/room_filter.hpp"
 #include "waitroom/gateway/worker.hpp"
@@ -71,6 +72,12 @@ struct server::impl {
     std::shared_ptr<gateway::room_admin_backend> admin_backend_;
     std::unique_ptr<admin::admin_server> admin_;
 
+    // The certificates of each listener (null for a plain one), parallel to the config's
+    // `listen`; every worker's acceptor of a listener serves from the same one. A reload
+    // re-reads them (certificates.cpp).
+    std::vector<std::shared_ptr<gateway::listener_tls>> tls_;
+    std::vector<std::string> tls_labels_;  // the `listener` label of each: its bound address
+
     impl(std::string path, config::snapshot cfg);
 
     ~impl() {
@@ -86,6 +93,13 @@ struct server::impl {
 
     bool start_rooms(const config::snapshot& cfg);
     bool start_admin(const config::config& cfg);
+    // Loads every TLS listener's certificates (throws std::runtime_error naming the file).
+    void load_certificates(const config::config& cfg,
+                           const std::vector<asio::ip::tcp::endpoint>& endpoints);
+    // Re-reads them from `cfg`, the file just loaded; a listener whose files fail keeps its own.
+    void reload_certificates(const config::config& cfg);
+    // waitroom_tls_certificate_expiry_seconds of listener `i`, and a warning when one is near.
+    void publish_certificates(std::size_t i);
 
     int run();
     void wait_signal();

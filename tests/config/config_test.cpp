@@ -178,16 +178,19 @@ TEST_F(Config, BadChallengesNameTheirPlaceAndTheBounds) {
     EXPECT_FALSE(r.ok());
     const auto m = messages(r);
     const auto has = [&](std::string_view prefix) {
-        return std::any_of(m.begin(), m.end(), [&](const std::string& s) {
-            return s.rfind(prefix, 0) == 0;
-        });
+        return std::any_of(m.begin(), m.end(),
+                           [&](const std::string& s) { return s.rfind(prefix, 0) == 0; });
     };
     EXPECT_TRUE(has("config.yaml:9:7: rooms[0].challenge.bits: ")) << format_problems(r.problems);
-    EXPECT_TRUE(has("config.yaml:6:16: rooms[0].challenge.enabled: ")) << format_problems(r.problems);
-    EXPECT_TRUE(has("config.yaml:7:23: rooms[0].challenge.min_difficulty: ")) << format_problems(r.problems);
-    EXPECT_TRUE(has("config.yaml:8:23: rooms[0].challenge.max_difficulty: ")) << format_problems(r.problems);
-    EXPECT_TRUE(has("config.yaml:14:53: rooms[1].challenge.max_difficulty: min_difficulty (20) "
-                    "must not exceed max_difficulty (12)"))
+    EXPECT_TRUE(has("config.yaml:6:16: rooms[0].challenge.enabled: "))
+        << format_problems(r.problems);
+    EXPECT_TRUE(has("config.yaml:7:23: rooms[0].challenge.min_difficulty: "))
+        << format_problems(r.problems);
+    EXPECT_TRUE(has("config.yaml:8:23: rooms[0].challenge.max_difficulty: "))
+        << format_problems(r.problems);
+    EXPECT_TRUE(
+        has("config.yaml:14:53: rooms[1].challenge.max_difficulty: min_difficulty (20) "
+            "must not exceed max_difficulty (12)"))
         << format_problems(r.problems);
     EXPECT_TRUE(has("config.yaml:19:16: rooms[2].challenge: ")) << format_problems(r.problems);
 }
@@ -257,9 +260,12 @@ TEST_F(Config, FullExampleLoadsEveryKey) {
     const fs::path examples = fs::absolute(WAITROOM_SOURCE_DIR "/config/examples");
     auto in_dir = [&](const char* rel) { return (examples / rel).lexically_normal().string(); };
 
-    ASSERT_EQ(c.listen.size(), 3u);
+    ASSERT_EQ(c.listen.size(), 4u);
     EXPECT_FALSE(c.listen[1].proxy_protocol);
-    EXPECT_TRUE(c.listen[2].proxy_protocol);
+    EXPECT_TRUE(c.listen[3].proxy_protocol);
+    ASSERT_TRUE(c.listen[2].tls);
+    ASSERT_EQ(c.listen[2].tls->certificates.size(), 2u);
+    EXPECT_EQ(c.listen[2].tls->certificates[1].key, in_dir("tls/wildcard/privkey.pem"));
     ASSERT_EQ(c.trusted_proxies.size(), 2u);
     EXPECT_EQ(c.trusted_proxies[0].prefix_len, 96u + 8);
     EXPECT_EQ(c.trusted_proxies[1].prefix_len, 48u);
@@ -267,8 +273,14 @@ TEST_F(Config, FullExampleLoadsEveryKey) {
     EXPECT_EQ(c.listen[1].host, "::");
     EXPECT_EQ(c.listen[1].port, 8443);
     ASSERT_TRUE(c.listen[1].tls);
-    EXPECT_EQ(c.listen[1].tls->cert, in_dir("tls/fullchain.pem"));
-    EXPECT_EQ(c.listen[1].tls->key, in_dir("tls/privkey.pem"));
+    ASSERT_EQ(c.listen[1].tls->certificates.size(), 1u);
+    EXPECT_EQ(c.listen[1].tls->certificates[0].cert, in_dir("tls/fullchain.pem"));
+    EXPECT_EQ(c.listen[1].tls->certificates[0].key, in_dir("tls/privkey.pem"));
+    EXPECT_EQ(c.listen[1].tls->min_version, tls_version::v1_2);
+    EXPECT_EQ(c.listen[1].tls->ciphers,
+              "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256");
+    EXPECT_TRUE(c.listen[1].http2);
+    EXPECT_FALSE(c.listen[0].h2c);
 
     EXPECT_TRUE(c.origin.tls);
     EXPECT_EQ(c.origin.host, "shop.internal");
@@ -574,8 +586,9 @@ TEST_F(Config, TunnelCapDefaultsToHalfThePoolAndIsChecked) {
     ASSERT_TRUE(set.ok()) << format_problems(set.problems);
     EXPECT_EQ(tunnel_cap(set.cfg->origin), 0u);
     auto bad = load("origin: {max_tunnels: -3}\n");
-    EXPECT_EQ(messages(bad), (std::vector<std::string>{
-                                 "config.yaml:1:23: origin.max_tunnels: must be an integer ≥ 0"}));
+    EXPECT_EQ(
+        messages(bad),
+        (std::vector<std::string>{"config.yaml:1:23: origin.max_tunnels: must be an integer ≥ 0"}));
 }
 
 TEST_F(Config, SizesAcceptUnits) {
@@ -1170,6 +1183,79 @@ cookie: {keys: [{id: k1, secret_env: K1}]}
               (std::vector<std::string>{
                   "config.yaml:1:20: state.sentinels: needs state.backend: redis",
                   "config.yaml:1:42: state.master_name: needs state.backend: redis",
+              }));
+}
+
+// ---------------------------------------------------------------- TLS listeners
+
+TEST_F(Config, ATlsListenerTakesSeveralCertificatesAndItsVersionAndCiphers) {
+    auto r = load(R"yaml(listen:
+  - address: "0.0.0.0:8443"
+    tls:
+      certificates: [{cert: a.pem, key: a.key}, {cert: b.pem, key: b.key}]
+      min_version: "1.3"
+      ciphers: ECDHE-RSA-AES128-GCM-SHA256
+    http2: false
+  - {address: "0.0.0.0:8080", h2c: true}
+)yaml");
+    ASSERT_TRUE(r.ok()) << format_problems(r.problems);
+    const auto& tls = *r.cfg->listen[0].tls;
+    ASSERT_EQ(tls.certificates.size(), 2u);
+    EXPECT_EQ(tls.certificates[1].cert, (dir_ / "b.pem").string());
+    EXPECT_EQ(tls.certificates[1].key, (dir_ / "b.key").string());
+    EXPECT_EQ(tls.certificates[1].key_at.path, "listen[0].tls.certificates[1].key");
+    EXPECT_EQ(tls.certificates[1].key_at.line, 4);
+    EXPECT_EQ(tls.certificates[1].cert_at.path, "listen[0].tls.certificates[1].cert");
+    EXPECT_EQ(tls.min_version, tls_version::v1_3);
+    EXPECT_EQ(tls.ciphers, "ECDHE-RSA-AES128-GCM-SHA256");
+    EXPECT_FALSE(r.cfg->listen[0].http2);
+    EXPECT_TRUE(r.cfg->listen[1].h2c);
+    EXPECT_FALSE(r.cfg->listen[1].tls);
+}
+
+TEST_F(Config, TheSingleCertificateFormIsOneCertificateWithTheDefaults) {
+    auto r = load(R"yaml(listen:
+  - {address: "0.0.0.0:8443", tls: {cert: c.pem, key: c.key}}
+)yaml");
+    ASSERT_TRUE(r.ok()) << format_problems(r.problems);
+    const auto& tls = *r.cfg->listen[0].tls;
+    ASSERT_EQ(tls.certificates.size(), 1u);
+    EXPECT_EQ(tls.certificates[0].cert_at.path, "listen[0].tls.cert");
+    EXPECT_EQ(tls.certificates[0].key_at.path, "listen[0].tls.key");
+    EXPECT_EQ(tls.min_version, tls_version::v1_2);
+    EXPECT_EQ(tls.ciphers, default_tls_ciphers);
+    EXPECT_TRUE(r.cfg->listen[0].http2);
+    EXPECT_FALSE(r.cfg->listen[0].h2c);
+}
+
+TEST_F(Config, BadTlsSettingsAreErrorsAtTheirPlace) {
+    auto r = load(R"yaml(listen:
+  - {address: "127.0.0.1:1", tls: {cert: c.pem, key: c.key, certificates: [{cert: a, key: b}]}}
+  - {address: "127.0.0.1:2", tls: {certificates: []}}
+  - {address: "127.0.0.1:3", tls: {certificates: [{cert: a.pem}, {cert: b, key: c, pin: x}]}}
+  - {address: "127.0.0.1:4", tls: {cert: c, key: k, min_version: "1.1", ciphers: "NOPE:NADA"}}
+  - {address: "127.0.0.1:5", http2: true}
+  - {address: "127.0.0.1:6", tls: {cert: c, key: k}, h2c: true}
+  - {address: "127.0.0.1:7", tls: }
+)yaml");
+    EXPECT_EQ(messages(r),
+              (std::vector<std::string>{
+                  "config.yaml:2:35: listen[0].tls: give either cert and key, or certificates, "
+                  "not both",
+                  "config.yaml:3:50: listen[1].tls.certificates: must list at least one "
+                  "{cert, key}",
+                  "config.yaml:4:51: listen[2].tls.certificates[0].key: is required (a PEM file)",
+                  "config.yaml:4:84: listen[2].tls.certificates[1].pin: unknown key",
+                  "config.yaml:5:66: listen[3].tls.min_version: must be one of 1.2, 1.3",
+                  "config.yaml:5:82: listen[3].tls.ciphers: must be an OpenSSL cipher list that "
+                  "names at least one TLS 1.2 cipher, like "
+                  "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256",
+                  "config.yaml:6:37: listen[4].http2: applies to TLS listeners only (plain "
+                  "listeners: h2c)",
+                  "config.yaml:7:59: listen[5].h2c: applies to plain listeners only (TLS "
+                  "listeners: http2)",
+                  "config.yaml:8:30: listen[6].tls: needs cert and key, or certificates: "
+                  "[{cert, key}, ...]",
               }));
 }
 

@@ -116,7 +116,8 @@ TEST_F(EdgeRead, AFullReadLeavesTheRestForTheNextWithoutWaiting) {
     ASSERT_TRUE(run_until([&] { return r->calls == 1; }));
     EXPECT_EQ(r->got.size(), 60u);
     r->read(socket);  // no new bytes will come: the 40 left must be read without an event
-    ASSERT_TRUE(run_until([&] { return r->calls == 2; })) << "waited for an event after a full read";
+    ASSERT_TRUE(run_until([&] { return r->calls == 2; }))
+        << "waited for an event after a full read";
     EXPECT_EQ(r->got, std::string(60, 'a') + std::string(40, 'b'));
 }
 

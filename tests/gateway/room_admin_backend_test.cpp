@@ -6,13 +6,13 @@
 
 #include <optional>
 
+#include "support/room_config.hpp"
 #include "waitroom/cookie/key_ring.hpp"
 #include "waitroom/gateway/room_admin_backend.hpp"
 #include "waitroom/gateway/room_filter.hpp"
 #include "waitroom/state/local_store.hpp"
 #include "waitroom/state/sync_task.hpp"
 #include "waitroom/util/clock.hpp"
-#include "support/room_config.hpp"
 
 namespace waitroom::gateway {
 namespace {
@@ -49,9 +49,9 @@ struct daemon {
         EXPECT_TRUE(built.runtime);
         sync.set_engine(built.runtime->engine);
         sync.set_overrides(overrides);
-        filter = std::make_unique<room_filter>(std::make_shared<runtime_slot>(built.runtime), node,
-                                               sync, clock,
-                                               std::vector<boost::asio::any_io_executor>{});
+        filter =
+            std::make_unique<room_filter>(std::make_shared<runtime_slot>(built.runtime), node, sync,
+                                          clock, std::vector<boost::asio::any_io_executor>{});
         backend = std::make_unique<room_admin_backend>(*filter, node, sync, overrides, nullptr, 0,
                                                        clock, pass_store ? st : nullptr);
     }

@@ -12,10 +12,6 @@
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/websocket.hpp>
 
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
-
 #include <unistd.h>
 
 #include <atomic>
@@ -32,9 +28,10 @@
 #include <poll.h>
 #include <sys/socket.h>
 
-#include "support/test_client.hpp"
 #include "head_parser.hpp"
 #include "support/poll.hpp"
+#include "support/test_certificates.hpp"
+#include "support/test_client.hpp"
 #include "support/test_origin.hpp"
 
 namespace waitroom::gateway {
@@ -69,9 +66,13 @@ class gateway_fixture {
 
     void set_filter(std::shared_ptr<request_filter> f) { ctx_->set_request_filter(std::move(f)); }
 
-    void start(std::optional<config::tls_files> tls = std::nullopt, bool proxy_protocol = false) {
+    void start(std::optional<config::tls_certificate> tls = std::nullopt,
+               bool proxy_protocol = false) {
         config::listener l;
-        l.tls = std::move(tls);
+        if (tls) {
+            l.tls = config::tls_settings{};
+            l.tls->certificates.push_back(*tls);
+        }
         l.proxy_protocol = proxy_protocol;
         worker_->start({tcp::endpoint{asio::ip::make_address("127.0.0.1"), 0}}, {l});
         port_ = worker_->local_endpoints().at(0).port();
@@ -643,30 +644,10 @@ TEST_F(Proxy, DrainFinishesInFlightRequestsThenCloses) {
     EXPECT_TRUE(idle.closed_by_server());
 }
 
-// A throwaway self-signed certificate for CN=localhost, written as PEM files.
-config::tls_files make_self_signed(const std::filesystem::path& dir) {
-    EVP_PKEY* key = EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256");
-    X509* cert = X509_new();
-    ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
-    X509_gmtime_adj(X509_getm_notBefore(cert), -60);
-    X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
-    X509_set_pubkey(cert, key);
-    X509_NAME* name = X509_get_subject_name(cert);
-    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                               reinterpret_cast<const unsigned char*>("localhost"), -1, -1, 0);
-    X509_set_issuer_name(cert, name);
-    X509_sign(cert, key, EVP_sha256());
-    std::filesystem::create_directories(dir);
-    config::tls_files files{(dir / "cert.pem").string(), (dir / "key.pem").string()};
-    FILE* f = std::fopen(files.cert.c_str(), "w");
-    PEM_write_X509(f, cert);
-    std::fclose(f);
-    f = std::fopen(files.key.c_str(), "w");
-    PEM_write_PrivateKey(f, key, nullptr, nullptr, 0, nullptr, nullptr);
-    std::fclose(f);
-    X509_free(cert);
-    EVP_PKEY_free(key);
-    return files;
+// A throwaway self-signed certificate for CN=localhost.
+config::tls_certificate make_self_signed(const std::filesystem::path& dir) {
+    auto files = test::write_self_signed(dir, "cert");
+    return {files.cert, files.key, {}, {}};
 }
 
 // client → gateway B (plain) → https → gateway A (TLS listener) → test origin: covers TLS
@@ -694,7 +675,7 @@ class TlsChain : public Proxy {
         std::filesystem::remove(files_.key);
     }
 
-    config::tls_files files_;
+    config::tls_certificate files_;
     std::unique_ptr<gateway_fixture> tls_front_;
 };
 
@@ -809,8 +790,7 @@ TEST_F(Proxy, RefusesOversizedTrailersWith400) {
         EXPECT_EQ(c.read().result_int(), 200u);
     }
     test_client c{gw_->port()};
-    c.write_raw(std::string(chunked_post) + "5\r\nhello\r\n0\r\nX-T: " +
-                std::string(8000, 't'));
+    c.write_raw(std::string(chunked_post) + "5\r\nhello\r\n0\r\nX-T: " + std::string(8000, 't'));
     auto res = c.read();
     EXPECT_EQ(res.result_int(), 400u);
     EXPECT_NE(res.body().find("trailers"), std::string::npos) << res.body();

@@ -16,18 +16,47 @@ namespace waitroom::config {
 using duration = std::chrono::milliseconds;
 using time_point = std::chrono::system_clock::time_point;
 
-// `tls: {cert, key}` on a listener: PEM files.
-struct tls_files {
-    std::string cert;  // certificate chain file (PEM)
-    std::string key;   // private key file (PEM)
+// Where a setting was written, for a problem found after loading (a certificate that does not
+// match its key, say): the key path and its line:column in the config file.
+struct setting_place {
+    std::string path;  // key path, e.g. "listen[0].tls.certificates[1].key"
+    int line = 0;      // 1-based; 0 when unknown
+    int column = 0;    // 1-based; 0 when unknown
+};
+
+// One certificate of a TLS listener: PEM files.
+struct tls_certificate {
+    std::string cert;       // certificate chain file (PEM), leaf first
+    std::string key;        // private key file (PEM)
+    setting_place cert_at;  // where `cert` was set
+    setting_place key_at;   // where `key` was set
+};
+
+// The lowest TLS version a listener accepts (YAML "1.2" or "1.3").
+enum class tls_version { v1_2, v1_3 };
+
+// Mozilla's "intermediate" TLS 1.2 cipher list (TLS 1.3 suites are OpenSSL's defaults).
+inline constexpr const char* default_tls_ciphers =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
+    "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:"
+    "DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384:DHE-RSA-CHACHA20-POLY1305";
+
+// `tls` on a listener: `{cert, key}` (one certificate) or `{certificates: [{cert, key}, ...]}`,
+// chosen by SNI; the first is the default.
+struct tls_settings {
+    std::vector<tls_certificate> certificates;    // at least one
+    tls_version min_version = tls_version::v1_2;  // older clients are refused
+    std::string ciphers = default_tls_ciphers;    // TLS 1.2 cipher list (OpenSSL syntax)
 };
 
 // One public listener, written "host:port" (IPv6 as "[::1]:8080").
 struct listener {
-    std::string host = "0.0.0.0";  // address to bind
-    std::uint16_t port = 8080;     // port to bind; 0 = any free port (tests)
-    std::optional<tls_files> tls;  // terminate TLS on this listener when set
-    bool proxy_protocol = false;   // every connection starts with a PROXY v1/v2 header
+    std::string host = "0.0.0.0";     // address to bind
+    std::uint16_t port = 8080;        // port to bind; 0 = any free port (tests)
+    std::optional<tls_settings> tls;  // terminate TLS on this listener when set
+    bool proxy_protocol = false;      // every connection starts with a PROXY v1/v2 header
+    bool http2 = true;                // TLS listeners: HTTP/2 may be offered by ALPN
+    bool h2c = false;                 // plain listeners: HTTP/2 with prior knowledge
 };
 
 // An IP network: 16 bytes (IPv4 as v4-mapped IPv6, prefix + 96) and its prefix length; host

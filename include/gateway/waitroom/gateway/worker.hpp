@@ -13,9 +13,10 @@
 #include <vector>
 
 #include "waitroom/config/config.hpp"
-#include "waitroom/metrics/metrics.hpp"
+#include "waitroom/gateway/listener_tls.hpp"
 #include "waitroom/gateway/node_runtime.hpp"
 #include "waitroom/gateway/request_filter.hpp"
+#include "waitroom/metrics/metrics.hpp"
 #include "waitroom/util/access_log.hpp"
 #include "waitroom/util/clock.hpp"
 
@@ -70,10 +71,14 @@ class worker {
     worker& operator=(const worker&) = delete;
 
     // Opens one SO_REUSEPORT acceptor per endpoint and starts accepting. Endpoints must carry
-    // concrete ports (server/ resolves port 0 once, for all workers). `tls` is parallel to
-    // `endpoints`: the listener config of each. Throws std::system_error on a bind failure.
+    // concrete ports (server/ resolves port 0 once, for all workers). `listeners` is parallel
+    // to `endpoints`: the listener config of each; so is `tls`, the certificates of each TLS
+    // listener, shared by every worker (server/ reloads them). A TLS listener without an entry
+    // there loads its own. Throws std::system_error on a bind failure, std::runtime_error when
+    // certificates cannot be loaded.
     void start(const std::vector<boost::asio::ip::tcp::endpoint>& endpoints,
-               const std::vector<config::listener>& listeners);
+               const std::vector<config::listener>& listeners,
+               const std::vector<std::shared_ptr<listener_tls>>& tls = {});
 
     // Stops accepting. Idle keep-alive connections close; a connection with a request in
     // flight finishes it, then closes. Must be called on (or posted to) the worker's thread.

@@ -259,6 +259,11 @@ class metric_set {
     counter store_failures() const { return store_failures_; }
     gauge store_degraded() const { return store_degraded_; }  // 1 while degraded
 
+    // A certificate file that failed to load on reload (its listener kept the certificates it had).
+    counter tls_reload_failures() const { return tls_reload_failures_; }
+    // The notAfter (unix time) of a listener's certificate; created on first call (takes a lock).
+    gauge tls_certificate_expiry(std::string_view listener, std::string_view name);
+
     std::string text() const { return reg_.text(); }
 
   private:
@@ -277,6 +282,7 @@ class metric_set {
     histogram store_sync_latency_;
     counter store_failures_;
     gauge store_degraded_;
+    counter tls_reload_failures_;
 };
 
 // --- inline fast paths -------------------------------------------------------------------------

@@ -7,6 +7,7 @@
 #include <csignal>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "waitroom/config/config.hpp"
 #include "waitroom/config/load.hpp"
@@ -23,6 +24,16 @@ inline constexpr int REOPEN_LOGS_SIGNAL = SIGUSR1;
 // Loads and validates a configuration file completely: the YAML and every page template it
 // names. What `check`, the start and a reload all use.
 config::load_result load_config(const std::string& path);
+
+// What `waitroomd check` finds: load_config's result, and besides it the files it names opened as
+// a start would open them (TLS certificates and keys: readable, each key matching its
+// certificate, not expired). Such errors are put in `loaded.problems` (and `loaded.cfg` is then
+// null); `warnings` are for the operator only (a certificate that expires soon).
+struct check_result {
+    config::load_result loaded;
+    std::vector<config::problem> warnings;
+};
+check_result check_config(const std::string& path);
 
 class server {
   public:
