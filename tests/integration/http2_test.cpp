@@ -1,0 +1,358 @@
+// HTTP/2 at the edge, as a whole process: waitroomd on a TLS listener (ALPN h2) in front of the
+// in-process HTTP/1.1 test origin. Real clients (curl --http2, nghttp, h2load) take the room's
+// paths; a raw client (support/h2_raw_client.hpp) sends what they would not: variant paths and
+// authorities at a full room, malformed fields, and every flood and bound a hostile client can
+// push against. Each bound is held with the daemon's memory flat and other clients served.
+
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "daemon_fixture.hpp"
+#include "support/h2_raw_client.hpp"
+
+namespace waitroom::test {
+namespace {
+
+using namespace std::chrono_literals;
+using clock = std::chrono::steady_clock;
+
+constexpr std::uint64_t rss_margin_kib = 8 * 1024;  // growth allowed across an attack
+constexpr std::uint32_t reset_burst = 200;          // h2_limits::reset_burst
+
+// The full path of `name` on PATH; "" when it is not installed.
+std::string program(const std::string& name) {
+    const char* path = std::getenv("PATH");
+    std::istringstream dirs(path != nullptr ? path : "/usr/bin:/bin");
+    std::string dir;
+    while (std::getline(dirs, dir, ':')) {
+        const auto candidate = std::filesystem::path(dir) / name;
+        if (::access(candidate.c_str(), X_OK) == 0) {
+            return candidate.string();
+        }
+    }
+    return {};
+}
+
+// One room on every host and path, full after one visitor, with a path and a header bypass;
+// it answers JSON clients and takes the origin's revoke command.
+constexpr const char* shop_room =
+    "  - {name: Shop, total_active_users: 1, new_users_per_minute: 100, session_duration: 5m,\n"
+    "     refresh_interval: 20s, queueing_status_code: 202, json_response_enabled: true,\n"
+    "     enabled_origin_commands: [revoke],\n"
+    "     bypass: [{path_prefix: /static/},\n"
+    "              {header: X-Health-Check, value: \"health-secret-0123456789\"}]}\n";
+
+// One room for host shop.example.com on /shop, full after one visitor.
+constexpr const char* host_path_room =
+    "  - {name: Hosted, host: shop.example.com, path: /shop, total_active_users: 1,\n"
+    "     new_users_per_minute: 100, session_duration: 5m}\n";
+
+// A response curl received.
+struct curl_reply {
+    int exit_code = -1;
+    std::string version;  // %{http_version}: "2" for HTTP/2
+    unsigned status = 0;
+    std::string head;  // the response head as curl dumped it
+    std::string body;
+
+    // A field's value (case-insensitive name); "" when absent.
+    std::string header(std::string_view name) const {
+        std::istringstream in(head);
+        std::string line;
+        while (std::getline(in, line)) {
+            if (!line.empty() && line.back() == '\r') {
+                line.pop_back();
+            }
+            const auto colon = line.find(':');
+            if (colon == name.size() &&
+                std::equal(name.begin(), name.end(), line.begin(), [](char a, char b) {
+                    return std::tolower(static_cast<unsigned char>(a)) ==
+                           std::tolower(static_cast<unsigned char>(b));
+                })) {
+                return line.substr(line.find_first_not_of(' ', colon + 1));
+            }
+        }
+        return {};
+    }
+    // "_cfwaitingroom=…" from Set-Cookie; "" when none.
+    std::string cookie() const {
+        const auto c = header("set-cookie");
+        return c.rfind("_cfwaitingroom=", 0) == 0 ? c.substr(0, c.find(';')) : std::string{};
+    }
+};
+
+std::string describe(const h2_reply& r) {
+    return "status " + std::to_string(r.status) +
+           (r.reset ? " reset " + std::to_string(*r.reset) : std::string{}) + " " +
+           r.body.substr(0, 100);
+}
+
+class Http2 : public daemon_test {
+  protected:
+    void SetUp() override {
+        const auto openssl = program("openssl");
+        ASSERT_NE(openssl, "") << "openssl is needed to make the listener's certificate";
+        cert_ = (dir_.path() / "c.pem").string();
+        key_ = (dir_.path() / "k.pem").string();
+        const auto r =
+            run_to_exit(openssl, {"req", "-x509", "-newkey", "ec", "-pkeyopt",
+                                  "ec_paramgen_curve:P-256", "-nodes", "-days", "1", "-subj",
+                                  "/CN=localhost", "-keyout", key_, "-out", cert_});
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+    }
+
+    // A daemon on a TLS listener; `limits` are more keys of that section (", key: value…").
+    std::string config(const std::string& limits = "", const std::string& rooms = "") {
+        std::string c =
+            "admin: {listen: \"\"}\n"
+            "listen: [{address: \"127.0.0.1:0\", tls: {cert: \"" +
+            cert_ + "\", key: \"" + key_ +
+            "\"}}]\n"
+            "origin: {url: \"" +
+            origin_.url() +
+            "\", connect_timeout: 2s, timeout: 5s}\n"
+            "threads: 1\n"
+            "state: {backend: local, sync_interval: 50ms}\n"
+            "limits: {header_timeout: 2s, max_header_bytes: 8192, drain_timeout: 10s" +
+            limits +
+            "}\n"
+            "logging: {level: info}\n";
+        if (!rooms.empty()) {
+            c += "rooms:\n" + rooms;
+        }
+        return c;
+    }
+
+    // GET `path` with curl over HTTP/2 to https://shop.test (connected to the daemon's port).
+    curl_reply curl(const std::string& path, const std::vector<std::string>& args = {}) {
+        curl_reply out;
+        const auto bin = program("curl");
+        if (bin.empty()) {
+            return out;
+        }
+        const auto head = (dir_.path() / "curl.head").string();
+        const auto body = (dir_.path() / "curl.body").string();
+        std::vector<std::string> a = {
+            "-sk",          "--http2",
+            "--connect-to", "shop.test:443:127.0.0.1:" + std::to_string(port_),
+            "-D",           head,
+            "-o",           body,
+            "-w",           "%{http_version} %{http_code}",
+            "--max-time",   "10"};
+        a.insert(a.end(), args.begin(), args.end());
+        a.push_back("https://shop.test" + path);
+        const auto r = run_to_exit(bin, a, 15s);
+        out.exit_code = r.exit_code;
+        std::istringstream w(r.out);
+        w >> out.version >> out.status;
+        out.head = read(head);
+        out.body = read(body);
+        return out;
+    }
+
+    static std::string read(const std::string& path) {
+        std::ifstream in(path, std::ios::binary);
+        return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    }
+
+    // One request on a fresh raw connection: GET `path` with `extra` fields.
+    h2_reply get(const std::string& path, const h2_fields& extra = {},
+                 const std::string& authority = "shop.test") {
+        h2_raw_client c(port_);
+        if (!c.connected() || !c.request(1, path, extra, authority)) {
+            return {};
+        }
+        return c.await(1);
+    }
+
+    // Another client, on a connection of its own, is served by the origin.
+    bool served() {
+        const auto r = get("/hello");
+        return r.status == 200 && r.body == "hello, world\n";
+    }
+
+    std::uint64_t rss_kib() { return proc().rss_kib(); }
+
+    std::string cert_;
+    std::string key_;
+};
+
+#define SKIP_WITHOUT(name)                        \
+    if (program(name).empty()) {                  \
+        GTEST_SKIP() << name " is not installed"; \
+    }
+
+// ---- real clients -------------------------------------------------------------------------
+
+TEST_F(Http2, CurlSpeaksHttp2AndTheOriginSeesTheRequestWithForwardedFields) {
+    SKIP_WITHOUT("curl");
+    start(config());
+    auto r = curl("/hello?x=1");
+    ASSERT_EQ(r.exit_code, 0);
+    EXPECT_EQ(r.version, "2");
+    EXPECT_EQ(r.status, 200u);
+    EXPECT_EQ(r.body, "hello, world\n");
+    const auto seen = origin_.last_request();
+    EXPECT_EQ(seen.method, "GET");
+    EXPECT_EQ(seen.target, "/hello?x=1");
+    EXPECT_EQ(seen.version, 11u);
+    EXPECT_EQ(seen.header("Host"), "shop.test");  // from :authority
+    EXPECT_EQ(seen.header("X-Forwarded-Proto"), "https");
+    EXPECT_EQ(seen.header("X-Forwarded-For"), "127.0.0.1");
+    EXPECT_EQ(seen.header("X-Forwarded-Host"), "shop.test");
+
+    auto post = curl("/echo", {"--data-binary", "a body over DATA frames"});
+    EXPECT_EQ(post.version, "2");
+    EXPECT_EQ(post.status, 200u);
+    EXPECT_EQ(post.body, "a body over DATA frames");
+    EXPECT_EQ(origin_.last_request().method, "POST");
+    EXPECT_EQ(origin_.last_request().body_bytes, 23u);
+}
+
+TEST_F(Http2, NghttpAndH2loadAreServedInFull) {
+    SKIP_WITHOUT("nghttp");
+    SKIP_WITHOUT("h2load");
+    start(config());
+    const std::string url = "https://127.0.0.1:" + std::to_string(port_) + "/hello";
+    auto n = run_to_exit(program("nghttp"), {"-t", "10", url}, 15s);
+    EXPECT_EQ(n.exit_code, 0) << n.err;
+    EXPECT_EQ(n.out, "hello, world\n");
+    // 200 requests on 4 connections, 10 streams at once on each.
+    auto h = run_to_exit(program("h2load"), {"-n", "200", "-c", "4", "-m", "10", url}, 30s);
+    EXPECT_EQ(h.exit_code, 0) << h.err;
+    EXPECT_NE(h.out.find("200 succeeded, 0 failed, 0 errored"), std::string::npos) << h.out;
+    EXPECT_NE(h.out.find("status codes: 200 2xx"), std::string::npos) << h.out;
+    EXPECT_NE(h.out.find("Application protocol: h2"), std::string::npos) << h.out;
+}
+
+// ---- the room over HTTP/2 -----------------------------------------------------------------
+
+TEST_F(Http2, AnAdmittedVisitorPassesAndAFullRoomQueuesTheNextWithoutTheOrigin) {
+    SKIP_WITHOUT("curl");
+    start(config("", shop_room));
+    auto in = curl("/hello");
+    ASSERT_EQ(in.version, "2");
+    ASSERT_EQ(in.status, 200u) << in.body;
+    EXPECT_EQ(in.body, "hello, world\n");
+    const auto cookie = in.cookie();
+    ASSERT_NE(cookie, "") << in.head;
+    EXPECT_EQ(origin_.requests(), 1u);
+
+    auto q = curl("/hello");
+    EXPECT_EQ(q.status, 202u);
+    EXPECT_NE(q.body.find("You are in line"), std::string::npos) << q.body.substr(0, 200);
+    EXPECT_EQ(q.header("cache-control"), "no-store");
+    const auto refresh = q.header("refresh");
+    EXPECT_FALSE(refresh.empty());
+    EXPECT_EQ(refresh.find_first_not_of("0123456789"), std::string::npos) << refresh;
+    EXPECT_EQ(q.header("content-length"), std::to_string(q.body.size()));
+
+    auto j = curl("/hello", {"-H", "accept: application/json"});
+    EXPECT_EQ(j.header("content-type"), "application/json");
+    auto json = nlohmann::json::parse(j.body, nullptr, false);
+    ASSERT_TRUE(json.is_object()) << j.body;
+    EXPECT_TRUE(json["cfWaitingRoom"].value("inWaitingRoom", false)) << j.body;
+
+    auto again = curl("/hello", {"-H", "cookie: " + cookie});
+    EXPECT_EQ(again.body, "hello, world\n");
+    EXPECT_EQ(origin_.requests(), 2u) << "a queued request reached the origin";
+}
+
+TEST_F(Http2, ACheckInIsAnsweredByTheGatewayWithNoContent) {
+    SKIP_WITHOUT("curl");
+    start(config("", shop_room));
+    auto in = curl("/hello");
+    const auto cookie = in.cookie();
+    ASSERT_NE(cookie, "");
+    auto c = curl("/hello", {"-H", "cookie: " + cookie, "-H", "waitroom-check-in: 1"});
+    EXPECT_EQ(c.version, "2");
+    EXPECT_EQ(c.status, 204u) << c.body;
+    EXPECT_EQ(c.body, "");
+    EXPECT_EQ(c.header("cache-control"), "no-store");
+    EXPECT_EQ(origin_.requests(), 1u) << "the check-in reached the origin";
+}
+
+TEST_F(Http2, BypassRulesPassAFullRoomAndTheSecretNeverReachesTheOrigin) {
+    SKIP_WITHOUT("curl");
+    start(config("", shop_room));
+    ASSERT_EQ(curl("/hello").status, 200u);
+    auto s = curl("/static/app.css");
+    EXPECT_EQ(s.status, 404u);  // the origin's answer for an unknown route
+    EXPECT_EQ(s.cookie(), "");
+    EXPECT_EQ(origin_.last_request().target, "/static/app.css");
+    auto h = curl("/hello", {"-H", "x-health-check: health-secret-0123456789"});
+    EXPECT_EQ(h.body, "hello, world\n");
+    EXPECT_EQ(origin_.last_request().count("X-Health-Check"), 0u);
+    EXPECT_EQ(origin_.requests(), 3u);
+    auto wrong = curl("/hello", {"-H", "x-health-check: health-secret-wrong"});
+    EXPECT_EQ(wrong.status, 202u);
+    EXPECT_EQ(origin_.requests(), 3u);
+}
+
+TEST_F(Http2, TheOriginsRevokeCommandEndsTheSessionAndIsHidden) {
+    SKIP_WITHOUT("curl");
+    start(config("", shop_room));
+    auto in = curl("/hello");
+    const auto old = in.cookie();
+    ASSERT_NE(old, "");
+    auto r = curl("/headers?Cf-Waiting-Room-Command=revoke", {"-H", "cookie: " + old});
+    EXPECT_EQ(r.status, 200u);
+    EXPECT_EQ(r.body, "ok\n");
+    EXPECT_EQ(r.header("cf-waiting-room-command"), "");
+    EXPECT_NE(r.cookie(), "");
+    EXPECT_NE(r.cookie(), old);
+    // The freed place goes to the next visitor; the revoked cookie admits no more.
+    ASSERT_TRUE(poll_until(10s, 50ms, [&] { return curl("/hello").status == 200; }));
+    auto replay = curl("/hello", {"-H", "cookie: " + old});
+    EXPECT_EQ(replay.status, 202u);
+}
+
+TEST_F(Http2, AChallengeRoomAsksJsonClientsForAProofOfWork) {
+    SKIP_WITHOUT("curl");
+    start(config("",
+                 "  - {name: Shop, total_active_users: 1, new_users_per_minute: 1000,\n"
+                 "     json_response_enabled: true,\n"
+                 "     challenge: {enabled: true, min_difficulty: 10, max_difficulty: 10}}\n"));
+    ASSERT_EQ(curl("/hello").status, 200u);
+    auto r = curl("/hello", {"-H", "accept: application/json"});
+    EXPECT_EQ(r.version, "2");
+    auto j = nlohmann::json::parse(r.body, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << r.body;
+    EXPECT_TRUE(j["cfWaitingRoom"].value("challengeRequired", false)) << r.body;
+    EXPECT_EQ(j["cfWaitingRoom"].value("challengeSeed", "").size(), 22u) << r.body;
+    EXPECT_EQ(origin_.requests(), 1u);
+}
+
+// Browsers over HTTP/2 send each cookie in a field of its own (RFC 9113 §8.2.3): the admission
+// cookie in the second field still admits.
+TEST_F(Http2, TheAdmissionCookieInTheSecondCookieFieldIsFound) {
+    SKIP_WITHOUT("curl");
+    SKIP_WITHOUT("nghttp");
+    start(config("", shop_room));
+    const auto cookie = curl("/hello").cookie();
+    ASSERT_NE(cookie, "");
+    ASSERT_EQ(curl("/hello").status, 202u);  // full
+
+    auto n = run_to_exit(program("nghttp"),
+                         {"-t", "10", "-H", "cookie: theme=dark", "-H", "cookie: " + cookie,
+                          "https://127.0.0.1:" + std::to_string(port_) + "/hello"},
+                         15s);
+    EXPECT_EQ(n.out, "hello, world\n") << n.err;
+    EXPECT_EQ(origin_.last_request().count("Cookie"), 1u);
+
+    auto raw = get("/hello", {{"cookie", "a=b"}, {"cookie", cookie}});
+    EXPECT_EQ(raw.status, 200u) << describe(raw);
+    const auto seen = origin_.last_request();
+    EXPECT_EQ(seen.count("Cookie"), 1u);
+    EXPECT_NE(seen.header("Cookie").value_or("").find("a=b; "), std::string::npos);
+    EXPECT_EQ(origin_.requests(), 3u);
+}
+
+}  // namespace
+}  // namespace waitroom::test
