@@ -354,5 +354,129 @@ TEST_F(Http2, TheAdmissionCookieInTheSecondCookieFieldIsFound) {
     EXPECT_EQ(origin_.requests(), 3u);
 }
 
+// ---- a full room, every form of its path and host ------------------------------------------
+
+// True when the gateway refused a request: a reset stream, a GOAWAY, or a 4xx of its own.
+bool refused(const h2_reply& r) {
+    return r.reset.has_value() || (r.status >= 400 && r.status < 500) || r.status == 0;
+}
+
+bool queued(const h2_reply& r) {
+    return r.status == 200 && r.body.find("You are in line") != std::string::npos;
+}
+
+TEST_F(Http2, NoFormOfAFullRoomsPathOrAuthorityGetsPast) {
+    start(config("", host_path_room));
+    auto first = get("/shop/x", {}, "shop.example.com");
+    ASSERT_EQ(first.status, 404u) << describe(first);  // the origin's: the room let it in
+    ASSERT_EQ(origin_.requests(), 1u);
+
+    struct form {
+        std::string path;
+        std::string authority;
+        h2_fields extra;
+    };
+    const std::vector<form> forms = {
+        {"/shop/x", "shop.example.com", {}},
+        {"//shop/x", "shop.example.com", {}},
+        {"/./shop/x", "shop.example.com", {}},
+        {"/%73hop/x", "shop.example.com", {}},
+        {"/x/../shop/x", "shop.example.com", {}},
+        {"/shop;a/x", "shop.example.com", {}},
+        {"https://shop.example.com/shop/x", "shop.example.com", {}},
+        {"https://shop.example.com/shop/x", "other.test", {}},
+        {"*", "shop.example.com", {}},
+        {"shop/x", "shop.example.com", {}},
+        {"/shop/x", "SHOP.Example.COM", {}},
+        {"/shop/x", "shop.example.com.", {}},
+        {"/shop/x", "shop.example.com:8443", {}},
+        {"/shop/x", "Shop.Example.com.:443", {}},
+        // A host field that disagrees with :authority: refused, never forwarded.
+        {"/shop/x", "other.test", {{"host", "shop.example.com"}}},
+        {"/shop/x", "shop.example.com", {{"host", "other.test"}}},
+    };
+    for (const auto& f : forms) {
+        SCOPED_TRACE(f.authority + " " + f.path);
+        auto r = get(f.path, f.extra, f.authority);
+        EXPECT_TRUE(queued(r) || refused(r)) << describe(r);
+        EXPECT_EQ(origin_.requests(), 1u) << "reached the origin";
+    }
+    // The disagreeing host is refused outright, whichever of the two names the room.
+    EXPECT_TRUE(refused(get("/shop/x", {{"host", "other.test"}}, "shop.example.com")));
+    EXPECT_TRUE(refused(get("/x", {{"host", "shop.example.com"}}, "other.test")));
+}
+
+// Without :authority, two host fields are as ambiguous as two Host lines in HTTP/1.1.
+TEST_F(Http2, TwoHostFieldsWithoutAnAuthorityAreRefused) {
+    start(config("", host_path_room));
+    ASSERT_EQ(get("/shop/x", {}, "shop.example.com").status, 404u);  // the origin's
+    for (const auto& hosts : {std::pair{"shop.example.com", "other.test"},
+                              std::pair{"other.test", "shop.example.com"}}) {
+        h2_raw_client c(port_);
+        ASSERT_TRUE(c.connected()) << c.error();
+        c.send_headers(1,
+                       {{":method", "GET"},
+                        {":scheme", "https"},
+                        {":path", "/shop/x"},
+                        {"host", hosts.first},
+                        {"host", hosts.second}},
+                       true);
+        auto r = c.await(1);
+        EXPECT_TRUE(refused(r)) << hosts.first << ", " << hosts.second << ": " << describe(r);
+    }
+    EXPECT_EQ(origin_.requests(), 1u);
+}
+
+// ---- malformed requests -------------------------------------------------------------------
+
+TEST_F(Http2, MalformedRequestsAreRefusedAndNeverReachTheOrigin) {
+    start(config());
+    const std::vector<h2_fields> bad = {
+        {{"connection", "keep-alive"}},
+        {{"transfer-encoding", "chunked"}},
+        {{"keep-alive", "timeout=5"}},
+        {{"upgrade", "h2c"}},
+        {{"proxy-connection", "keep-alive"}},
+        {{"te", "gzip"}},
+        {{"X-Upper", "1"}},
+        {{"x-cr", "a\rb"}},
+        {{"x-lf", "a\nx-injected: 1"}},
+        {{"x-nul", std::string("a\0b", 3)}},
+        {{"x-space", " edge"}},
+        {{"", "empty name"}},
+        {{"x:colon", "1"}},
+    };
+    for (const auto& fields : bad) {
+        SCOPED_TRACE(fields.front().first + ": " + fields.front().second);
+        auto r = get("/hello", fields);
+        EXPECT_TRUE(refused(r)) << describe(r);
+        ASSERT_TRUE(proc().running()) << "waitroomd died:\n" << output();
+    }
+    // content-length against the DATA sent: fewer bytes, more bytes.
+    for (const auto& [declared, sent] : {std::pair{"10", "12345"}, std::pair{"3", "1234567890"}}) {
+        SCOPED_TRACE(std::string(declared) + " declared, " + sent + " sent");
+        h2_raw_client c(port_);
+        ASSERT_TRUE(c.connected()) << c.error();
+        const std::string headers =
+            h2_raw_client::frame(h2_frame_type::headers, h2_flag::end_headers, 1,
+                                 c.encode({{":method", "POST"},
+                                           {":scheme", "https"},
+                                           {":authority", "shop.test"},
+                                           {":path", "/echo"},
+                                           {"content-length", declared}}));
+        c.send_raw(headers +
+                   h2_raw_client::frame(h2_frame_type::data, h2_flag::end_stream, 1, sent));
+        auto r = c.await(1);
+        EXPECT_TRUE(refused(r)) << describe(r);
+        ASSERT_TRUE(proc().running()) << "waitroomd died:\n" << output();
+    }
+    EXPECT_EQ(origin_.requests(), 0u) << origin_.last_request().target;
+    // te: trailers is the one te allowed, and the connection-specific fields only refuse their
+    // own request.
+    auto ok = get("/hello", {{"te", "trailers"}});
+    EXPECT_EQ(ok.status, 200u) << describe(ok);
+    EXPECT_TRUE(served());
+}
+
 }  // namespace
 }  // namespace waitroom::test
