@@ -79,6 +79,12 @@ void h2_connection<Stream>::close() {
     error_code ignored;
     lowest().socket().shutdown(asio::socket_base::shutdown_both, ignored);
     lowest().socket().close(ignored);
+    end_streams();
+}
+
+// The streams still open end with the connection: each lets its origin connection go.
+template <class Stream>
+void h2_connection<Stream>::end_streams() {
     auto streams = std::move(streams_);
     for (auto& [id, s] : streams) {
         s->on_closed();
@@ -173,6 +179,8 @@ void h2_connection<Stream>::finish() {
     } else {
         closed_ = true;
         idle_timer_.cancel();
+        // A GOAWAY that ended the session (a bound passed) leaves streams nothing can answer.
+        end_streams();
         lowest().expires_after(std::chrono::seconds(2));
         stream_.async_shutdown([self = this->shared_from_this()](error_code) {
             error_code ignored;

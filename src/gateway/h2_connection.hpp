@@ -59,6 +59,7 @@ class h2_connection : public session_base,
     void on_written(error_code ec, std::size_t n);
     void arm_idle();
     void finish();
+    void end_streams();
 
     std::shared_ptr<worker_context> state_;
     Stream stream_;

@@ -478,5 +478,317 @@ TEST_F(Http2, MalformedRequestsAreRefusedAndNeverReachTheOrigin) {
     EXPECT_TRUE(served());
 }
 
+// A body in the same read as its head (one write of HEADERS and DATA) is taken whole.
+TEST_F(Http2, ABodySentWithItsHeadersInOneWriteIsRelayed) {
+    start(config());
+    h2_raw_client c(port_);
+    ASSERT_TRUE(c.connected()) << c.error();
+    const std::string head = h2_raw_client::frame(h2_frame_type::headers, h2_flag::end_headers, 1,
+                                                  c.encode({{":method", "POST"},
+                                                            {":scheme", "https"},
+                                                            {":authority", "shop.test"},
+                                                            {":path", "/echo"},
+                                                            {"content-length", "5"}}));
+    ASSERT_TRUE(c.send_raw(
+        head + h2_raw_client::frame(h2_frame_type::data, h2_flag::end_stream, 1, "12345")));
+    auto r = c.await(1);
+    EXPECT_EQ(r.status, 200u) << describe(r);
+    EXPECT_EQ(r.body, "12345");
+    ASSERT_TRUE(proc().running()) << output();
+}
+
+// ---- the bounds ---------------------------------------------------------------------------
+
+// A raw HPACK integer (RFC 7541 §5.1) with `prefix` bits, the first byte's high bits `first`.
+std::string hpack_int(std::size_t v, int prefix, std::uint8_t first) {
+    std::string out;
+    const std::size_t max = (1u << prefix) - 1;
+    if (v < max) {
+        out.push_back(static_cast<char>(first | v));
+        return out;
+    }
+    out.push_back(static_cast<char>(first | max));
+    for (v -= max; v >= 128; v >>= 7) {
+        out.push_back(static_cast<char>((v & 0x7f) | 0x80));
+    }
+    out.push_back(static_cast<char>(v));
+    return out;
+}
+
+// GET / on https for shop.test, by static-table index, nothing added to the dynamic table.
+std::string hpack_get_root() {
+    return std::string("\x82\x87\x84", 3) + hpack_int(1, 4, 0x00) + hpack_int(9, 7, 0) +
+           "shop.test";
+}
+
+// `n` GET requests of `path` as one write, on streams 1, 3, 5… counted from the `first`-th.
+std::string request_burst(h2_raw_client& c, std::uint32_t n, const std::string& path,
+                          std::uint32_t first = 0) {
+    std::string burst;
+    for (std::uint32_t i = first; i < first + n; ++i) {
+        burst += h2_raw_client::frame(h2_frame_type::headers,
+                                      h2_flag::end_headers | h2_flag::end_stream, 1 + 2 * i,
+                                      c.encode({{":method", "GET"},
+                                                {":scheme", "https"},
+                                                {":authority", "shop.test"},
+                                                {":path", path}}));
+    }
+    return burst;
+}
+
+// Streams past SETTINGS_MAX_CONCURRENT_STREAMS, sent before the client has acknowledged the
+// SETTINGS, are refused one by one (REFUSED_STREAM: the client may retry them).
+TEST_F(Http2, MoreStreamsThanTheSettingsAllowAreRefusedAndTheOthersFinish) {
+    start(config(", http2_max_concurrent_streams: 4"));
+    const auto rss = rss_kib();
+    h2_raw_client c(port_);
+    ASSERT_TRUE(c.connected()) << c.error();
+    ASSERT_TRUE(c.send_raw(request_burst(c, 50, "/slow?ms=1500")));
+    ASSERT_TRUE(poll_until(5s, [&] { return origin_.requests() == 4; }));
+    EXPECT_TRUE(served()) << "another client waits behind the streams in flight";
+    int finished = 0, refused_streams = 0;
+    for (std::uint32_t i = 0; i < 50; ++i) {
+        auto r = c.await(1 + 2 * i);
+        finished += r.status == 200 && r.body == "slow\n";
+        refused_streams += r.reset == h2_refused_stream;
+    }
+    EXPECT_EQ(c.server_settings().at(0x3), 4u);  // SETTINGS_MAX_CONCURRENT_STREAMS
+    EXPECT_EQ(finished, 4);
+    EXPECT_EQ(refused_streams, 46);
+    EXPECT_EQ(origin_.requests(), 5u);  // the 4 streams and the other client
+    EXPECT_LT(rss_kib() - std::min(rss, rss_kib()), rss_margin_kib);
+}
+
+// A client that acknowledged the limit and still passes it breaks the protocol: the
+// connection ends (GOAWAY PROTOCOL_ERROR), and the streams it had at the origin are let go.
+TEST_F(Http2, AClientPastTheLimitItAcknowledgedLosesTheConnectionAndItsOriginStreams) {
+    start(config(", http2_max_concurrent_streams: 4, body_timeout: 30s, response_min_rate: 0"));
+    const auto rss = rss_kib();
+    // A shut window: the origin is still sending (and notices at once when it is cut off).
+    h2_raw_client c(port_, {.initial_window = 0});
+    ASSERT_TRUE(c.connected()) << c.error();
+    ASSERT_TRUE(c.read_frame(clock::now() + 5s));  // the server's SETTINGS, acknowledged
+    ASSERT_EQ(c.server_settings().at(0x3), 4u);
+    // The first four streams reach the origin, then the rest pass the limit.
+    const std::string path = "/bytes?n=268435456";
+    ASSERT_TRUE(c.send_raw(request_burst(c, 4, path)));
+    ASSERT_TRUE(poll_until(5s, [&] { return origin_.open_connections() == 4; }));
+    c.send_raw(request_burst(c, 46, path, 4));
+    EXPECT_EQ(c.await_goaway(5s), h2_protocol_error);
+    EXPECT_TRUE(c.await_close(5s));
+    EXPECT_EQ(origin_.requests(), 4u);
+    // Let go with the connection, not at the body timeout.
+    EXPECT_TRUE(poll_until(2s, [&] { return origin_.open_connections() == 0; }))
+        << "the origin still holds " << origin_.open_connections() << " connections";
+    EXPECT_TRUE(served());
+    EXPECT_LT(rss_kib() - std::min(rss, rss_kib()), rss_margin_kib);
+}
+
+// One 4 KB field in the dynamic table, then referenced by one byte each, thousands of times per
+// block: what it decodes to is counted against max_header_bytes and never kept.
+TEST_F(Http2, AnHpackBombIsResetWithoutTheMemoryItDecodesTo) {
+    start(config());
+    const auto rss = rss_kib();
+    h2_raw_client c(port_);
+    ASSERT_TRUE(c.connected()) << c.error();
+    const std::string value(4000, 'v');
+    const std::string entry = hpack_int(0, 6, 0x40) + hpack_int(6, 7, 0) + "x-bomb" +
+                              hpack_int(value.size(), 7, 0) + value;
+    const std::string refs(12000, '\xbe');  // index 62: the newest dynamic entry
+    std::string flood;
+    for (std::uint32_t i = 0; i < 20; ++i) {  // ~1 GB decoded in all
+        flood +=
+            h2_raw_client::frame(h2_frame_type::headers, h2_flag::end_headers | h2_flag::end_stream,
+                                 1 + 2 * i, hpack_get_root() + (i == 0 ? entry : "") + refs);
+    }
+    ASSERT_TRUE(c.send_raw(flood));
+    for (std::uint32_t i = 0; i < 20; ++i) {
+        auto r = c.await(1 + 2 * i);
+        EXPECT_TRUE(r.reset.has_value() || c.goaway()) << i << ": " << describe(r);
+        EXPECT_EQ(r.status, 0u);
+    }
+    EXPECT_EQ(origin_.requests(), 0u);
+    EXPECT_TRUE(served());
+    EXPECT_LT(rss_kib() - std::min(rss, rss_kib()), rss_margin_kib);
+}
+
+TEST_F(Http2, AHeaderListOverMaxHeaderBytesIsResetBeforeTheOrigin) {
+    start(config());
+    auto one_big = get("/hello", {{"x-big", std::string(9000, 'b')}});
+    EXPECT_EQ(one_big.reset, h2_refused_stream) << describe(one_big);
+    h2_fields many;
+    for (int i = 0; i < 100; ++i) {
+        many.emplace_back("x-f" + std::to_string(i), std::string(100, 'a' + i % 26));
+    }
+    auto many_small = get("/hello", many);
+    EXPECT_EQ(many_small.reset, h2_refused_stream) << describe(many_small);
+    EXPECT_EQ(origin_.requests(), 0u);
+    EXPECT_TRUE(served());
+}
+
+TEST_F(Http2, AContinuationFloodEndsTheConnection) {
+    start(config());
+    const auto rss = rss_kib();
+    for (const std::size_t piece : {std::size_t{0}, std::size_t{200}}) {
+        SCOPED_TRACE("CONTINUATION frames of " + std::to_string(piece) + " bytes");
+        h2_raw_client c(port_);
+        ASSERT_TRUE(c.connected()) << c.error();
+        // Literal fields, never indexed: each CONTINUATION a field of its own.
+        const std::string field = hpack_int(0, 4, 0x10) + hpack_int(5, 7, 0) + "x-pad" +
+                                  hpack_int(piece > 10 ? piece - 10 : 0, 7, 0) +
+                                  std::string(piece > 10 ? piece - 10 : 0, 'p');
+        std::string flood =
+            h2_raw_client::frame(h2_frame_type::headers, h2_flag::end_stream, 1, hpack_get_root());
+        for (int i = 0; i < 5000; ++i) {
+            flood += h2_raw_client::frame(h2_frame_type::continuation, 0, 1,
+                                          piece == 0 ? std::string{} : field);
+        }
+        c.send_raw(flood);  // the server may close before it has all
+        const auto code = c.await_goaway(5s);
+        ASSERT_TRUE(code.has_value()) << "no GOAWAY";
+        EXPECT_TRUE(*code == h2_enhance_your_calm || *code == h2_protocol_error) << *code;
+        EXPECT_TRUE(c.await_close(5s));
+    }
+    EXPECT_EQ(origin_.requests(), 0u);
+    EXPECT_TRUE(served());
+    EXPECT_LT(rss_kib() - std::min(rss, rss_kib()), rss_margin_kib);
+}
+
+TEST_F(Http2, ARapidResetFloodGetsGoawayAndNeverPilesUpAtTheOrigin) {
+    start(config());
+    const auto rss = rss_kib();
+    h2_raw_client c(port_);
+    ASSERT_TRUE(c.connected()) << c.error();
+    constexpr std::uint32_t sent = 5000;
+    std::string flood;
+    for (std::uint32_t i = 0; i < sent; ++i) {
+        const std::uint32_t id = 1 + 2 * i;
+        flood += h2_raw_client::frame(h2_frame_type::headers,
+                                      h2_flag::end_headers | h2_flag::end_stream, id,
+                                      c.encode({{":method", "GET"},
+                                                {":scheme", "https"},
+                                                {":authority", "shop.test"},
+                                                {":path", "/slow?ms=200"}}));
+        flood += h2_raw_client::frame(h2_frame_type::rst_stream, 0, id,
+                                      h2_raw_client::rst_payload(h2_cancel));
+    }
+    c.send_raw(flood);  // the server may close before it has all
+    EXPECT_EQ(c.await_goaway(5s), h2_enhance_your_calm);
+    EXPECT_TRUE(c.await_close(5s));
+    const auto reached = origin_.requests();
+    EXPECT_LE(reached, 2 * reset_burst) << "of " << sent << " streams sent";
+    EXPECT_TRUE(served());
+    EXPECT_LT(rss_kib() - std::min(rss, rss_kib()), rss_margin_kib);
+}
+
+TEST_F(Http2, FloodsOfControlAndEmptyFramesGetGoawayEnhanceYourCalm) {
+    start(config());
+    const auto rss = rss_kib();
+    const auto repeat = [](std::string frame, int n) {
+        std::string out;
+        for (int i = 0; i < n; ++i) {
+            out += frame;
+        }
+        return out;
+    };
+    using f = h2_raw_client;
+    const std::string priority("\x00\x00\x00\x00\x10", 5);  // no dependency, weight 17
+    std::string one = f::rst_payload(1);                    // a WINDOW_UPDATE of 1
+    const std::vector<std::pair<std::string, std::string>> floods = {
+        {"SETTINGS", repeat(f::frame(h2_frame_type::settings, 0, 0, {}), 5000)},
+        {"PING", repeat(f::frame(h2_frame_type::ping, 0, 0, std::string(8, 'p')), 5000)},
+        {"PRIORITY", repeat(f::frame(h2_frame_type::priority, 0, 3, priority), 5000)},
+        {"WINDOW_UPDATE", repeat(f::frame(h2_frame_type::window_update, 0, 0, one), 5000)},
+        {"empty DATA", repeat(f::frame(h2_frame_type::data, 0, 1, {}), 1000)},
+    };
+    for (const auto& [name, flood] : floods) {
+        SCOPED_TRACE(name);
+        h2_raw_client c(port_);
+        ASSERT_TRUE(c.connected()) << c.error();
+        // A stream open for the DATA: a POST whose body never ends.
+        c.send_headers(1,
+                       {{":method", "POST"},
+                        {":scheme", "https"},
+                        {":authority", "shop.test"},
+                        {":path", "/sink"}},
+                       false);
+        c.send_raw(flood);  // the server may close before it has all
+        EXPECT_EQ(c.await_goaway(5s), h2_enhance_your_calm);
+        EXPECT_TRUE(c.await_close(5s));
+    }
+    EXPECT_TRUE(served());
+    EXPECT_LT(rss_kib() - std::min(rss, rss_kib()), rss_margin_kib);
+}
+
+// A client whose window stays shut on a large response: the stream is reset within the send
+// timeouts, and the origin connection that fed it is closed.
+TEST_F(Http2, AClientWithAShutWindowIsResetAndItsOriginConnectionClosed) {
+    start(config(", body_timeout: 2s, response_min_rate: 1MiB"));
+    const auto rss = rss_kib();
+    h2_raw_client c(port_, {.initial_window = 0, .grant_window = false, .timeout = 10s});
+    ASSERT_TRUE(c.connected()) << c.error();
+    ASSERT_TRUE(c.request(1, "/bytes?n=268435456"));
+    ASSERT_TRUE(poll_until(5s, [&] { return origin_.open_connections() == 1; }));
+    const auto t0 = clock::now();
+    auto r = c.await(1);
+    EXPECT_EQ(r.status, 200u);
+    EXPECT_EQ(r.reset, h2_cancel) << describe(r);
+    EXPECT_LT(clock::now() - t0, 5s);
+    EXPECT_TRUE(poll_until(5s, [&] { return origin_.open_connections() == 0; }))
+        << "the origin connection is still held";
+    EXPECT_TRUE(served());
+    EXPECT_LT(rss_kib() - std::min(rss, rss_kib()), rss_margin_kib);
+}
+
+// A client that stops reading its socket (wide windows, a tiny receive buffer): its connection
+// and the origin connection behind it are let go within the timeouts.
+TEST_F(Http2, AClientThatStopsReadingLosesItsStreamAndItsOriginConnection) {
+    start(config(", body_timeout: 2s, response_min_rate: 1MiB"));
+    const auto rss = rss_kib();
+    h2_raw_client c(port_, {.receive_buffer = 4096, .timeout = 10s});
+    ASSERT_TRUE(c.connected()) << c.error();
+    ASSERT_TRUE(c.request(1, "/bytes?n=268435456"));
+    ASSERT_TRUE(poll_until(5s, [&] { return origin_.open_connections() == 1; }));
+    EXPECT_TRUE(poll_until(8s, [&] { return origin_.open_connections() == 0; }))
+        << "the origin connection is still held";
+    EXPECT_TRUE(served());
+    auto r = c.await(1);
+    EXPECT_TRUE(r.reset.has_value() || c.peer_closed()) << describe(r);
+    EXPECT_LT(r.body.size(), 268435456u);
+    EXPECT_LT(rss_kib() - std::min(rss, rss_kib()), rss_margin_kib);
+}
+
+TEST_F(Http2, AnIdleConnectionGetsGoawayAtTheKeepaliveTimeout) {
+    start(config(", keepalive_timeout: 1s"));
+    h2_raw_client c(port_);
+    ASSERT_TRUE(c.connected()) << c.error();
+    const auto t0 = clock::now();
+    EXPECT_EQ(c.await_goaway(5s), h2_no_error);
+    EXPECT_GE(clock::now() - t0, 900ms);
+    EXPECT_TRUE(c.await_close(5s));
+    // A connection with a stream in flight is not idle.
+    h2_raw_client busy(port_);
+    ASSERT_TRUE(busy.request(1, "/slow?ms=1500"));
+    auto r = busy.await(1);
+    EXPECT_EQ(r.body, "slow\n") << describe(r);
+}
+
+TEST_F(Http2, SigtermSendsGoawayAndTheStreamInFlightFinishes) {
+    start(config());
+    h2_raw_client c(port_);
+    ASSERT_TRUE(c.connected()) << c.error();
+    ASSERT_TRUE(c.request(1, "/slow?ms=1500"));
+    ASSERT_TRUE(poll_until(5s, [&] { return origin_.requests() == 1; }));
+    proc().send_signal(SIGTERM);
+    EXPECT_EQ(c.await_goaway(5s), h2_no_error);
+    EXPECT_GE(c.goaway_last_stream(), 1u);
+    auto r = c.await(1);
+    EXPECT_EQ(r.status, 200u) << describe(r);
+    EXPECT_EQ(r.body, "slow\n");
+    EXPECT_FALSE(r.reset.has_value());
+    EXPECT_TRUE(c.await_close(5s));
+    EXPECT_EQ(proc().wait_exit(10s), 0) << output();
+}
+
 }  // namespace
 }  // namespace waitroom::test

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 
 namespace waitroom::test {
 
@@ -61,6 +62,9 @@ std::string h2_reply::header(std::string_view name) const {
 h2_raw_client::h2_raw_client(std::uint16_t port) : h2_raw_client(port, options{}) {}
 
 h2_raw_client::h2_raw_client(std::uint16_t port, options opts) : opts_(opts) {
+    // A write to a connection the server closed (a flood cut short) is an error, not a signal
+    // that ends the test program.
+    std::signal(SIGPIPE, SIG_IGN);
     nghttp2_hd_deflate_new(&deflater_, 4096);
     nghttp2_hd_inflate_new(&inflater_);
     if (!connect(port) || !handshake()) {
