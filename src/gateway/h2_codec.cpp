@@ -192,15 +192,16 @@ bool h2_codec::receive(std::span<const char> bytes, std::chrono::steady_clock::t
     const auto rv = nghttp2_session_mem_recv(
         session_, reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
     if (rv < 0) {
-        // A connection error nghttp2 found (bad preface, a frame out of place, a flood of
-        // acknowledgements): it queued its GOAWAY when it could; one more costs nothing.
-        if (rv == NGHTTP2_ERR_FLOODED) {
+        // A connection error nghttp2 found (bad preface, a frame out of place): it queued its
+        // GOAWAY when it could. Floods of acknowledgements or of CONTINUATION frames are a client
+        // to calm down.
+        const bool flood = rv == NGHTTP2_ERR_FLOODED || rv == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS;
+        if (flood) {
             ++stats_.goaway_calm;
         }
         failed_ = true;
-        nghttp2_session_terminate_session(session_, rv == NGHTTP2_ERR_FLOODED
-                                                        ? NGHTTP2_ENHANCE_YOUR_CALM
-                                                        : NGHTTP2_PROTOCOL_ERROR);
+        nghttp2_session_terminate_session(
+            session_, flood ? NGHTTP2_ENHANCE_YOUR_CALM : NGHTTP2_PROTOCOL_ERROR);
         return false;
     }
     return !failed_;

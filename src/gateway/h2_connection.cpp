@@ -82,7 +82,7 @@ void h2_connection<Stream>::close() {
     end_streams();
 }
 
-// The streams left end with the connection (they hold it: the last of them frees it).
+// The streams still open end with the connection: each lets its origin connection go.
 template <class Stream>
 void h2_connection<Stream>::end_streams() {
     auto streams = std::move(streams_);
@@ -198,6 +198,7 @@ void h2_connection<Stream>::finish() {
     } else {
         closed_ = true;
         idle_timer_.cancel();
+        // A GOAWAY that ended the session (a bound passed) leaves streams nothing can answer.
         end_streams();
         lowest().expires_after(std::chrono::seconds(2));
         stream_.async_shutdown([self = this->shared_from_this()](error_code) {

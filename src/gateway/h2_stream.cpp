@@ -37,6 +37,8 @@ h2_stream::h2_stream(std::shared_ptr<worker_context> worker, std::shared_ptr<h2_
                      bool end_stream, const client_identity& identity, const request_info& info)
     : worker_(std::move(worker)),
       link_(std::move(link)),
+      // Taken with the stream, not at start(): DATA read with the HEADERS reaches on_data first.
+      runtime_(worker_->current()),
       id_(id),
       head_(head),
       identity_(identity),
@@ -57,7 +59,6 @@ void h2_stream::start() {
         return;
     }
     started_ = std::chrono::steady_clock::now();
-    runtime_ = worker_->current();
     info_.runtime = runtime_;
     if (!body_end_ && !length_) {
         // A body of unknown length reaches the HTTP/1.1 origin chunked.
