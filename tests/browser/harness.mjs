@@ -63,22 +63,24 @@ export class harness {
     });
   }
 
-  // The demo origin and waitroomd in front of it, with `config(originPort)` as its file.
+  // The demo origin and waitroomd in front of it, with `config(originPort)` as its file; resolves
+  // with the base URL of its first listener (https:// when that listener terminates TLS).
   async startDaemon(waitroomd, demoOrigin, writeConfig) {
     const originPort = await this.freePort();
     await this.startProcess(demoOrigin, ["--listen", `127.0.0.1:${originPort}`], /listening on/,
       "the demo origin");
     const config = writeConfig(path.join(this.workDir, "config.yaml"), originPort);
     const m = await this.startProcess(waitroomd, ["-c", config],
-      /listening on http:\/\/[^\s:]+:(\d+)/, "waitroomd");
-    return `http://127.0.0.1:${m[1]}`;
+      /listening on (https?):\/\/[^\s:]+:(\d+)/, "waitroomd");
+    return `${m[1]}://127.0.0.1:${m[2]}`;
   }
 
-  async launch() {
+  // Chromium headless, with `extraArgs` after the flags every browser test uses.
+  async launch(extraArgs = []) {
     this.browser = await chromium.launch({
       executablePath: "/usr/bin/chromium",
       args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-dev-shm-usage"],
+        "--disable-dev-shm-usage", ...extraArgs],
     });
     return this.browser;
   }
