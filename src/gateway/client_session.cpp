@@ -1,5 +1,7 @@
 #include "client_session.hpp"
 
+#include <cstring>
+
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/bind_handler.hpp>
@@ -37,13 +39,14 @@ Stream make_stream(tcp_socket&& socket, const certificate_set* tls) {
 template <class Stream>
 client_session<Stream>::client_session(std::shared_ptr<worker_context> state, tcp_socket&& socket,
                                        std::shared_ptr<const certificate_set> tls,
-                                       bool proxy_protocol)
+                                       bool proxy_protocol, bool h2c)
     : state_(std::move(state)),
       runtime_(state_->current()),
       cfg_(runtime_->cfg.get()),
       tls_(std::move(tls)),
       stream_(make_stream<Stream>(std::move(socket), tls_.get())),
       proxy_protocol_(proxy_protocol),
+      h2c_(h2c && !is_tls),
       deadline_timer_(state_->ioc),
       exchange_(*this, *state_) {
     error_code ec;
@@ -143,15 +146,34 @@ void client_session<Stream>::on_handshake(error_code ec) {
     do_read_header();
 }
 
-// ALPN chose h2: the connection goes on as an h2_connection, and this session ends here.
+// ALPN chose h2, or an h2c client sent the preface: the connection goes on as an
+// h2_connection (with the bytes read so far), and this session ends here.
 template <class Stream>
 void client_session<Stream>::hand_to_h2() {
     closed_ = true;
+    header_waiting_ = false;
     deadline_timer_.cancel();
     lowest().expires_never();
     std::make_shared<h2_connection<Stream>>(state_, std::move(stream_), identity_, info_,
                                             std::move(buffer_))
         ->run();
+}
+
+// How the first bytes of an h2c connection compare with HTTP/2's preface (RFC 9113 §3.4): all of
+// it, a part of it so far, or not it (HTTP/1.1, which Beast's parser refuses as "HTTP/2.0" would
+// be: it is never parsed as a request).
+template <class Stream>
+typename client_session<Stream>::preface client_session<Stream>::h2c_preface() const {
+    static constexpr std::string_view whole = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    if (!h2c_ || !first_request_) {
+        return preface::none;
+    }
+    const std::string_view got(static_cast<const char*>(buffer_.cdata().data()), buffer_.size());
+    const auto n = std::min(got.size(), whole.size());
+    if (got.substr(0, n) != whole.substr(0, n)) {
+        return preface::none;
+    }
+    return got.size() >= whole.size() ? preface::whole : preface::partial;
 }
 
 template <class Stream>
@@ -215,8 +237,12 @@ void client_session<Stream>::do_read_header() {
 // socket_reader (one operation, no Beast layers), TLS with the stream's reads.
 template <class Stream>
 void client_session<Stream>::read_client_head(bool try_first) {
+    const auto h2c = h2c_preface();
+    if (h2c == preface::whole) {
+        return hand_to_h2();
+    }
     error_code ec;
-    if (parse_head(*parser_, buffer_, ec)) {
+    if (h2c == preface::none && parse_head(*parser_, buffer_, ec)) {
         return on_read_header(ec, 0);
     }
     if (header_timed_out_) {

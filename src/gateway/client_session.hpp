@@ -39,9 +39,11 @@ class client_session : public session_base,
 
     // `tls` is the listener's current certificate set when Stream is a TLS stream, else null;
     // the session holds it for its life. `proxy_protocol`: the connection starts with a PROXY
-    // header (before any TLS).
+    // header (before any TLS). `h2c`: a plain connection whose first bytes are HTTP/2's
+    // preface is HTTP/2 with prior knowledge.
     client_session(std::shared_ptr<worker_context> state, tcp_socket&& socket,
-                   std::shared_ptr<const certificate_set> tls, bool proxy_protocol = false);
+                   std::shared_ptr<const certificate_set> tls, bool proxy_protocol = false,
+                   bool h2c = false);
     ~client_session() override;
 
     void run();
@@ -77,6 +79,8 @@ class client_session : public session_base,
     void start();
     void on_handshake(error_code ec);
     void hand_to_h2();
+    enum class preface { none, partial, whole };
+    preface h2c_preface() const;
     // PROXY protocol (proxy_protocol.hpp): the header, then who the client is.
     void read_proxy_header();
     void on_proxy_bytes(error_code ec, std::size_t n);
@@ -129,6 +133,7 @@ class client_session : public session_base,
     request_info info_;
     client_identity identity_;
     bool proxy_protocol_ = false;  // a PROXY header is awaited before anything else
+    bool h2c_ = false;             // HTTP/2 with prior knowledge is taken on this connection
 
     // The deadline timer and the header wait.
     steady_timer deadline_timer_;         // bounds the header, body and plain origin waits

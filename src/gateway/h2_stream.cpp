@@ -312,6 +312,9 @@ void h2_stream::on_closed() {
 }
 
 void h2_stream::unwind() {
+    // What arrived and nobody took goes back to the connection's window.
+    link_->codec().consume(id_, received_.size());
+    received_.clear();
     if (body_waiting_) {
         body_waiting_ = false;
         return body_read(asio::error::operation_aborted);

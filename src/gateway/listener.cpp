@@ -46,6 +46,7 @@ listener::listener(std::shared_ptr<worker_context> state, const tcp::endpoint& e
       retry_timer_(state_->ioc),
       tls_(std::move(tls)) {
     proxy_protocol_ = cfg.proxy_protocol;
+    h2c_ = cfg.h2c;
     acceptor_.open(ep.protocol());
     acceptor_.set_option(asio::socket_base::reuse_address(true));
     int one = 1;
@@ -109,7 +110,7 @@ void listener::on_accept(error_code ec, tcp_socket socket) {
             ->run();
     } else {
         std::make_shared<client_session<tcp_stream>>(state_, std::move(socket), nullptr,
-                                                     proxy_protocol_)
+                                                     proxy_protocol_, h2c_)
             ->run();
     }
     // The config is read here only, once per accepted connection.

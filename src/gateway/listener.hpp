@@ -39,6 +39,7 @@ class listener : public std::enable_shared_from_this<listener> {
     steady_timer retry_timer_;
     std::shared_ptr<const listener_tls> tls_;
     bool proxy_protocol_ = false;  // sessions read a PROXY header first
+    bool h2c_ = false;             // plain sessions take HTTP/2 with prior knowledge
     bool paused_ = false;
     bool stopped_ = false;
 };

@@ -190,6 +190,25 @@ class Http2 : public daemon_test {
 
 // ---- real clients -------------------------------------------------------------------------
 
+// `h2c: true` on a plain listener: a client with prior knowledge speaks HTTP/2 from its first
+// byte, and an HTTP/1.1 client on the same listener is still served HTTP/1.1.
+TEST_F(Http2, APlainH2cListenerTakesPriorKnowledgeAndStillServesHttp11) {
+    SKIP_WITHOUT("curl");
+    std::string c = config();
+    const auto from = c.find("\nlisten:") + 1;
+    c.replace(from, c.find('\n', from) + 1 - from,
+              "listen: [{address: \"127.0.0.1:0\", h2c: true}]\n");
+    start(c);
+    const auto url = "http://127.0.0.1:" + std::to_string(port_) + "/hello";
+    for (const auto& [flag, version] :
+         {std::pair{"--http2-prior-knowledge", "2"}, std::pair{"--http1.1", "1.1"}}) {
+        const auto r = run_to_exit(
+            program("curl"), {"-s", flag, "-w", " %{http_version}", "--max-time", "10", url}, 15s);
+        EXPECT_EQ(r.out, std::string("hello, world\n ") + version) << flag;
+    }
+    EXPECT_EQ(origin_.requests(), 2u);
+}
+
 TEST_F(Http2, CurlSpeaksHttp2AndTheOriginSeesTheRequestWithForwardedFields) {
     SKIP_WITHOUT("curl");
     start(config());
