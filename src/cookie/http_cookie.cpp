@@ -58,10 +58,6 @@ std::string cookie_name(std::string_view cookie_suffix) {
     return with_suffix(base_cookie_name, cookie_suffix);
 }
 
-std::string challenge_cookie_name(std::string_view cookie_suffix) {
-    return with_suffix(base_challenge_cookie_name, cookie_suffix);
-}
-
 resolved_attributes resolve_attributes(const config::cookie_attributes& attrs,
                                        bool visitor_tls) noexcept {
     resolved_attributes r;

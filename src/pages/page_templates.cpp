@@ -260,7 +260,7 @@ page_templates::load_result page_templates::load(const config::config& cfg) {
         room_entry e;
         e.queue_template = lang_index;
         e.options.admission_sound = room.admission_sound_enabled;
-        e.options.challenge_cookie = cookie::challenge_cookie_name(room.cookie_suffix);
+        e.options.challenge_cookie = room::challenge_cookie_name(room.cookie_suffix);
         if (!room.custom_page_html.empty()) {
             std::string text;
             const auto path = where + ".custom_page_html";

@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "waitroom/cookie/http_cookie.hpp"
 #include "waitroom/pages/page_renderer.hpp"
+#include "waitroom/room/challenge_cookie.hpp"
 
 namespace waitroom::pages {
 
@@ -37,7 +37,7 @@ struct compiled {
 struct room_page_options {
     bool admission_sound = false;  // admissionSoundEnabled: rooms[].admission_sound_enabled
     // challengeCookie: the cookie that carries a challenged visitor's seed to the page's script
-    std::string challenge_cookie{cookie::base_challenge_cookie_name};
+    std::string challenge_cookie{room::base_challenge_cookie_name};
 };
 
 // The template text with every plain variable tag that names a boolean renamed to its string

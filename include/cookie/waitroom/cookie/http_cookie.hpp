@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "waitroom/config/config.hpp"
+#include "waitroom/room/challenge_cookie.hpp"
 
 namespace waitroom::cookie {
 
@@ -16,13 +17,9 @@ inline constexpr std::string_view base_cookie_name = "_cfwaitingroom";
 // `_cfwaitingroom`, or `_cfwaitingroom_<suffix>` when a suffix is set (Cloudflare's naming).
 std::string cookie_name(std::string_view cookie_suffix);
 
-// The cookie that carries a challenged visitor's seed (challenge.hpp) to the queue page's script:
-// `waitroom_seed`, or `waitroom_seed_<suffix>`. Not HttpOnly, since the script reads it; it is
-// never read by the gateway, which takes the seed from the admission cookie itself, so a value
-// written by anyone else only spoils that visitor's own solution. Its name never equals an
-// admission cookie's, whatever the suffixes.
-inline constexpr std::string_view base_challenge_cookie_name = "waitroom_seed";
-std::string challenge_cookie_name(std::string_view cookie_suffix);
+// The cookie that carries a challenged visitor's seed: see waitroom/room/challenge_cookie.hpp.
+using room::base_challenge_cookie_name;
+using room::challenge_cookie_name;
 
 // The SameSite and Secure a response gets, after resolving Cloudflare's `auto`:
 // secure auto = Secure when the visitor reached us over TLS (directly or per a trusted
