@@ -686,7 +686,11 @@ TEST_F(Http2, ARapidResetFloodGetsGoawayAndNeverPilesUpAtTheOrigin) {
 // a reset, here the gateway's for a WINDOW_UPDATE that overflows the stream's window. Fewer
 // WINDOW_UPDATE frames are sent than the control-frame bound allows: only the reset bound stops it.
 TEST_F(Http2, StreamsTheClientMakesTheGatewayResetCountAsRapidResets) {
-    start(config());
+    auto yaml = config();
+    const std::string no_admin = "admin: {listen: \"\"}";
+    yaml.replace(yaml.find(no_admin), no_admin.size(), "admin: {listen: \"127.0.0.1:0\"}");
+    start(yaml);
+    const auto admin = announced_admin_port();
     const auto rss = rss_kib();
     h2_raw_client c(port_);
     ASSERT_TRUE(c.connected()) << c.error();
@@ -707,6 +711,9 @@ TEST_F(Http2, StreamsTheClientMakesTheGatewayResetCountAsRapidResets) {
     EXPECT_EQ(c.await_goaway(5s), h2_enhance_your_calm);
     EXPECT_TRUE(c.await_close(5s));
     EXPECT_LE(origin_.requests(), 2 * reset_burst) << "of " << sent << " streams sent";
+    const auto metrics = client_connection(admin).get("/metrics").body;
+    EXPECT_EQ(metric(metrics, "waitroom_http2_refused_total{what=\"calm\"}"), 1);
+    EXPECT_GE(metric(metrics, "waitroom_http2_refused_total{what=\"client_reset\"}"), reset_burst);
     EXPECT_TRUE(served());
     EXPECT_LT(rss_kib() - std::min(rss, rss_kib()), rss_margin_kib);
 }
