@@ -76,10 +76,10 @@ struct h2_callbacks {
                 }
                 return 0;
             case NGHTTP2_RST_STREAM:
-                ++c.stats_.resets_by_client;
-                if (!c.resets_.take(c.now_)) {
-                    c.calm_down();
+                if (auto* s = c.find(frame->hd.stream_id)) {
+                    s->reset_by_client = true;
                 }
+                c.count_reset();
                 return 0;
             default:
                 return 0;
@@ -106,9 +106,29 @@ struct h2_callbacks {
             return 0;
         }
         const bool announced = it->second.in_body;
+        // Closed with an error nobody sent: nghttp2 reset the stream for the client's stream
+        // error, after the gateway took the request (its room, its origin exchange).
+        const bool made_to_reset = announced && code != NGHTTP2_NO_ERROR &&
+                                   !it->second.reset_by_gateway && !it->second.reset_by_client;
         c.streams_.erase(it);
+        if (made_to_reset) {
+            c.count_reset();
+        }
         if (announced) {
             c.handler_.on_stream_closed(id, code);
+        }
+        return 0;
+    }
+
+    // A response ended while the client's side of its stream is open (a body it never ends):
+    // RST_STREAM NO_ERROR (RFC 9113 §8.1) closes the stream, so it holds no slot, and the
+    // connection's idle bound applies again.
+    static int frame_send(nghttp2_session* session, const nghttp2_frame* frame, void* user) {
+        const bool ends = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0 &&
+                          (frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA);
+        const auto id = frame->hd.stream_id;
+        if (ends && nghttp2_session_get_stream_remote_close(session, id) == 0) {
+            codec(user).reset(id, h2_error::no_error);
         }
         return 0;
     }
@@ -146,6 +166,7 @@ h2_codec::h2_codec(handler& h, const h2_limits& limits, std::chrono::steady_cloc
     nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, h2_callbacks::frame_recv);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, h2_callbacks::data_chunk);
     nghttp2_session_callbacks_set_on_stream_close_callback(cbs, h2_callbacks::stream_close);
+    nghttp2_session_callbacks_set_on_frame_send_callback(cbs, h2_callbacks::frame_send);
     nghttp2_option* opt = nullptr;
     nghttp2_option_new(&opt);
     nghttp2_option_set_no_auto_window_update(opt, 1);
@@ -248,6 +269,14 @@ void h2_codec::calm_down() {
     nghttp2_session_terminate_session(session_, NGHTTP2_ENHANCE_YOUR_CALM);
 }
 
+// A stream the client reset, or made the gateway reset: past the bucket, the client calms down.
+void h2_codec::count_reset() {
+    ++stats_.resets_by_client;
+    if (!resets_.take(now_)) {
+        calm_down();
+    }
+}
+
 int h2_codec::on_header(std::int32_t id, std::string_view name, std::string_view value) {
     auto* s = find(id);
     if (s == nullptr || s->bad) {
@@ -306,6 +335,7 @@ int h2_codec::on_header(std::int32_t id, std::string_view name, std::string_view
 // A malformed request: reset, never seen by the gateway.
 void h2_codec::refuse(std::int32_t id, stream_state& s, std::uint32_t code) {
     s.bad = true;
+    s.reset_by_gateway = true;
     ++stats_.malformed;
     nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, code);
 }
@@ -450,7 +480,8 @@ long h2_codec::read_body(std::int32_t id, std::uint8_t* buf, std::size_t length,
 }
 
 void h2_codec::reset(std::int32_t stream, h2_error code) {
-    if (find(stream) != nullptr) {
+    if (auto* s = find(stream)) {
+        s->reset_by_gateway = true;
         nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream,
                                   static_cast<std::uint32_t>(code));
     }

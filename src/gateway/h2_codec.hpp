@@ -39,8 +39,9 @@ struct h2_limits {
     std::size_t max_header_bytes = 16 * 1024;
     std::uint32_t stream_window = 64 * 1024;    // our receive window per stream
     std::uint32_t connection_window = 1 << 20;  // and for the connection
-    // Streams the client resets (RST_STREAM): a burst, then this many a second; past → GOAWAY
-    // ENHANCE_YOUR_CALM.
+    // Streams the client resets (RST_STREAM), or makes the gateway reset by a stream error once
+    // the gateway has taken them (MadeYouReset, CVE-2025-8671): a burst, then this many a
+    // second; past → GOAWAY ENHANCE_YOUR_CALM.
     std::uint32_t reset_burst = 200;
     std::uint32_t resets_per_second = 100;
     // SETTINGS, PING, PRIORITY and WINDOW_UPDATE frames: a burst, then a rate; past → GOAWAY
@@ -127,9 +128,9 @@ class h2_codec {
 
     // What the codec refused, for the metrics.
     struct counters {
-        std::uint64_t resets_by_client = 0;
-        std::uint64_t goaway_calm = 0;  // ENHANCE_YOUR_CALM sent (rapid reset, a flood)
-        std::uint64_t malformed = 0;    // requests refused before the gateway saw them
+        std::uint64_t resets_by_client = 0;  // RST_STREAM sent, or a stream error caused
+        std::uint64_t goaway_calm = 0;       // ENHANCE_YOUR_CALM sent (rapid reset, a flood)
+        std::uint64_t malformed = 0;         // requests refused before the gateway saw them
     };
     const counters& stats() const { return stats_; }
 
@@ -154,6 +155,10 @@ class h2_codec {
         bool has_path = false;
         bool bad = false;      // refused while its head was read
         bool in_body = false;  // the head is done (later fields are trailers)
+        // Who reset it: a stream closed with an error by neither is one the client's stream
+        // error made nghttp2 reset (a WINDOW_UPDATE past 2^31-1, ...), and counts as a reset.
+        bool reset_by_gateway = false;
+        bool reset_by_client = false;
         std::optional<std::uint64_t> content_length;
         // The response piece being framed.
         const char* piece = nullptr;
@@ -171,6 +176,7 @@ class h2_codec {
     int on_frame_begin(std::uint8_t type, std::size_t length, std::uint8_t flags);
     long read_body(std::int32_t id, std::uint8_t* buf, std::size_t length, std::uint32_t* flags);
     void calm_down();
+    void count_reset();
     void refuse(std::int32_t id, stream_state& s, std::uint32_t code);
 
     handler& handler_;

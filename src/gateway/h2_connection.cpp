@@ -133,12 +133,16 @@ void h2_connection<Stream>::receive(const char* data, std::size_t n) {
     count_refusals();
 }
 
-// What the codec refused since the last look, into the metrics.
+// What the codec refused since the last look, into the metrics. Looked at after reading and
+// after writing: a stream error's reset closes the stream when it is sent.
 template <class Stream>
 void h2_connection<Stream>::count_refusals() {
     auto* m = state_->ctx->metrics();
     const auto& now = codec_->stats();
-    if (m != nullptr) {
+    const bool changed = now.goaway_calm != counted_.goaway_calm ||
+                         now.malformed != counted_.malformed ||
+                         now.resets_by_client != counted_.resets_by_client;
+    if (m != nullptr && changed) {
         using metrics::http2_refusal;
         m->http2_refused(http2_refusal::calm)
             .inc(state_->index, now.goaway_calm - counted_.goaway_calm);
@@ -158,6 +162,7 @@ void h2_connection<Stream>::flush() {
         return;
     }
     const auto out = codec_->output();
+    count_refusals();
     if (out.empty()) {
         if ((closing_ && streams_.empty()) || codec_->finished()) {
             finish();

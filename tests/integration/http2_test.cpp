@@ -701,6 +701,42 @@ TEST_F(Http2, ARapidResetFloodGetsGoawayAndNeverPilesUpAtTheOrigin) {
     EXPECT_LT(rss_kib() - std::min(rss, rss_kib()), rss_margin_kib);
 }
 
+// MadeYouReset (CVE-2025-8671): the client sends no RST_STREAM, yet each stream it opens ends in
+// a reset, here the gateway's for a WINDOW_UPDATE that overflows the stream's window. Fewer
+// WINDOW_UPDATE frames are sent than the control-frame bound allows: only the reset bound stops it.
+TEST_F(Http2, StreamsTheClientMakesTheGatewayResetCountAsRapidResets) {
+    auto yaml = config();
+    const std::string no_admin = "admin: {listen: \"\"}";
+    yaml.replace(yaml.find(no_admin), no_admin.size(), "admin: {listen: \"127.0.0.1:0\"}");
+    start(yaml);
+    const auto admin = announced_admin_port();
+    const auto rss = rss_kib();
+    h2_raw_client c(port_);
+    ASSERT_TRUE(c.connected()) << c.error();
+    constexpr std::uint32_t sent = 600;
+    const std::string overflow("\x7f\xff\xff\xff", 4);
+    std::string flood;
+    for (std::uint32_t i = 0; i < sent; ++i) {
+        const std::uint32_t id = 1 + 2 * i;
+        flood += h2_raw_client::frame(h2_frame_type::headers,
+                                      h2_flag::end_headers | h2_flag::end_stream, id,
+                                      c.encode({{":method", "GET"},
+                                                {":scheme", "https"},
+                                                {":authority", "shop.test"},
+                                                {":path", "/slow?ms=200"}}));
+        flood += h2_raw_client::frame(h2_frame_type::window_update, 0, id, overflow);
+    }
+    c.send_raw(flood);  // the server may close before it has all
+    EXPECT_EQ(c.await_goaway(5s), h2_enhance_your_calm);
+    EXPECT_TRUE(c.await_close(5s));
+    EXPECT_LE(origin_.requests(), 2 * reset_burst) << "of " << sent << " streams sent";
+    const auto metrics = client_connection(admin).get("/metrics").body;
+    EXPECT_EQ(metric(metrics, "waitroom_http2_refused_total{what=\"calm\"}"), 1);
+    EXPECT_GE(metric(metrics, "waitroom_http2_refused_total{what=\"client_reset\"}"), reset_burst);
+    EXPECT_TRUE(served());
+    EXPECT_LT(rss_kib() - std::min(rss, rss_kib()), rss_margin_kib);
+}
+
 TEST_F(Http2, FloodsOfControlAndEmptyFramesGetGoawayEnhanceYourCalm) {
     start(config());
     const auto rss = rss_kib();
@@ -776,6 +812,25 @@ TEST_F(Http2, AClientThatStopsReadingLosesItsStreamAndItsOriginConnection) {
     EXPECT_TRUE(r.reset.has_value() || c.peer_closed()) << describe(r);
     EXPECT_LT(r.body.size(), 268435456u);
     EXPECT_LT(rss_kib() - std::min(rss, rss_kib()), rss_margin_kib);
+}
+
+// A client that never ends its request body keeps its side of the stream open after the 408:
+// the gateway closes the stream (RST_STREAM NO_ERROR), so the idle connection is let go.
+TEST_F(Http2, AStreamAnsweredBeforeItsBodyEndsIsClosedAndTheIdleConnectionLetGo) {
+    start(config(", body_timeout: 1s, keepalive_timeout: 1s"));
+    h2_raw_client c(port_);
+    ASSERT_TRUE(c.connected()) << c.error();
+    ASSERT_TRUE(c.send_headers(1,
+                               {{":method", "POST"},
+                                {":scheme", "https"},
+                                {":authority", "shop.test"},
+                                {":path", "/upload"}},
+                               false));
+    EXPECT_EQ(c.await(1).status, 408u);
+    EXPECT_EQ(c.await_goaway(5s), h2_no_error);
+    EXPECT_EQ(c.stream(1).reset, h2_no_error);
+    EXPECT_TRUE(c.await_close(5s));
+    EXPECT_EQ(origin_.requests(), 0u);
 }
 
 TEST_F(Http2, AnIdleConnectionGetsGoawayAtTheKeepaliveTimeout) {
