@@ -439,6 +439,14 @@ void h2_codec::respond(std::int32_t stream, unsigned status,
     nghttp2_submit_response(session_, stream, nva.data(), nva.size(), body ? &provider : nullptr);
 }
 
+void h2_codec::send_continue(std::int32_t stream) {
+    if (find(stream) == nullptr) {
+        return;
+    }
+    const nghttp2_nv status = make_nv(":status", "100");
+    nghttp2_submit_headers(session_, NGHTTP2_FLAG_NONE, stream, nullptr, &status, 1, nullptr);
+}
+
 void h2_codec::send_body(std::int32_t stream, std::span<const char> data, bool last) {
     auto* s = find(stream);
     if (s == nullptr) {

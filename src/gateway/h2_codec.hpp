@@ -114,6 +114,8 @@ class h2_codec {
     // dropped. The fields are copied.
     void respond(std::int32_t stream, unsigned status,
                  std::span<const std::pair<std::string_view, std::string_view>> fields, bool body);
+    // An interim 100 (Continue): the client of `Expect: 100-continue` may send its body.
+    void send_continue(std::int32_t stream);
     // The next piece of a stream's response body: framed as the windows allow, read from
     // `data`, which the caller keeps until on_body_sent; `last` ends the stream.
     void send_body(std::int32_t stream, std::span<const char> data, bool last);

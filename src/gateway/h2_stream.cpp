@@ -1,6 +1,7 @@
 #include "h2_stream.hpp"
 
 #include <boost/asio/post.hpp>
+#include <boost/beast/core/string.hpp>
 
 #include <algorithm>
 #include <cstring>
@@ -101,6 +102,8 @@ void h2_stream::on_filter(filter_result r) {
                          .started = started_,
                          .body = !body_done(),
                          .chunked = !length_ && !body_done()};
+    continue_pending_ =
+        exchange_request_.body && beast::iequals(head_[http::field::expect], "100-continue");
     exchange_.start();
 }
 
@@ -140,6 +143,11 @@ void h2_stream::read_body(char* into, std::size_t room,
     piece_room_ = room;
     piece_filled_ = 0;
     body_deadline_ = deadline;
+    if (std::exchange(continue_pending_, false)) {
+        // The client waits for this before it sends the body; the origin never sees Expect.
+        link_->codec().send_continue(id_);
+        link_->flush();
+    }
     fill_body_piece();
 }
 

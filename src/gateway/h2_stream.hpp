@@ -112,6 +112,8 @@ class h2_stream : public exchange_client, public std::enable_shared_from_this<h2
     std::size_t piece_room_ = 0;
     std::size_t piece_filled_ = 0;
     bool body_waiting_ = false;
+    // The client asked `Expect: 100-continue`: it is sent before the body is first read.
+    bool continue_pending_ = false;
     std::chrono::steady_clock::time_point body_deadline_;
 
     // The response.

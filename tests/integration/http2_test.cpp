@@ -833,6 +833,27 @@ TEST_F(Http2, AStreamAnsweredBeforeItsBodyEndsIsClosedAndTheIdleConnectionLetGo)
     EXPECT_EQ(origin_.requests(), 0u);
 }
 
+TEST_F(Http2, AClientThatExpectsContinueGetsItBeforeItSendsTheBody) {
+    start(config());
+    h2_raw_client c(port_);
+    ASSERT_TRUE(c.connected()) << c.error();
+    ASSERT_TRUE(c.send_headers(1,
+                               {{":method", "POST"},
+                                {":scheme", "https"},
+                                {":authority", "shop.test"},
+                                {":path", "/echo"},
+                                {"content-length", "5"},
+                                {"expect", "100-continue"}},
+                               false));
+    const auto deadline = clock::now() + 5s;
+    while (c.stream(1).status != 100 && c.read_frame(deadline)) {
+    }
+    ASSERT_EQ(c.stream(1).status, 100u);
+    ASSERT_TRUE(c.send_data(1, "hello", true));
+    EXPECT_EQ(c.await(1).status, 200u);
+    EXPECT_EQ(origin_.requests(), 1u);
+}
+
 TEST_F(Http2, AnIdleConnectionGetsGoawayAtTheKeepaliveTimeout) {
     start(config(", keepalive_timeout: 1s"));
     h2_raw_client c(port_);
