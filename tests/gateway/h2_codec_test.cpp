@@ -343,8 +343,11 @@ TEST(H2Codec, EndsAConnectionThatPassesTheAcknowledgedConcurrencyLimit) {
     }
     EXPECT_EQ(peer.events.requests.size(), 2u);
     EXPECT_EQ(peer.goaway_code(), std::optional<std::uint32_t>(NGHTTP2_PROTOCOL_ERROR));
-    EXPECT_FALSE(peer.alive);
-    // The gateway lets go of the two streams it held.
+    // nghttp2 wrote its GOAWAY: the codec is done, reads nothing more, and the gateway lets go
+    // of the two streams it held.
+    EXPECT_TRUE(peer.codec.finished());
+    EXPECT_FALSE(peer.send(peer.headers(7, raw_peer::get())));
+    EXPECT_EQ(peer.events.requests.size(), 2u);
     EXPECT_EQ(peer.events.closed.size(), 2u);
 }
 
