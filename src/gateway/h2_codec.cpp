@@ -71,6 +71,12 @@ struct h2_callbacks {
             case NGHTTP2_HEADERS:
                 return c.on_headers_done(frame->hd.stream_id, end);
             case NGHTTP2_DATA:
+                // A padded frame whose payload is all padding carries nothing either.
+                if (!end && frame->hd.length > 0 && frame->hd.length == frame->data.padlen &&
+                    !c.empty_.take(c.now_)) {
+                    c.calm_down();
+                    return NGHTTP2_ERR_CALLBACK_FAILURE;
+                }
                 if (end && c.find(frame->hd.stream_id) != nullptr) {
                     c.handler_.on_body(frame->hd.stream_id, {}, true);
                 }
@@ -95,6 +101,7 @@ struct h2_callbacks {
             nghttp2_session_consume(c.session_, id, len);
             return 0;
         }
+        s->unconsumed += len;
         c.handler_.on_body(id, {reinterpret_cast<const char*>(data), len}, false);
         return 0;
     }
@@ -110,6 +117,11 @@ struct h2_callbacks {
         // error, after the gateway took the request (its room, its origin exchange).
         const bool made_to_reset = announced && code != NGHTTP2_NO_ERROR &&
                                    !it->second.reset_by_gateway && !it->second.reset_by_client;
+        // Body bytes handed over and never taken: the stream is gone, the connection's window
+        // opens for them here (consume() on a gone stream does nothing).
+        if (it->second.unconsumed > 0) {
+            nghttp2_session_consume_connection(c.session_, it->second.unconsumed);
+        }
         c.streams_.erase(it);
         if (made_to_reset) {
             c.count_reset();
@@ -223,9 +235,28 @@ bool h2_codec::receive(std::span<const char> bytes, std::chrono::steady_clock::t
         failed_ = true;
         nghttp2_session_terminate_session(
             session_, flood ? NGHTTP2_ENHANCE_YOUR_CALM : NGHTTP2_PROTOCOL_ERROR);
+    }
+    // nghttp2 answers most connection errors itself with a GOAWAY and reads nothing more.
+    if (failed_ || nghttp2_session_want_read(session_) == 0) {
+        failed_ = true;
+        close_streams(NGHTTP2_PROTOCOL_ERROR);
         return false;
     }
-    return !failed_;
+    return true;
+}
+
+// The connection ends: the gateway lets go of every stream it was handed.
+void h2_codec::close_streams(std::uint32_t code) {
+    auto streams = std::move(streams_);
+    streams_.clear();
+    for (const auto& [id, s] : streams) {
+        if (s.unconsumed > 0) {
+            nghttp2_session_consume_connection(session_, s.unconsumed);
+        }
+        if (s.in_body) {
+            handler_.on_stream_closed(id, code);
+        }
+    }
 }
 
 int h2_codec::on_frame_begin(std::uint8_t type, std::size_t length, std::uint8_t flags) {
@@ -357,13 +388,20 @@ int h2_codec::on_headers_done(std::int32_t id, bool end_stream) {
     }
     const bool hosts_disagree = s->has_authority && s->has_host && !iequal(s->authority, s->host);
     const bool no_host = !s->has_authority && !s->has_host;
+    // RFC 9113 §8.3.1: no userinfo in the authority (it would name another host to some readers).
+    const bool userinfo =
+        s->authority.find('@') != std::string::npos || s->host.find('@') != std::string::npos;
     const bool connect = s->head.method() == boost::beast::http::verb::connect;
-    if (hosts_disagree || no_host || (!s->has_path && !connect)) {
+    if (hosts_disagree || no_host || userinfo || (!s->has_path && !connect)) {
         refuse(id, *s, NGHTTP2_PROTOCOL_ERROR);
         return 0;
     }
+    const std::string& host = s->has_authority ? s->authority : s->host;
+    if (connect && !s->has_path) {
+        s->head.target(host);  // RFC 9113 §8.5: the authority-form of HTTP/1.1
+    }
     s->head.version(11);
-    s->head.insert(boost::beast::http::field::host, s->has_authority ? s->authority : s->host);
+    s->head.insert(boost::beast::http::field::host, host);
     if (!s->cookie.empty()) {
         s->head.insert(boost::beast::http::field::cookie, s->cookie);
         s->cookie = {};
@@ -379,7 +417,11 @@ int h2_codec::on_headers_done(std::int32_t id, bool end_stream) {
 }
 
 void h2_codec::consume(std::int32_t stream, std::size_t n) {
+    // Never more than was handed over: the windows cannot open past what we hold.
+    auto* s = find(stream);
+    n = s == nullptr ? 0 : std::min(n, s->unconsumed);
     if (n > 0) {
+        s->unconsumed -= n;
         nghttp2_session_consume(session_, stream, n);
     }
 }

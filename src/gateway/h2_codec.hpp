@@ -99,7 +99,9 @@ class h2_codec {
     h2_codec& operator=(const h2_codec&) = delete;
 
     // Bytes read from the client. False: the connection ends (a protocol error or a bound
-    // passed: a GOAWAY is queued in the output, to be written before the close).
+    // passed: a GOAWAY is queued in the output, to be written before the close), and every
+    // stream handed over is closed. A GOAWAY nghttp2 queues on its own may show only as
+    // finished() once written, and as false from the next call.
     bool receive(std::span<const char> bytes, std::chrono::steady_clock::time_point now);
 
     // What to write to the client next (empty: nothing now), valid until consumed().
@@ -168,7 +170,8 @@ class h2_codec {
         std::size_t piece_taken = 0;
         bool piece_last = false;
         bool piece_pending = false;
-        bool deferred = false;  // the data source said "later": resume on the next piece
+        bool deferred = false;       // the data source said "later": resume on the next piece
+        std::size_t unconsumed = 0;  // body bytes handed over and not yet consume()d
     };
 
     friend struct h2_callbacks;
@@ -179,6 +182,7 @@ class h2_codec {
     long read_body(std::int32_t id, std::uint8_t* buf, std::size_t length, std::uint32_t* flags);
     void calm_down();
     void count_reset();
+    void close_streams(std::uint32_t code);
     void refuse(std::int32_t id, stream_state& s, std::uint32_t code);
 
     handler& handler_;
