@@ -71,6 +71,9 @@ wr_h2_port=$(free_port); full_h2_port=$(free_port)
 # connections each proxy keeps. With more streams than that nginx opens and closes an origin
 # connection for each request its keep-alive cache cannot hold (-m10: twice its system time).
 h2_conns="${H2_CONNS:-16}"; h2_streams="${H2_STREAMS:-4}"
+# One TLS 1.3 suite for all (HAProxy would pick AES-256 by its own order, nginx and waitroomd
+# h2load's AES-128), and nginx told to offer TLS 1.3 (Debian's 1.22 offers up to 1.2 unless told).
+h2_cipher=TLS_AES_128_GCM_SHA256
 mkdir -p "$work/proxy" "$work/static"
 # One self-signed P-256 certificate for every TLS listener (HAProxy wants it and its key in one file).
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=localhost \
@@ -82,7 +85,7 @@ touch "$work/static/queue" "$work/static/queuegz"; : > "$work/static/cookie"; : 
 nginx_servers() {
   cat <<NGINX
   upstream origin { server 127.0.0.1:$origin_port; keepalive 64; }
-  ssl_certificate $work/tls.crt; ssl_certificate_key $work/tls.key;
+  ssl_certificate $work/tls.crt; ssl_certificate_key $work/tls.key; ssl_protocols TLSv1.2 TLSv1.3;
   server {
     listen 127.0.0.1:$nginx_port$reuseport;
     listen 127.0.0.1:$nginx_h2_port ssl http2$reuseport;
@@ -248,6 +251,14 @@ nginx_gz=$(curl -s -H 'accept-encoding: gzip' "http://127.0.0.1:$static_port/que
 echo "compressed: gzip page $(stat -c %s "$work/static/queuegz.gz") B, over h2" \
      "$(stat -c %s "$work/queue-h2.gz") B (nginx's gzip_static $nginx_gz B)," \
      "Set-Cookie over TLS $(wc -c < "$work/static/cookie-h2") B"
+# What each TLS listener negotiates with h2load: the same protocol, suite and ALPN for all.
+for l in "nginx $nginx_h2_port" "nginx-static $static_h2_port" "haproxy $haproxy_h2_port" \
+         "waitroomd $wr_h2_port" "waitroomd-full $full_h2_port"; do
+  read -r who p <<<"$l"
+  printf '%s %s ' "$who" "$(h2load -n1 -c1 --tls13-ciphers="$h2_cipher" "https://127.0.0.1:$p/" 2>&1 |
+    awk -F': ' '/^TLS Protocol|^Cipher|^Application protocol/{printf "%s/", $2}')"
+done
+echo
 
 if [[ -n "${CPU_QUOTA:-}" ]]; then
   # cgroup v2 (cpu.max) or v1 (cpu.cfs_quota_us); every proxy process goes in.
@@ -340,7 +351,7 @@ load() {
       local hdr=(-H "cookie: $h2_cookie")
       [[ "$client" == h2-new-gz ]] && hdr=(-H 'accept-encoding: gzip')
       out=$(taskset -c "$cpus" h2load -t"$threads" -c"$h2_conns" -m"$h2_streams" -D "$secs" \
-              --log-file="$work/h2.log" "${hdr[@]}" "https://127.0.0.1:$port$path")
+              --tls13-ciphers="$h2_cipher" --log-file="$work/h2.log" "${hdr[@]}" "https://127.0.0.1:$port$path")
       # requests: N total, N started, N done, N succeeded, N failed, N errored, N timeout
       local head lat head_f
       head=$(awk '/^finished in/{r=$4} /^requests:/{d=$6; e=$10 + $12 + $14}
@@ -384,7 +395,7 @@ run() {
 }
 
 echo "proxy speed: ${secs}s per run, wrk -t$threads -c$conns (h2 rows: h2load -t$threads" \
-     "-c$h2_conns -m$h2_streams, TLS 1.3), $threads worker(s) per proxy on core(s) $proxy_cpus," \
+     "-c$h2_conns -m$h2_streams, TLS 1.3 $h2_cipher), $threads worker(s) per proxy on core(s) $proxy_cpus," \
      "load+origin on core(s) $load_cpus"
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 printf '%-12s %-8s %12s %10s %10s %14s %11s %9s\n' proxy path req/s p50 p99 "cpu us/req" "user/sys" "sleeps/req"
