@@ -17,6 +17,15 @@
 #              the queue page and a fresh cookie (waitroomd), against nginx serving a static file
 #              of the same size with a Set-Cookie header of the same length (nginx-static);
 #              flash-uring the same with URING_BUILD's waitroomd
+# HTTP/2 rows, driven by h2load (pinned like wrk, -c$H2_CONNS -m$H2_STREAMS, defaults 16 and 4)
+# over TLS 1.3 with one self-signed certificate the script makes:
+#   nginx-h2 haproxy-h2 waitroomd-h2   the three proxies above on TLS listeners offering h2
+#              (waitroomd's room renews no session, see below), for /64 and /16k
+#   flash-gz / nginx-gz  the flash crowd compressed: new visitors at a full room asking for gzip
+#              (the gzip queue page and a fresh cookie), against nginx's `gzip_static` serving the
+#              same gzip bytes with a Set-Cookie of the same length, over HTTP/1.1 (wrk)
+#   flash-h2 / nginx-gz-h2  the same over h2 (h2load); h2load gives no percentiles of its own, so
+#              p50 and p99 come from its --log-file
 # With ROUNDS=N (default 1) the rows run N times, alternating, and the summary takes each
 # figure's median: on a shared machine, neighbours' noise then hits all alike.
 # With ONLY=REGEX only the rows whose "NAME PATH" matches run (e.g. ONLY='^(nginx|waitroomd) /64').
@@ -32,7 +41,7 @@
 # move, for comparing builds. With SYSCALLS=1 it then counts each proxy's system calls per
 # request (strace -c on the nginx worker / HAProxy / waitroomd during an extra, untimed 3 s run)
 # and prints them by call.
-# Needs: scripts/install-deps.sh bench (nginx-light, haproxy, wrk).
+# Needs: scripts/install-deps.sh bench (nginx-light, haproxy, wrk, h2load from nghttp2-client).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build}"
@@ -51,20 +60,35 @@ else
 fi
 require_waitroomd "$build"
 # strace and valgrind only for SYSCALLS=1 / INSTRUCTIONS=1; install-deps.sh bench has all four.
-require_tools wrk nginx haproxy $([[ "${SYSCALLS:-0}" == 1 ]] && echo strace) \
+require_tools wrk h2load nginx haproxy openssl $([[ "${SYSCALLS:-0}" == 1 ]] && echo strace) \
               $([[ "${INSTRUCTIONS:-0}" == 1 ]] && echo valgrind)
 
 origin_port=$(free_port); nginx_port=$(free_port); static_port=$(free_port)
 haproxy_port=$(free_port); wr_port=$(free_port); bare_port=$(free_port); full_port=$(free_port)
+nginx_h2_port=$(free_port); static_h2_port=$(free_port); haproxy_h2_port=$(free_port)
+wr_h2_port=$(free_port); full_h2_port=$(free_port)
+# 16 connections of 4 streams: 64 requests in flight, as wrk's 64 connections and the 64 origin
+# connections each proxy keeps. With more streams than that nginx opens and closes an origin
+# connection for each request its keep-alive cache cannot hold (-m10: twice its system time).
+h2_conns="${H2_CONNS:-16}"; h2_streams="${H2_STREAMS:-4}"
+# One TLS 1.3 suite for all (HAProxy would pick AES-256 by its own order, nginx and waitroomd
+# h2load's AES-128), and nginx told to offer TLS 1.3 (Debian's 1.22 offers up to 1.2 unless told).
+h2_cipher=TLS_AES_128_GCM_SHA256
 mkdir -p "$work/proxy" "$work/static"
+# One self-signed P-256 certificate for every TLS listener (HAProxy wants it and its key in one file).
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=localhost \
+  -keyout "$work/tls.key" -out "$work/tls.crt" 2>/dev/null
+cat "$work/tls.crt" "$work/tls.key" > "$work/tls.pem"
 # The flash crowd's static file and its Set-Cookie are sized from the queue page below; nginx
 # reads both at start, so they are written before it starts (and rewritten, then reloaded).
-touch "$work/static/queue"; : > "$work/static/cookie"
+touch "$work/static/queue" "$work/static/queuegz"; : > "$work/static/cookie"; : > "$work/static/cookie-h2"
 nginx_servers() {
   cat <<NGINX
   upstream origin { server 127.0.0.1:$origin_port; keepalive 64; }
+  ssl_certificate $work/tls.crt; ssl_certificate_key $work/tls.key; ssl_protocols TLSv1.2 TLSv1.3;
   server {
     listen 127.0.0.1:$nginx_port$reuseport;
+    listen 127.0.0.1:$nginx_h2_port ssl http2$reuseport;
     location / {
       proxy_pass http://origin;
       proxy_http_version 1.1;
@@ -78,7 +102,15 @@ nginx_servers() {
     listen 127.0.0.1:$static_port$reuseport;
     root $work/static;
     default_type text/html;
+    gzip_static on; gzip_vary on;
     location / { add_header Cache-Control no-store; add_header Set-Cookie "$(cat "$work/static/cookie")"; }
+  }
+  server {
+    listen 127.0.0.1:$static_h2_port ssl http2$reuseport;
+    root $work/static;
+    default_type text/html;
+    gzip_static on; gzip_vary on;
+    location / { add_header Cache-Control no-store; add_header Set-Cookie "$(cat "$work/static/cookie-h2")"; }
   }
 NGINX
 }
@@ -97,16 +129,22 @@ defaults
   timeout server 60s
 frontend proxy
   bind 127.0.0.1:$haproxy_port
-  http-request set-header X-Forwarded-Proto http
+  bind 127.0.0.1:$haproxy_h2_port ssl crt $work/tls.pem alpn h2,http/1.1
+  http-request set-header X-Forwarded-Proto https if { ssl_fc }
+  http-request set-header X-Forwarded-Proto http unless { ssl_fc }
   http-request set-header X-Forwarded-Host %[req.hdr(host)]
   default_backend origin
 backend origin
   server origin 127.0.0.1:$origin_port maxconn 64
 CONF
-# waitroomd_conf PORT ROOMS: a one-worker config in front of the origin.
+# waitroomd_conf PORT ROOMS KEY: a one-worker config in front of the origin; PORT tls:N is a TLS
+# listener on N (HTTP/2 by ALPN).
 waitroomd_conf() {
+  local listener="\"127.0.0.1:$1\""
+  [[ "$1" == tls:* ]] &&
+    listener="{address: \"127.0.0.1:${1#tls:}\", tls: {cert: $work/tls.crt, key: $work/tls.key}}"
   cat <<CONF
-listen: ["127.0.0.1:$1"]
+listen: [$listener]
 # One load generator, one address: no per-client cap.
 origin: {url: "http://127.0.0.1:$origin_port", max_connections: 64, max_connections_per_client: 0}
 threads: $threads
@@ -128,6 +166,21 @@ waitroomd_conf "$full_port" "rooms:
     total_active_users: 1
     new_users_per_minute: 1
     session_duration: 1h" full > "$work/full.yaml"
+# The h2 rows' room: h2load replays one cookie, and an admitted cookie from an earlier check-in
+# window (at most 10 s) is renewed and sealed again on every request, which no browser causes
+# (the HTTP/1.1 rows keep the last cookie set, bench/browser-cookie.lua). Without renewal the
+# replayed cookie is checked and passes on every request, as a browser's does.
+waitroomd_conf "tls:$wr_h2_port" "rooms:
+  - name: Bench
+    total_active_users: 100000000
+    new_users_per_minute: 100000000
+    session_duration: 1h
+    disable_session_renewal: true" waitroom-h2 > "$work/waitroom-h2.yaml"
+waitroomd_conf "tls:$full_h2_port" "rooms:
+  - name: Full
+    total_active_users: 1
+    new_users_per_minute: 1
+    session_duration: 1h" full-h2 > "$work/full-h2.yaml"
 
 start_origin "$origin_port" taskset -c "$load_cpus"
 taskset -c "$proxy_cpus" nginx -p "$work/proxy" -c "$work/proxy/nginx.conf" -g 'daemon off;' &
@@ -136,8 +189,10 @@ taskset -c "$proxy_cpus" haproxy -f "$work/haproxy.cfg" -db > "$work/haproxy.log
 haproxy_pid=$!; pids+=($haproxy_pid)
 # URING_BUILD=DIR: the same room and full room served by DIR's waitroomd too (a build with
 # -DWAITROOM_IO_URING=ON), as rows wr-uring and flash-uring.
-declare -A wr_bins=([waitroom]="$waitroomd" [bare]="$waitroomd" [full]="$waitroomd")
-ports=("$origin_port" "$nginx_port" "$haproxy_port" "$wr_port" "$bare_port" "$full_port")
+declare -A wr_bins=([waitroom]="$waitroomd" [bare]="$waitroomd" [full]="$waitroomd"
+                    [waitroom-h2]="$waitroomd" [full-h2]="$waitroomd")
+ports=("$origin_port" "$nginx_port" "$haproxy_port" "$wr_port" "$bare_port" "$full_port"
+       "$nginx_h2_port" "$static_h2_port" "$haproxy_h2_port" "$wr_h2_port" "$full_h2_port")
 if [[ -n "${URING_BUILD:-}" ]]; then
   [[ -x "$URING_BUILD/src/waitroomd" ]] || { echo "no $URING_BUILD/src/waitroomd" >&2; exit 1; }
   uring_port=$(free_port); full_uring_port=$(free_port)
@@ -161,15 +216,28 @@ done
 # The flash crowd: a first visitor takes the full room's one place; the next one's answer, the
 # queue page, sizes nginx's static file and Set-Cookie (value of the same length, attributes
 # alike), and nginx reloads them.
+# The compressed flash crowd: nginx's gzip_static file is the gzip queue page's own bytes, beside
+# the page they unpack to; over TLS the Set-Cookie has its Secure attribute, so its own copy.
 curl -s -o /dev/null "http://127.0.0.1:$full_port/64"
+curl -sk -o /dev/null "https://127.0.0.1:$full_h2_port/64"
 [[ -n "${URING_BUILD:-}" ]] && curl -s -o /dev/null "http://127.0.0.1:$full_uring_port/64"
 curl -s -D "$work/queue.head" -o "$work/queue.body" "http://127.0.0.1:$full_port/64"
 head -c "$(stat -c %s "$work/queue.body")" /dev/zero | tr '\0' 'q' > "$work/static/queue"
-set_cookie=$(tr -d '\r' < "$work/queue.head" |
-             awk -F': ' 'tolower($1)=="set-cookie"{print $2; exit}')
-cookie_rest=${set_cookie#*=}; cookie_value=${cookie_rest%%;*}
-printf '%s=%s%s' "${set_cookie%%=*}" "$(head -c "${#cookie_value}" /dev/zero | tr '\0' 'c')" \
-  "${cookie_rest#"$cookie_value"}" > "$work/static/cookie"
+curl -s -H 'accept-encoding: gzip' -o "$work/static/queuegz.gz" "http://127.0.0.1:$full_port/64"
+gzip -dc < "$work/static/queuegz.gz" > "$work/static/queuegz"
+curl -sk --http2 -H 'accept-encoding: gzip' -D "$work/queue-h2.head" -o "$work/queue-h2.gz" \
+  "https://127.0.0.1:$full_h2_port/64"
+# cookie_like HEAD: a Set-Cookie field as long as HEAD's, attributes alike, the value all 'c'
+cookie_like() {
+  local set_cookie cookie_rest cookie_value
+  set_cookie=$(tr -d '\r' < "$1" | awk -F': ' 'tolower($1)=="set-cookie"{print $2; exit}')
+  cookie_rest=${set_cookie#*=}; cookie_value=${cookie_rest%%;*}
+  printf '%s=%s%s' "${set_cookie%%=*}" "$(head -c "${#cookie_value}" /dev/zero | tr '\0' 'c')" \
+    "${cookie_rest#"$cookie_value"}"
+}
+cookie_like "$work/queue.head" > "$work/static/cookie"
+cookie_like "$work/queue-h2.head" > "$work/static/cookie-h2"
+set_cookie=$(cat "$work/static/cookie")
 write_nginx_conf "$work/proxy" "$(nginx_servers)"
 kill -HUP "$nginx_pid"
 for _ in $(seq 50); do   # until the new worker answers with the cookie
@@ -179,6 +247,18 @@ done
 nginx_queue=$(curl -s "http://127.0.0.1:$static_port/queue" | wc -c)
 echo "flash crowd: queue page $(stat -c %s "$work/queue.body") B (nginx's file $nginx_queue B)," \
      "Set-Cookie ${#set_cookie} B"
+nginx_gz=$(curl -s -H 'accept-encoding: gzip' "http://127.0.0.1:$static_port/queuegz" | wc -c)
+echo "compressed: gzip page $(stat -c %s "$work/static/queuegz.gz") B, over h2" \
+     "$(stat -c %s "$work/queue-h2.gz") B (nginx's gzip_static $nginx_gz B)," \
+     "Set-Cookie over TLS $(wc -c < "$work/static/cookie-h2") B"
+# What each TLS listener negotiates with h2load: the same protocol, suite and ALPN for all.
+for l in "nginx $nginx_h2_port" "nginx-static $static_h2_port" "haproxy $haproxy_h2_port" \
+         "waitroomd $wr_h2_port" "waitroomd-full $full_h2_port"; do
+  read -r who p <<<"$l"
+  printf '%s %s ' "$who" "$(h2load -n1 -c1 --tls13-ciphers="$h2_cipher" "https://127.0.0.1:$p/" 2>&1 |
+    awk -F': ' '/^TLS Protocol|^Cipher|^Application protocol/{printf "%s/", $2}')"
+done
+echo
 
 if [[ -n "${CPU_QUOTA:-}" ]]; then
   # cgroup v2 (cpu.max) or v1 (cpu.cfs_quota_us); every proxy process goes in.
@@ -219,12 +299,19 @@ wakeups() {
   echo "$n"
 }
 
-cookie=$(curl -s -D - -o /dev/null "http://127.0.0.1:$wr_port/64" | tr -d '\r' |
-         awk -F': ' 'tolower($1)=="set-cookie"{split($2,a,";"); print a[1]; exit}')
+# set_cookie_of URL: the name=value of the Set-Cookie in URL's answer
+set_cookie_of() {
+  curl -sk -D - -o /dev/null "$1" | tr -d '\r' |
+    awk -F': ' 'tolower($1)=="set-cookie"{split($2,a,";"); print a[1]; exit}'
+}
+cookie=$(set_cookie_of "http://127.0.0.1:$wr_port/64")
+h2_cookie=$(set_cookie_of "https://127.0.0.1:$wr_h2_port/64")
 
 # The rows: NAME PORT PATH PID CLIENT. CLIENT "browser" keeps the last cookie set, as a browser
 # does (every proxy gets it, so all see the same requests); "new" sends no cookie and keeps none:
-# every request is a new visitor.
+# every request is a new visitor; "new-gz" is "new" with `Accept-Encoding: gzip`. The h2 clients
+# (h2load over TLS): "h2" replays an admitted cookie (waitroomd-h2's, to every proxy),
+# "h2-new-gz" is "new-gz".
 rows=()
 for path in /64 /16k; do
   rows+=("nginx $nginx_port $path $nginx_pid browser"
@@ -236,6 +323,15 @@ done
 rows+=("nginx-static $static_port /queue $nginx_pid new"
        "flash $full_port /64 ${wr_pids[full]} new")
 [[ -n "${URING_BUILD:-}" ]] && rows+=("flash-uring $full_uring_port /64 ${wr_pids[full-uring]} new")
+for path in /64 /16k; do
+  rows+=("nginx-h2 $nginx_h2_port $path $nginx_pid h2"
+         "haproxy-h2 $haproxy_h2_port $path $haproxy_pid h2"
+         "waitroomd-h2 $wr_h2_port $path ${wr_pids[waitroom-h2]} h2")
+done
+rows+=("nginx-gz $static_port /queuegz $nginx_pid new-gz"
+       "flash-gz $full_port /64 ${wr_pids[full]} new-gz"
+       "nginx-gz-h2 $static_h2_port /queuegz $nginx_pid h2-new-gz"
+       "flash-h2 $full_h2_port /64 ${wr_pids[full-h2]} h2-new-gz")
 if [[ -n "${ONLY:-}" ]]; then   # ONLY=REGEX: the rows whose "NAME PATH" matches
   kept=()
   for row in "${rows[@]}"; do
@@ -245,40 +341,64 @@ if [[ -n "${ONLY:-}" ]]; then   # ONLY=REGEX: the rows whose "NAME PATH" matches
   rows=("${kept[@]}")
 fi
 
-# client_args CLIENT -> wrk's arguments before the URL (and after it: see run)
-client_args() { [[ "$1" == browser ]] && echo "-s bench/browser-cookie.lua" || true; }
-cookie_args() { [[ "$1" == browser ]] && echo "-- $cookie" || true; }
+# load CLIENT PORT PATH SECS CONNS CPUS -> "REQUESTS REQ/S P50 P99 ERRORS...": the client's
+# load on 127.0.0.1:PORT for SECS seconds from cores CPUS, wrk with CONNS connections or h2load
+# with -c$h2_conns -m$h2_streams (CONNS unused: every h2 row has the same streams).
+load() {
+  local client=$1 port=$2 path=$3 secs=$4 n=$5 cpus=$6 out
+  case "$client" in
+    h2*)
+      local hdr=(-H "cookie: $h2_cookie")
+      [[ "$client" == h2-new-gz ]] && hdr=(-H 'accept-encoding: gzip')
+      out=$(taskset -c "$cpus" h2load -t"$threads" -c"$h2_conns" -m"$h2_streams" -D "$secs" \
+              --tls13-ciphers="$h2_cipher" --log-file="$work/h2.log" "${hdr[@]}" "https://127.0.0.1:$port$path")
+      # requests: N total, N started, N done, N succeeded, N failed, N errored, N timeout
+      local head lat head_f
+      head=$(awk '/^finished in/{r=$4} /^requests:/{d=$6; e=$10 + $12 + $14}
+                  END{printf "%s %s", d, r; if (e) printf " failed/errored/timeout: %d", e}' <<<"$out")
+      # the log: start (us since epoch), status, microseconds to the end of the response
+      lat=$(sort -n -k3 "$work/h2.log" | awk '{v[NR] = $3} $2 !~ /^2/{x++}
+              END{printf "%dus %dus", v[int(NR * 0.5) + 1], v[int(NR * 0.99) + 1]
+                  if (x) printf " Non-2xx: %d", x}')
+      read -r -a head_f <<<"$head"
+      echo "${head_f[0]} ${head_f[1]} $lat ${head_f[*]:2}"
+      rm -f "$work/h2.log" ;;
+    *)
+      local pre=() post=()
+      [[ "$client" == browser ]] && pre=(-s bench/browser-cookie.lua) && post=(-- "$cookie")
+      [[ "$client" == new-gz ]] && pre=(-H 'Accept-Encoding: gzip')
+      out=$(taskset -c "$cpus" wrk -t"$threads" -c"$n" -d"${secs}s" --latency "${pre[@]}" \
+              "http://127.0.0.1:$port$path" "${post[@]}")
+      awk '/requests in/{q=$1} /Requests\/sec/{r=$2} $1=="50%"{a=$2} $1=="99%"{b=$2}
+           /Non-2xx|Socket errors/{e = e " " $0} END{print q, r, a, b e}' <<<"$out" ;;
+  esac
+}
 
 # run NAME PORT PATH PID CLIENT -> prints a table row
 run() {
   local name=$1 port=$2 path=$3 pid=$4 client=$5
-  local pre post
-  read -r -a pre <<<"$(client_args "$client")"; read -r -a post <<<"$(cookie_args "$client")"
-  taskset -c "$load_cpus" wrk -t"$threads" -c"$conns" -d2s "${pre[@]}" "http://127.0.0.1:$port$path" "${post[@]}" >/dev/null  # warm-up
+  load "$client" "$port" "$path" 2 "$conns" "$load_cpus" >/dev/null  # warm-up
   local out u0 s0 u1 s1 w0 w1
   read -r u0 s0 < <(cpu_ticks "$pid"); w0=$(wakeups "$pid")
-  out=$(taskset -c "$load_cpus" wrk -t"$threads" -c"$conns" -d"${secs}s" --latency "${pre[@]}" "http://127.0.0.1:$port$path" "${post[@]}")
+  out=$(load "$client" "$port" "$path" "$secs" "$conns" "$load_cpus")
   read -r u1 s1 < <(cpu_ticks "$pid"); w1=$(wakeups "$pid")
   local reqs rps p50 p99 errs
-  reqs=$(awk '/requests in/{print $1}' <<<"$out")
-  rps=$(awk '/Requests\/sec/{print $2}' <<<"$out")
-  p50=$(awk '$1=="50%"{print $2}' <<<"$out")
-  p99=$(awk '$1=="99%"{print $2}' <<<"$out")
-  errs=$(awk '/Non-2xx|Socket errors/{print}' <<<"$out" | tr '\n' ' ')
+  read -r reqs rps p50 p99 errs <<<"$out"
   local us split
   us=$(awk -v t=$((u1 - u0 + s1 - s0)) -v hz="$hz" -v n="$reqs" 'BEGIN{printf "%.2f", t/hz*1e6/n}')
   split=$(awk -v u=$((u1 - u0)) -v s=$((s1 - s0)) -v hz="$hz" -v n="$reqs" \
               'BEGIN{printf "%.1f/%.1f", u/hz*1e6/n, s/hz*1e6/n}')
   local wakes
   wakes=$(awk -v w=$((w1 - w0)) -v n="$reqs" 'BEGIN{printf "%.2f", w/n}')
-  printf '%-12s %-6s %12s %10s %10s %14s %11s %9s  %s\n' "$name" "$path" "$rps" "$p50" "$p99" "$us" "$split" "$wakes" "$errs"
+  printf '%-12s %-8s %12s %10s %10s %14s %11s %9s  %s\n' "$name" "$path" "$rps" "$p50" "$p99" "$us" "$split" "$wakes" "$errs"
   echo "$name $path $rps $p50 $p99 $us" >> "$work/rows"
 }
 
-echo "proxy speed: ${secs}s per run, wrk -t$threads -c$conns, $threads worker(s) per proxy on" \
-     "core(s) $proxy_cpus, wrk+origin on core(s) $load_cpus"
+echo "proxy speed: ${secs}s per run, wrk -t$threads -c$conns (h2 rows: h2load -t$threads" \
+     "-c$h2_conns -m$h2_streams, TLS 1.3 $h2_cipher), $threads worker(s) per proxy on core(s) $proxy_cpus," \
+     "load+origin on core(s) $load_cpus"
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
-printf '%-12s %-6s %12s %10s %10s %14s %11s %9s\n' proxy path req/s p50 p99 "cpu us/req" "user/sys" "sleeps/req"
+printf '%-12s %-8s %12s %10s %10s %14s %11s %9s\n' proxy path req/s p50 p99 "cpu us/req" "user/sys" "sleeps/req"
 rounds="${ROUNDS:-1}"
 for ((round = 1; round <= rounds; round++)); do
   for row in "${rows[@]}"; do
@@ -325,13 +445,19 @@ done
 for name in flash flash-uring; do
   has "$name" /64 && has nginx-static /queue && ratio "$name" /64 nginx-static /queue
 done
+for path in /64 /16k; do
+  for name in haproxy-h2 waitroomd-h2; do
+    has "$name" "$path" && has nginx-h2 "$path" && ratio "$name" "$path" nginx-h2 "$path"
+  done
+done
+has flash-gz /64 && has nginx-gz /queuegz && ratio flash-gz /64 nginx-gz /queuegz
+has flash-h2 /64 && has nginx-gz-h2 /queuegz && ratio flash-h2 /64 nginx-gz-h2 /queuegz
 
 if [[ "${SYSCALLS:-0}" == 1 ]] && command -v strace >/dev/null; then
   # syscalls NAME PORT PATH PID CLIENT -> "NAME PATH total/req  call/req ..." (strace slows the
   # proxy, so only the counts per request mean anything here, never the times)
   syscalls() {
-    local name=$1 port=$2 path=$3 pid=$4 client=$5 out reqs sp pre post
-    read -r -a pre <<<"$(client_args "$client")"; read -r -a post <<<"$(cookie_args "$client")"
+    local name=$1 port=$2 path=$3 pid=$4 client=$5 out reqs sp
     local traced=(-p "$pid") w
     if [[ "$name" == nginx* ]]; then  # the workers
       traced=()
@@ -339,9 +465,9 @@ if [[ "${SYSCALLS:-0}" == 1 ]] && command -v strace >/dev/null; then
     fi
     strace -c -f "${traced[@]}" -o "$work/strace.$name" 2>/dev/null & sp=$!
     sleep 0.5
-    out=$(taskset -c "$load_cpus" wrk -t"$threads" -c"$conns" -d3s "${pre[@]}" "http://127.0.0.1:$port$path" "${post[@]}")
+    out=$(load "$client" "$port" "$path" 3 "$conns" "$load_cpus")
     kill -INT "$sp"; wait "$sp" 2>/dev/null || true
-    reqs=$(awk '/requests in/{print $1}' <<<"$out")
+    reqs=${out%% *}
     awk -v n="$reqs" -v who="$name" -v p="$path" '
       $1 ~ /^[0-9.]+$/ && NF >= 5 && $NF != "total" { c[$NF] = $4 }
       $NF == "total" { t = $4 }
@@ -362,27 +488,30 @@ if [[ "${INSTRUCTIONS:-0}" == 1 ]] && command -v valgrind >/dev/null; then
   # row's proxy on another port runs under callgrind with instrumentation off until wrk's
   # measured run starts.
   instructions() {
-    local name=$1 old_port=$2 path=$3 client=$5 port pid out n ir pre post
-    read -r -a pre <<<"$(client_args "$client")"; read -r -a post <<<"$(cookie_args "$client")"
+    local name=$1 old_port=$2 path=$3 client=$5 port pid out n ir
     port=$(free_port)
+    # The copy's listeners all move (the running proxies hold theirs): the row's to PORT.
+    local moves=() p
+    for p in "$nginx_port" "$static_port" "$nginx_h2_port" "$static_h2_port" "$haproxy_port" \
+             "$haproxy_h2_port"; do
+      moves+=(-e "s/127.0.0.1:$p\b/127.0.0.1:$([[ $p == "$old_port" ]] && echo "$port" || free_port)/")
+    done
     case "$name" in
       nginx*)
-        # the other server of the conf moves too: the running nginx holds its port
-        sed -e "s/listen 127.0.0.1:$old_port\([ ;]\)/listen 127.0.0.1:$port\1/" \
-            -e "s/listen 127.0.0.1:$((old_port == nginx_port ? static_port : nginx_port))\([ ;]\)/listen 127.0.0.1:$(free_port)\1/" \
-            -e "s|pid $work/proxy/nginx.pid|pid $work/proxy/cg.pid|" \
+        sed "${moves[@]}" -e "s|pid $work/proxy/nginx.pid|pid $work/proxy/cg.pid|" \
             -e '1i master_process off; daemon off;' "$work/proxy/nginx.conf" > "$work/proxy/cg.conf"
         valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/cg.out" \
           nginx -p "$work/proxy" -c "$work/proxy/cg.conf" >/dev/null 2>&1 & ;;
       haproxy)
-        sed -e "s/127.0.0.1:$old_port/127.0.0.1:$port/" "$work/haproxy.cfg" > "$work/cg.cfg"
+        sed "${moves[@]}" "$work/haproxy.cfg" > "$work/cg.cfg"
         valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/cg.out" \
           haproxy -f "$work/cg.cfg" -db >/dev/null 2>&1 & ;;
       *)
         local conf
         case "$name" in
-          wr-bare) conf=bare ;; flash) conf=full ;; wr-uring) conf=uring ;;
-          flash-uring) conf=full-uring ;; *) conf=waitroom ;;
+          wr-bare) conf=bare ;; flash | flash-gz) conf=full ;; wr-uring) conf=uring ;;
+          flash-uring) conf=full-uring ;; flash-h2) conf=full-h2 ;;
+          waitroomd-h2) conf=waitroom-h2 ;; *) conf=waitroom ;;
         esac
         sed -e "s/127.0.0.1:$old_port/127.0.0.1:$port/" \
             -e 's/^admin: .*/admin: {listen: ""}/' "$work/$conf.yaml" > "$work/cg.yaml"
@@ -392,13 +521,15 @@ if [[ "${INSTRUCTIONS:-0}" == 1 ]] && command -v valgrind >/dev/null; then
     pid=$!; pids+=($pid)
     wait_port "$port"
     # The full room's copy has its place taken first, as above.
-    [[ "$name" == flash* ]] && curl -s -o /dev/null "http://127.0.0.1:$port/64"
-    taskset -c 1 wrk -t1 -c16 -d1s "${pre[@]}" "http://127.0.0.1:$port$path" "${post[@]}" >/dev/null
+    local scheme=http
+    [[ "$client" == h2* ]] && scheme=https
+    [[ "$name" == flash* ]] && curl -sk -o /dev/null "$scheme://127.0.0.1:$port/64"
+    load "$client" "$port" "$path" 1 16 1 >/dev/null
     callgrind_control -i on "$pid" >/dev/null 2>&1
-    out=$(taskset -c 1 wrk -t1 -c16 -d5s "${pre[@]}" "http://127.0.0.1:$port$path" "${post[@]}")
+    out=$(load "$client" "$port" "$path" 5 16 1)
     callgrind_control -i off "$pid" >/dev/null 2>&1  # the shutdown is no request's cost
     kill -TERM "$pid"; wait "$pid" 2>/dev/null || true
-    n=$(awk '/requests in/{print $1}' <<<"$out")
+    n=${out%% *}
     ir=$(callgrind_annotate "$work/cg.out" 2>/dev/null | awk '/PROGRAM TOTALS/{gsub(",","",$1); print $1}')
     printf '%-12s %-6s %8s requests %10s instructions/request\n' "$name" "$path" "$n" "$((ir / n))"
     [[ -n "${CALLGRIND_KEEP:-}" ]] && mkdir -p "$CALLGRIND_KEEP" && \
@@ -406,7 +537,7 @@ if [[ "${INSTRUCTIONS:-0}" == 1 ]] && command -v valgrind >/dev/null; then
     rm -f "$work/cg.out"
   }
   echo
-  echo "user-space instructions per request (callgrind, wrk -c16, 5 s)"
+  echo "user-space instructions per request (callgrind, wrk -c16 or h2load -c$h2_conns -m$h2_streams, 5 s)"
   for row in "${rows[@]}"; do
     # Valgrind 3.19 hangs in Asio's io_uring set-up, and this VM has no hardware counters.
     if [[ "$row" == *uring* ]]; then

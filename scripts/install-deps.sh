@@ -13,7 +13,7 @@ build_pkgs=(g++ cmake ninja-build ccache pkg-config libboost1.81-dev libboost-ur
 test_pkgs=(nghttp2-client redis-server chromium fonts-ipafont-gothic fonts-dejavu-core nodejs npm clang libclang-rt-14-dev procps groff-base python3
            curl)
 package_pkgs=(dpkg-dev)
-bench_pkgs=(nginx-light haproxy wrk liburing-dev util-linux procps gnuplot-nox redis-server strace valgrind)
+bench_pkgs=(nginx-light haproxy wrk nghttp2-client liburing-dev util-linux procps gnuplot-nox redis-server strace valgrind)
 
 case "$profile" in
   build|run) want=("${build_pkgs[@]}") ;;
