@@ -56,8 +56,6 @@ class proxy_exchange {
     // The client's answers to read_body and send_body (exchange_client.hpp).
     void on_read_body(error_code ec, std::size_t bytes);
     void on_write_response_body(error_code ec);
-    // The places held for a tunnel go with it: handed over by open_tunnel's caller.
-    origin_claim& claim() { return claim_; }
 
   private:
     // The client, for a handler to keep alive while an operation of this exchange is under way.
