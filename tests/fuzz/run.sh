@@ -30,12 +30,17 @@ cookie_src="src/cookie/base64.cpp src/cookie/codec.cpp src/cookie/error.cpp
   src/cookie/http_cookie.cpp src/cookie/key_ring.cpp src/config/secret_file.cpp"
 gateway_head_src="src/gateway/forward_headers.cpp src/gateway/message_head.cpp
   src/gateway/outgoing_message.cpp src/net/asio_impl.cpp"
-config_src="src/config/config.cpp src/config/load.cpp src/config/load_rooms.cpp
-  src/config/load_sections.cpp src/config/yaml_reader.cpp src/config/values.cpp
-  src/config/secret_file.cpp src/util/clock.cpp src/util/request_target.cpp"
+# A whole module's sources, read from its CMakeLists.txt (add_library's list), so that a file
+# added to the library is linked here too; those generated into the build tree come out as
+# @gen/<module>/<file>.
+module_sources() {
+  sed -n '/^add_library(/,/)/p' "${root}/$1/CMakeLists.txt" |
+    sed -e "s|\${CMAKE_CURRENT_LIST_DIR}/||" -e "s|\${CMAKE_CURRENT_BINARY_DIR}/|@gen/|" |
+    grep -oE '@?[A-Za-z0-9_/]+\.cpp' | sed -e "s|^@gen/|@gen/$1/|" -e "/^@/!s|^|$1/|" | tr '\n' ' '
+}
+config_src="$(module_sources src/config) $(module_sources src/util)"
 room_src="src/room/page_model.cpp"
-pages_src="src/pages/page_json.cpp src/pages/page_renderer.cpp src/pages/page_templates.cpp
-  src/pages/page_text.cpp src/pages/template_render.cpp @gen/src/pages/builtin_templates.cpp"
+pages_src="$(module_sources src/pages)"
 state_src="src/state/redis/redis_protocol.cpp src/state/error.cpp
   @gen/src/state/redis/redis_scripts.cpp"
 net_libs="-lssl -lcrypto -lspdlog -lfmt -pthread"
@@ -46,8 +51,9 @@ target() { sources[$1]="$2"; libs[$1]="$3"; }
 target cookie_decode   "${cookie_src}"                     "-lcrypto"
 target request_head    "${gateway_head_src}"               "${net_libs}"
 target chunked_body    "${gateway_head_src}"               "${net_libs}"
-target config_load     "${config_src}"                     "-lyaml-cpp -lboost_url -lspdlog -lfmt -pthread"
-target page_render     "${pages_src} ${config_src} ${room_src}" "-lyaml-cpp -lboost_url -lspdlog -lfmt -pthread"
+config_libs="-lyaml-cpp -lboost_url -lssl -lcrypto -lspdlog -lfmt -pthread"
+target config_load     "${config_src}"                     "${config_libs}"
+target page_render     "${pages_src} ${config_src} ${room_src}" "${config_libs} -lz -lbrotlienc"
 target request_target  "src/util/request_target.cpp src/room/router.cpp" ""
 target redis_reply     "${state_src}"                      "-lhiredis -lcrypto"
 target proxy_protocol  "src/gateway/proxy_protocol.cpp src/room/router.cpp" ""
