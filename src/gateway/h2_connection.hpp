@@ -1,6 +1,6 @@
 #pragma once
-// One HTTP/2 client connection (RFC 9113), Stream being the TLS stream ALPN chose h2 on (or a
-// plain one for h2c with prior knowledge): bytes read go to the codec (h2_codec, over nghttp2),
+// One HTTP/2 client connection (RFC 9113), on the TLS stream ALPN chose h2 on (or a plain one
+// for h2c with prior knowledge): bytes read go to the codec (h2_codec, over nghttp2),
 // which holds every protocol bound; what it has to send is written one write at a time, and
 // reading pauses while a write is under way, so a client that does not read cannot grow what
 // is held for it. Each request becomes an h2_stream. The connection closes with a GOAWAY after
@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "client_identity.hpp"
+#include "client_stream.hpp"
 #include "common.hpp"
 #include "h2_codec.hpp"
 #include "h2_stream.hpp"
@@ -21,13 +22,12 @@
 
 namespace waitroom::gateway {
 
-template <class Stream>
 class h2_connection : public session_base,
                       public h2_codec::handler,
                       public h2_link,
-                      public std::enable_shared_from_this<h2_connection<Stream>> {
+                      public std::enable_shared_from_this<h2_connection> {
   public:
-    h2_connection(std::shared_ptr<worker_context> state, Stream&& stream,
+    h2_connection(std::shared_ptr<worker_context> state, client_stream&& stream,
                   const client_identity& identity, const request_info& info,
                   beast::flat_buffer&& already_read);
     ~h2_connection() override;
@@ -51,7 +51,7 @@ class h2_connection : public session_base,
     void on_stream_closed(std::int32_t stream, std::uint32_t error_code) override;
 
   private:
-    tcp_stream& lowest() { return beast::get_lowest_layer(stream_); }
+    tcp_stream& lowest() { return stream_.lowest(); }
     h2_stream* find(std::int32_t id);
     void do_read();
     void on_read(error_code ec, std::size_t n);
@@ -63,7 +63,7 @@ class h2_connection : public session_base,
     void end_streams();
 
     std::shared_ptr<worker_context> state_;
-    Stream stream_;
+    client_stream stream_;
     client_identity identity_;
     request_info info_;
     beast::flat_buffer already_read_;  // bytes read with the handshake or the preface sniff

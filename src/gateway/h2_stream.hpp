@@ -17,6 +17,7 @@
 #include "client_identity.hpp"
 #include "exchange_client.hpp"
 #include "proxy_exchange.hpp"
+#include "request_intake.hpp"
 #include "waitroom/gateway/request_filter.hpp"
 #include "worker_context.hpp"
 
@@ -95,7 +96,6 @@ class h2_stream : public exchange_client, public std::enable_shared_from_this<h2
     util::target_buffers target_buffers_;
     filter_result filter_;
     exchange_request exchange_request_;
-    std::chrono::steady_clock::time_point started_;
     bool gone_ = false;      // reset or closed: nothing more is written
     bool answered_ = false;  // the response has been handed over in full
 
@@ -117,8 +117,7 @@ class h2_stream : public exchange_client, public std::enable_shared_from_this<h2
     std::chrono::steady_clock::time_point body_deadline_;
 
     // The response.
-    unsigned status_ = 0;
-    std::uint64_t bytes_sent_ = 0;
+    answer_tally answer_;         // for the access log and metrics
     bool memory_answer_ = false;  // the body is the gateway's own (no exchange waits on it)
     bool write_waiting_ = false;  // a piece is with the codec, not yet all taken
     bool bodyless_ = false;       // the origin's response has no body (HEAD, 204, 304)
