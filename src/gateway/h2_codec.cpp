@@ -51,8 +51,14 @@ struct h2_callbacks {
 
     static int begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* user) {
         auto& c = codec(user);
-        if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
+        if (frame->hd.type != NGHTTP2_HEADERS) {
+            return 0;
+        }
+        if (frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
             c.streams_.try_emplace(frame->hd.stream_id);
+        }
+        if (auto* s = c.find(frame->hd.stream_id)) {
+            s->block_began = c.now_;  // a head, or trailers
         }
         return 0;
     }
@@ -377,6 +383,7 @@ int h2_codec::on_headers_done(std::int32_t id, bool end_stream) {
     if (s == nullptr) {
         return 0;
     }
+    s->block_began.reset();
     if (s->in_body) {
         if (end_stream) {
             handler_.on_body(id, {}, true);  // trailers end the body
@@ -548,8 +555,22 @@ void h2_codec::shutdown() {
 }
 
 void h2_codec::terminate(h2_error code) {
+    if (failed_) {
+        return;
+    }
     failed_ = true;
     nghttp2_session_terminate_session(session_, static_cast<std::uint32_t>(code));
+    close_streams(static_cast<std::uint32_t>(code));
+}
+
+std::optional<std::chrono::steady_clock::time_point> h2_codec::header_block_since() const {
+    std::optional<std::chrono::steady_clock::time_point> oldest;
+    for (const auto& [id, s] : streams_) {
+        if (s.block_began && (!oldest || *s.block_began < *oldest)) {
+            oldest = s.block_began;
+        }
+    }
+    return oldest;
 }
 
 }  // namespace waitroom::gateway

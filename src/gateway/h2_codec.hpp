@@ -127,8 +127,12 @@ class h2_codec {
     void reset(std::int32_t stream, h2_error code);
     // A graceful GOAWAY: the streams begun go on, no new one is taken.
     void shutdown();
-    // An immediate GOAWAY with `code`; every stream ends.
+    // An immediate GOAWAY with `code`; every stream handed over is closed (on_stream_closed).
     void terminate(h2_error code);
+    // When the oldest header block still being received (a request's head, or its trailers)
+    // began: nghttp2 reads nothing else on the connection until it ends, so the connection bounds
+    // it with header_timeout. Empty when none is under way.
+    std::optional<std::chrono::steady_clock::time_point> header_block_since() const;
 
     // What the codec refused, for the metrics.
     struct counters {
@@ -159,6 +163,8 @@ class h2_codec {
         bool has_path = false;
         bool bad = false;      // refused while its head was read
         bool in_body = false;  // the head is done (later fields are trailers)
+        // A header block of this stream (its head or its trailers) is being received since then.
+        std::optional<std::chrono::steady_clock::time_point> block_began;
         // Who reset it: a stream closed with an error by neither is one the client's stream
         // error made nghttp2 reset (a WINDOW_UPDATE past 2^31-1, ...), and counts as a reset.
         bool reset_by_gateway = false;

@@ -25,7 +25,8 @@ h2_connection::h2_connection(std::shared_ptr<worker_context> state, client_strea
       identity_(identity),
       info_(info),
       already_read_(std::move(already_read)),
-      idle_timer_(lowest().get_executor()) {
+      idle_timer_(lowest().get_executor()),
+      header_timer_(lowest().get_executor()) {
     state_->session_opened(this);
     if (auto* m = state_->ctx->metrics()) {
         m->client_connections().add(state_->index, 1);
@@ -71,6 +72,7 @@ void h2_connection::close() {
     }
     closed_ = true;
     idle_timer_.cancel();
+    header_timer_.cancel();
     stream_.close();
     end_streams();
 }
@@ -120,6 +122,7 @@ void h2_connection::receive(const char* data, std::size_t n) {
         closing_ = true;  // a GOAWAY is queued: written, then the connection ends
     }
     count_refusals();
+    watch_header_block();
 }
 
 // What the codec refused since the last look, into the metrics. Looked at after reading and
@@ -185,6 +188,7 @@ void h2_connection::finish() {
     }
     closed_ = true;
     idle_timer_.cancel();
+    header_timer_.cancel();
     // A GOAWAY that ended the session (a bound passed) leaves streams nothing can answer.
     end_streams();
     stream_.async_shutdown(std::chrono::seconds(2),
@@ -205,6 +209,45 @@ void h2_connection::arm_idle() {
         self->closing_ = true;
         self->flush();
     });
+}
+
+// ---- a header block left half sent ---------------------------------------------------------
+
+// nghttp2 reads nothing else on the connection while a header block is under way, so a client
+// that stops in its middle holds the connection with no stream to time out: the block is bounded
+// by header_timeout from its start. Armed only when a block spans reads.
+void h2_connection::watch_header_block() {
+    const auto since = codec_->header_block_since();
+    if (!since || since == header_watched_) {
+        return;
+    }
+    header_watched_ = since;
+    header_timer_.expires_at(*since + state_->current()->cfg->limits.header_timeout);
+    header_timer_.async_wait([weak = weak_from_this()](error_code ec) {
+        if (auto self = weak.lock()) {
+            self->on_header_timer(ec);
+        }
+    });
+}
+
+// Past header_timeout: a GOAWAY (PROTOCOL_ERROR, as nginx answers a client that times out) ends
+// the connection and every stream on it.
+void h2_connection::on_header_timer(error_code ec) {
+    if (ec || closed_) {
+        return;  // re-armed for a later block, or the connection is gone
+    }
+    header_watched_.reset();
+    const auto since = codec_->header_block_since();
+    if (!since) {
+        return;
+    }
+    if (std::chrono::steady_clock::now() < *since + state_->current()->cfg->limits.header_timeout) {
+        return watch_header_block();  // a later block than the one the timer was armed for
+    }
+    spdlog::debug("gateway: h2 header block from {} timed out", identity_.peer_ip());
+    codec_->terminate(h2_error::protocol_error);
+    closing_ = true;
+    flush();
 }
 
 // ---- the codec's events -------------------------------------------------------------------

@@ -4,7 +4,8 @@
 // which holds every protocol bound; what it has to send is written one write at a time, and
 // reading pauses while a write is under way, so a client that does not read cannot grow what
 // is held for it. Each request becomes an h2_stream. The connection closes with a GOAWAY after
-// keepalive_timeout without a stream, and on drain lets the streams in flight finish.
+// keepalive_timeout without a stream, and on drain lets the streams in flight finish. A header
+// block left half sent must end within header_timeout, as an HTTP/1.1 head must.
 
 #include <boost/beast/core/flat_buffer.hpp>
 
@@ -58,6 +59,8 @@ class h2_connection : public session_base,
     void receive(const char* data, std::size_t n);
     void on_written(error_code ec, std::size_t n);
     void arm_idle();
+    void watch_header_block();
+    void on_header_timer(error_code ec);
     void finish();
     void count_refusals();
     void end_streams();
@@ -72,6 +75,8 @@ class h2_connection : public session_base,
     std::unordered_map<std::int32_t, std::shared_ptr<h2_stream>> streams_;
     std::array<char, 16 * 1024> read_buffer_{};
     steady_timer idle_timer_;
+    steady_timer header_timer_;  // the header block under way (watch_header_block)
+    std::optional<std::chrono::steady_clock::time_point> header_watched_;  // that block's start
     bool writing_ = false;
     bool read_paused_ = false;  // a read waits for the write under way
     bool closing_ = false;      // GOAWAY sent: close once written and the streams are done
