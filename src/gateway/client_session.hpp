@@ -150,7 +150,7 @@ class client_session : public session_base,
         retry,    // cancelled by the sweep, to begin again with a try
     };
     client_read read_ = client_read::none;
-    std::chrono::steady_clock::time_point client_wait_since_;  // the untried read began
+    std::chrono::steady_clock::time_point client_wait_since_;  // the wait for this head began
 
     // The deadline timer: it bounds the head, body and plain origin waits, one at a time.
     steady_timer deadline_timer_;
