@@ -259,8 +259,9 @@ h2_stream* h2_connection::find(std::int32_t id) {
 
 void h2_connection::on_request(const h2_request& r) {
     idle_timer_.cancel();
-    auto s = std::make_shared<h2_stream>(state_, shared_from_this(), r.stream_id, *r.head,
-                                         r.content_length, r.end_stream, identity_, info_);
+    auto s =
+        std::make_shared<h2_stream>(state_, shared_from_this(), r.stream_id, std::move(*r.head),
+                                    r.content_length, r.end_stream, identity_, info_);
     streams_.emplace(r.stream_id, s);
     // Started from a handler of its own: the room's answer may call the codec, which is inside
     // its receive now.

@@ -34,14 +34,14 @@ void pair_lines(std::string_view lines,
 }  // namespace
 
 h2_stream::h2_stream(std::shared_ptr<worker_context> worker, std::shared_ptr<h2_link> link,
-                     std::int32_t id, const request_head& head, std::optional<std::uint64_t> length,
+                     std::int32_t id, request_head&& head, std::optional<std::uint64_t> length,
                      bool end_stream, const client_identity& identity, const request_info& info)
     : worker_(std::move(worker)),
       link_(std::move(link)),
       // Taken with the stream, not at start(): DATA read with the HEADERS reaches on_data first.
       runtime_(worker_->current()),
       id_(id),
-      head_(head),
+      head_(std::move(head)),
       identity_(identity),
       info_(info),
       length_(length),

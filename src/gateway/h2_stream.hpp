@@ -37,9 +37,9 @@ class h2_link {
 
 class h2_stream : public exchange_client, public std::enable_shared_from_this<h2_stream> {
   public:
-    // `head` is copied; `identity` and `info` are the connection's, copied for this request.
+    // `identity` and `info` are the connection's, copied for this request.
     h2_stream(std::shared_ptr<worker_context> worker, std::shared_ptr<h2_link> link,
-              std::int32_t id, const request_head& head, std::optional<std::uint64_t> length,
+              std::int32_t id, request_head&& head, std::optional<std::uint64_t> length,
               bool end_stream, const client_identity& identity, const request_info& info);
     ~h2_stream() override;
 
