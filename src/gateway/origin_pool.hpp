@@ -66,6 +66,8 @@ class origin_pool : public std::enable_shared_from_this<origin_pool> {
 
     // "host" or "host:port" as the origin expects it in Host.
     const std::string& host_header() const { return host_header_; }
+    // The path put in front of every forwarded path ("" for none).
+    const std::string& base_path() const { return origin_.base_path; }
 
   private:
     class connector;

@@ -525,6 +525,23 @@ metric_set::metric_set(unsigned slots) : reg_(slots) {
               "Requests sent to the origin, by whether a pooled connection was reused.",
               kind::counter, L{"connection"});
 
+    r.declare("waitroom_origin_server_requests_total",
+              "Requests sent to one origin server: answered, or failed.", kind::counter,
+              L{"server"});
+    r.declare("waitroom_origin_server_errors_total",
+              "Requests to one origin server that failed to connect, timed out or got a 5xx.",
+              kind::counter, L{"server"});
+    r.declare("waitroom_origin_server_response_seconds",
+              "Time from a request's start on one origin server to its response head.",
+              kind::histogram, L{"server"}, request_bounds);
+    r.declare("waitroom_origin_server_healthy",
+              "1 while an origin server takes new requests, 0 while it is ejected or fails its "
+              "health checks.",
+              kind::gauge, L{"server"});
+    r.declare("waitroom_origin_server_ejections_total",
+              "Times an origin server was taken out after failures in a row.", kind::counter,
+              L{"server"});
+
     r.declare("waitroom_store_sync_duration_seconds", "Round trip of one sync with the store.",
               kind::histogram, L{}, sync_bounds);
     r.declare("waitroom_store_failures_total", "Store calls that failed or timed out.",
@@ -571,6 +588,24 @@ metric_set::metric_set(unsigned slots) : reg_(slots) {
 gauge metric_set::tls_certificate_expiry(std::string_view listener, std::string_view name) {
     return reg_.add_gauge("waitroom_tls_certificate_expiry_seconds",
                           {std::string(listener), std::string(name)});
+}
+
+const origin_server_metrics& metric_set::origin_server(std::string_view url) {
+    std::lock_guard lock(rooms_mutex_);
+    auto it = servers_.find(std::string(url));
+    if (it != servers_.end()) {
+        return *it->second;
+    }
+    auto m = std::make_unique<origin_server_metrics>();
+    std::vector<std::string> l{std::string(url)};
+    m->requests = reg_.add_counter("waitroom_origin_server_requests_total", l);
+    m->errors = reg_.add_counter("waitroom_origin_server_errors_total", l);
+    m->response = reg_.add_histogram("waitroom_origin_server_response_seconds", l);
+    m->healthy = reg_.add_gauge("waitroom_origin_server_healthy", l);
+    m->ejections = reg_.add_counter("waitroom_origin_server_ejections_total", l);
+    auto& ref = *m;
+    servers_.emplace(std::string(url), std::move(m));
+    return ref;
 }
 
 const room_metrics& metric_set::room(std::string_view id) {
