@@ -87,6 +87,13 @@ bool origin_group::refresh_gate(health_clock::time_point now) const {
     return open;
 }
 
+void origin_group::record_success(const member& m) const {
+    if (m.health->record_success() && m.health->checks_pass()) {
+        health_->gate()->set_open(true);
+        health_->changed();
+    }
+}
+
 bool origin_group::record_failure(const member& m, server_failure f,
                                   health_clock::time_point now) const {
     const bool others = any_available(now, m.health);

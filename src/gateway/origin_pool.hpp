@@ -1,8 +1,8 @@
 #pragma once
-// The per-worker pool of keep-alive connections to the origin: bounded by
+// A worker's pool of keep-alive connections to one origin server: bounded by
 // origin.max_connections, reused across requests and client sessions, LIFO so the warmest
 // connection goes first, idle ones closed after origin.idle_timeout. Single-threaded (one per
-// worker), so it takes no lock.
+// server and worker, see origin_servers.hpp), so it takes no lock.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/ip/tcp.hpp>

@@ -429,7 +429,7 @@ void proxy_exchange::server_answered(unsigned status) {
     if (status >= 500) {
         return server_failed(server_failure::server_error);
     }
-    member.health->record_success();
+    target_->group->record_success(member);
 }
 
 // Nothing was sent to a server that could not be reached: an idempotent request without a body

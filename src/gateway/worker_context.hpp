@@ -1,5 +1,5 @@
 #pragma once
-// What the listeners and sessions of one worker share: the context, the origin pool, the
+// What the listeners and sessions of one worker share: the context, the origin's servers, the
 // registry of open sessions (for drain and close_all) and the open-connection count. Lives on
 // the worker's thread; only `open` is read from other threads.
 

@@ -171,6 +171,17 @@ TEST(ServerHealth, AnAnswerAfterAnEjectionResetsTheBackOff) {
     EXPECT_EQ(h.ejected_until() - now, milliseconds{1000});
 }
 
+TEST(ServerHealth, AnAnswerDuringAnEjectionEndsIt) {
+    server_health h;
+    for (int i = 0; i < 3; ++i) {
+        h.record_failure(server_failure::connect, rules, true, t0);
+    }
+    EXPECT_FALSE(h.available(t0));
+    EXPECT_TRUE(h.record_success());
+    EXPECT_TRUE(h.available(t0));
+    EXPECT_FALSE(h.record_success());
+}
+
 TEST(ServerHealth, FailuresWhileEjectedDoNotExtendTheEjection) {
     server_health h;
     for (int i = 0; i < 3; ++i) {
@@ -241,6 +252,18 @@ TEST(OriginGroup, ClosesTheGateWhenItsLastServerIsEjectedAndOpensItWhenOneIsBack
     EXPECT_FALSE(g.refresh_gate(t0 + milliseconds{500}));
     EXPECT_TRUE(g.refresh_gate(t0 + milliseconds{1000}));
     EXPECT_TRUE(health->gate()->open());
+}
+
+TEST(OriginGroup, OpensTheGateAtOnceWhenAnEjectedServerAnswers) {
+    auto health = std::make_shared<origin_health>();
+    origin_group g(two_servers(), health, nullptr);
+    const auto& m = g.members();
+    g.record_failure(m[0], server_failure::connect, t0);
+    g.record_failure(m[1], server_failure::timeout, t0);
+    ASSERT_FALSE(health->gate()->open());
+    g.record_success(m[1]);  // a request tried while no server took requests got its answer
+    EXPECT_TRUE(health->gate()->open());
+    EXPECT_TRUE(m[1].health->available(t0));
 }
 
 TEST(OriginGroup, KeepsAServersHealthAcrossConfigsThatNameIt) {

@@ -64,6 +64,15 @@ class Origins : public daemon_test {
 
     bool healthy(const std::string& url) { return server_metric("healthy", url) == 1; }
 
+    // New visitors (no cookie) come until one gets an answer that `wanted`; `last` is the last.
+    bool newcomer_until(http_response& last, bool (*wanted)(const http_response&)) {
+        return poll_until(5s, [&] {
+            cookie_jar newcomer;
+            last = newcomer.get(port_, "/hello");
+            return wanted(last);
+        });
+    }
+
     // A GET of /hello that must be the origin's answer.
     void expect_hello(const char* when) {
         auto r = http_get(port_, "/hello");
@@ -188,12 +197,7 @@ TEST_F(Origins,
     origin_.set_health(503);
     second.set_health(503);
     http_response page;
-    ASSERT_TRUE(poll_until(5s,
-                           [&] {
-                               cookie_jar newcomer;
-                               page = newcomer.get(port_, "/hello");
-                               return is_queue_page(page);
-                           }))
+    ASSERT_TRUE(newcomer_until(page, [](const http_response& r) { return is_queue_page(r); }))
         << "a new visitor was still let in: " << describe(page);
     EXPECT_NE(page.body.find(unavailable_notice), std::string::npos) << page.body.substr(0, 600);
     cookie_jar app;
@@ -208,13 +212,7 @@ TEST_F(Origins,
 
     second.set_health(200);
     http_response in;
-    EXPECT_TRUE(poll_until(5s,
-                           [&] {
-                               cookie_jar newcomer;
-                               in = newcomer.get(port_, "/hello");
-                               return from_origin(in);
-                           }))
-        << "admission did not resume: " << describe(in);
+    EXPECT_TRUE(newcomer_until(in, from_origin)) << "admission did not resume: " << describe(in);
     EXPECT_TRUE(from_origin(admitted.get(port_, "/hello")));
 }
 

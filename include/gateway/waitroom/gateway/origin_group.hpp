@@ -55,14 +55,19 @@ class server_health {
     void set_checks_pass(bool v) { checks_pass_.store(v, order); }
 
     // An answer below 500: the streak of failures ends, and a server back from an ejection has
-    // proved itself (its next ejection starts from the base time again).
-    void record_success() {
-        if (failures_.load(order) != 0 || probation_.load(order)) {
-            failures_.store(0, order);
-            hard_.store(false, order);
-            probation_.store(false, order);
-            level_.store(0, order);
+    // proved itself (its next ejection starts from the base time again). An answer during an
+    // ejection (a request sent while no server took requests) ends it. True when this ended
+    // an ejection, or marked the end of one that had run out.
+    bool record_success() {
+        if (failures_.load(order) == 0 && !probation_.load(order) &&
+            ejected_until_.load(order) == 0) {
+            return false;  // the usual case: loads only, no write to a shared line
         }
+        failures_.store(0, order);
+        hard_.store(false, order);
+        probation_.store(false, order);
+        level_.store(0, order);
+        return ejected_until_.exchange(0, order) != 0;
     }
 
     // A failure at `now`. True when it ejected the server: after `rules.eject_after` in a row,
@@ -136,6 +141,9 @@ class origin_group {
 
     // Opens the gate when a member takes new requests at `now`, else closes it. Returns it.
     bool refresh_gate(health_clock::time_point now) const;
+
+    // An answer below 500 from `m`; one that ends an ejection opens the gate at once.
+    void record_success(const member& m) const;
 
     // A failed request to `m`; true when it ejected `m`. An ejection closes the gate at once
     // when it was the last server, and tells the monitor.

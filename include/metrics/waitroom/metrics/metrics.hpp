@@ -280,7 +280,7 @@ class metric_set {
 
   private:
     registry reg_;
-    std::mutex rooms_mutex_;
+    std::mutex handles_mutex_;  // rooms_ and servers_
     std::unordered_map<std::string, std::unique_ptr<room_metrics>> rooms_;
     std::unordered_map<std::string, std::unique_ptr<origin_server_metrics>> servers_;
     std::array<counter, status_class_count> requests_;
