@@ -17,7 +17,7 @@
 #include "client_stream.hpp"
 #include "common.hpp"
 #include "origin_connection.hpp"
-#include "origin_pool.hpp"
+#include "origin_servers.hpp"
 
 namespace waitroom::gateway {
 
@@ -26,8 +26,8 @@ class tunnel : public std::enable_shared_from_this<tunnel<Origin>> {
   public:
     // `owner` keeps the client stream (and its buffer) alive; `c` owns the origin stream.
     tunnel(std::shared_ptr<void> owner, client_stream& client, beast::flat_buffer& client_left,
-           std::shared_ptr<origin_connection> c, Origin& origin, std::shared_ptr<origin_pool> pool,
-           std::chrono::steady_clock::duration idle_timeout)
+           std::shared_ptr<origin_connection> c, Origin& origin,
+           std::shared_ptr<origin_servers> pool, std::chrono::steady_clock::duration idle_timeout)
         : owner_(std::move(owner)),
           client_(client),
           client_left_(client_left),
@@ -118,7 +118,7 @@ class tunnel : public std::enable_shared_from_this<tunnel<Origin>> {
     beast::flat_buffer& client_left_;
     std::shared_ptr<origin_connection> conn_;
     Origin& origin_;
-    std::shared_ptr<origin_pool> pool_;
+    std::shared_ptr<origin_servers> pool_;
     std::chrono::steady_clock::duration idle_timeout_;
     steady_timer idle_timer_;
     std::chrono::steady_clock::time_point last_activity_;

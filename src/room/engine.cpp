@@ -40,17 +40,18 @@ std::atomic<std::uint64_t> next_generation{1};
 
 // ---- engine ----------------------------------------------------------------------------------
 
-engine::engine(config::snapshot cfg, windowing win, std::shared_ptr<room_overrides> overrides)
+engine::engine(config::snapshot cfg, windowing win, std::shared_ptr<room_overrides> overrides,
+               std::shared_ptr<const origin_gate> gate)
     : cfg_(std::move(cfg)),
       win_(win),
       late_renewal_ms_(std::llround(
-          (2.0 * static_cast<double>(
-                     std::chrono::duration_cast<std::chrono::milliseconds>(
-                         cfg_->state.sync_interval)
-                         .count()) +
+          (2.0 * static_cast<double>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                         cfg_->state.sync_interval)
+                                         .count()) +
            1000.0) *
           std::max(1.0, cfg_->testing.time_scale))),
       overrides_(std::move(overrides)),
+      gate_(std::move(gate)),
       generation_(next_generation.fetch_add(1, std::memory_order_relaxed)),
       router_(cfg_->rooms) {
     rooms_.resize(cfg_->rooms.size());
@@ -62,6 +63,7 @@ engine::engine(config::snapshot cfg, windowing win, std::shared_ptr<room_overrid
         if (overrides_) {
             rooms_[i].switches_ = &overrides_->entry(cfg_->rooms[i].id);
         }
+        rooms_[i].gate_ = gate_.get();
     }
 }
 
@@ -285,7 +287,8 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
     std::int64_t older = 0;  // queued ahead of this visitor (FIFO)
     if (s.method == queueing_method::passthrough) {
         admit = true;
-    } else if (!ph.prequeueing && !s.queue_all && !(slowed && flood.flagged_now)) {
+    } else if (!ph.prequeueing && !s.queue_all && !s.origin_unavailable &&
+               !(slowed && flood.flagged_now)) {
         // (The request that flags a `slow` visitor draws nothing: its ticket was just refused.)
         const std::int64_t free = st.free_capacity();
         if (s.method == queueing_method::random) {
@@ -304,9 +307,8 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
                 // cookie buys no extra chances. Its next counted refresh draws anew.
                 double p = std::min(1.0, static_cast<double>(free) / static_cast<double>(waiting));
                 const double u =
-                    queued_cookie
-                        ? unit_draw(ticket, static_cast<std::uint64_t>(c->last_check_in))
-                        : std::uniform_real_distribution<double>(0.0, 1.0)(random);
+                    queued_cookie ? unit_draw(ticket, static_cast<std::uint64_t>(c->last_check_in))
+                                  : std::uniform_real_distribution<double>(0.0, 1.0)(random);
                 eligible = u < p;
             }
         } else {
@@ -499,9 +501,9 @@ void engine::challenge(const compiled_room& r, const settings& s, const event_ph
         d.cookie.bucket = floor_to(now_ms, win_.window_ms);
         d.cookie.last_check_in = now_ms;
         d.cookie.event_id = ph.event_id;
-        d.cookie.flags = visitor_flags::challenged |
-                         rules::challenge_difficulty(r.config().challenge, s, st)
-                             << visitor_flags::difficulty_shift;
+        d.cookie.flags =
+            visitor_flags::challenged | rules::challenge_difficulty(r.config().challenge, s, st)
+                                            << visitor_flags::difficulty_shift;
         d.cookie_changed = true;
         d.challenge_issued = true;
     }
@@ -566,8 +568,7 @@ payload engine::revoke(const compiled_room& r, worker_state& ws, const payload& 
 }
 
 bool engine::refused_ticket(const worker_state& ws, const room_state& st, const payload& c) {
-    return st.revoked(c.ticket) ||
-           (ws.revoked_.written > 0 && ws.revoked_.contains(c.ticket)) ||
+    return st.revoked(c.ticket) || (ws.revoked_.written > 0 && ws.revoked_.contains(c.ticket)) ||
            (ws.flag_refused_.written > 0 && ws.flag_refused_.contains(c.ticket));
 }
 

@@ -15,11 +15,12 @@
 
 #include "waitroom/config/config.hpp"
 #include "waitroom/room/analytics.hpp"
-#include "waitroom/room/payload.hpp"
 #include "waitroom/room/counters.hpp"
 #include "waitroom/room/limits.hpp"
+#include "waitroom/room/origin_gate.hpp"
 #include "waitroom/room/overrides.hpp"
 #include "waitroom/room/page_model.hpp"
+#include "waitroom/room/payload.hpp"
 #include "waitroom/room/room_state.hpp"
 #include "waitroom/room/router.hpp"
 
@@ -36,6 +37,8 @@ struct settings {
     config::queueing_method method = config::queueing_method::fifo;
     bool suspended = false;
     bool queue_all = false;
+    // No origin server is healthy (origin_gate): nobody new is admitted, the page says so.
+    bool origin_unavailable = false;
     std::int64_t refresh_ms = 20'000;
     const std::string* custom_page_html = nullptr;  // the room's or the event's template file
 };
@@ -102,6 +105,7 @@ class compiled_room {
     bypass_matcher bypass_{{}};
     windowing win_;
     const room_switches* switches_ = nullptr;  // run-time overrides (admin PATCH); null = none
+    const origin_gate* gate_ = nullptr;        // the node's origin health; null = always open
 };
 
 enum class action {
@@ -128,7 +132,7 @@ struct decision {
     pass_reason reason = pass_reason::none;
     const compiled_room* room = nullptr;      // null when unmatched
     bool cookie_changed = false;              // set `cookie` on the response
-    payload cookie;                   // valid for admit and queue
+    payload cookie;                           // valid for admit and queue
     std::int64_t cookie_max_age_seconds = 0;  // Max-Age when setting it: what is left of the
                                               // session (admit) or the rejoin time (queue)
     std::int64_t refresh_seconds = 0;         // queue: the Refresh header (adaptive)
@@ -251,8 +255,10 @@ class worker_state {
 class engine {
   public:
     // `overrides`: the node's run-time room switches, which win over the config and events.
+    // `gate`: the node's origin health; while it is closed nobody new is admitted.
     explicit engine(config::snapshot cfg, windowing win = {},
-                    std::shared_ptr<room_overrides> overrides = nullptr);
+                    std::shared_ptr<room_overrides> overrides = nullptr,
+                    std::shared_ptr<const origin_gate> gate = nullptr);
     engine(const engine&) = delete;
     engine& operator=(const engine&) = delete;
 
@@ -269,9 +275,9 @@ class engine {
     // the cookie was valid for this room, null otherwise (a new visitor). `solved`: the request
     // carries a valid solution of the challenge in `valid_cookie` (checked by the caller, which
     // holds the cookie's sealed value the challenge is bound to).
-    decision decide(const compiled_room& room, worker_state& ws,
-                    const payload* valid_cookie, std::int64_t now_ms, rng& random,
-                    attempt at = attempt::first, bool solved = false) const;
+    decision decide(const compiled_room& room, worker_state& ws, const payload* valid_cookie,
+                    std::int64_t now_ms, rng& random, attempt at = attempt::first,
+                    bool solved = false) const;
 
     // Both steps, for callers that resolve the cookie up front (tests, simulator).
     decision decide(const request_view& req, worker_state& ws, const payload* valid_cookie,
@@ -281,8 +287,8 @@ class engine {
     // frees its place on the first revocation of the ticket and every node then refuses the
     // session's cookies). The returned payload is that of a new arrival at `now` (a fresh
     // ticket, back of the queue when queueing, counted at its first request). Set it.
-    payload revoke(const compiled_room& room, worker_state& ws,
-                           const payload& current, std::int64_t now_ms, rng& random) const;
+    payload revoke(const compiled_room& room, worker_state& ws, const payload& current,
+                   std::int64_t now_ms, rng& random) const;
 
     room_status status(const compiled_room& room, const room_state& state,
                        std::int64_t now_ms) const;
@@ -295,8 +301,7 @@ class engine {
   private:
     // `c` carries a refused ticket (on any node, or on this worker since its last snapshot): a
     // session the origin revoked, or a queue place an admission spent. It holds no place.
-    static bool refused_ticket(const worker_state& ws, const room_state& st,
-                               const payload& c);
+    static bool refused_ticket(const worker_state& ws, const room_state& st, const payload& c);
     // The active window an admitted visitor's check-in at `at_ms` was counted in: its size is
     // the one in force then (an event's session_duration changes it), so that a move takes the
     // visitor out of the window it was put in.
@@ -308,8 +313,8 @@ class engine {
     // The challenge a new visitor who would be queued gets instead of a place (rooms with
     // `challenge`): `pending`'s while it is fresh, a new one otherwise.
     void challenge(const compiled_room& r, const settings& s, const event_phase& ph,
-                   const room_state& st, const payload* pending, std::int64_t now_ms,
-                   rng& random, decision& d) const;
+                   const room_state& st, const payload* pending, std::int64_t now_ms, rng& random,
+                   decision& d) const;
     void fill_page(const compiled_room& r, const settings& s, const event_phase& ph,
                    const room_state& st, std::int64_t bucket, std::int64_t now_ms, bool eligible,
                    decision& d) const;
@@ -320,6 +325,7 @@ class engine {
     // at once: two sync intervals, one for a worker that missed a sync's flush, and a second.
     std::int64_t late_renewal_ms_ = 0;
     std::shared_ptr<room_overrides> overrides_;
+    std::shared_ptr<const origin_gate> gate_;
     std::uint64_t generation_;
     router router_;
     std::vector<compiled_room> rooms_;
