@@ -24,6 +24,11 @@ namespace {
 
 constexpr auto linger_time = std::chrono::seconds(2);
 
+// The buffer capacity a kept-alive connection keeps while it waits for its next request: enough
+// for most heads, which then cost no allocation; a larger one (a body's read of 64 KiB, a large
+// head) is freed, so that idle connections do not each hold what their last request needed.
+constexpr std::size_t idle_buffer_kept = 4096;
+
 template <class Stream>
 Stream make_stream(tcp_socket&& socket, const certificate_set* tls) {
     if constexpr (std::is_same_v<Stream, tcp_stream>) {
@@ -48,7 +53,8 @@ client_session<Stream>::client_session(std::shared_ptr<worker_context> state, tc
       proxy_protocol_(proxy_protocol),
       h2c_(h2c && !is_tls),
       deadline_timer_(state_->ioc),
-      exchange_(*this, *state_) {
+      exchange_(*this, *state_),
+      place_(state_->clients, *this) {
     error_code ec;
     auto remote = lowest().socket().remote_endpoint(ec);
     if (!ec) {
@@ -77,6 +83,10 @@ client_session<Stream>::~client_session() {
 
 template <class Stream>
 void client_session<Stream>::run() {
+    // Its client holds limits.max_connections_per_client already: closed before anything is read.
+    if (!proxy_protocol_ && !place_.claim_peer(identity_, *cfg_)) {
+        return close();
+    }
     if (proxy_protocol_) {
         // The PROXY header and the TLS handshake after it share one header_timeout.
         lowest().expires_after(cfg_->limits.header_timeout);
@@ -120,6 +130,9 @@ void client_session<Stream>::read_proxy_header() {
     if (r.has_source) {
         identity_.from_proxy_header(r.source, info_);
     }
+    if (!place_.claim_peer(identity_, *cfg_)) {
+        return close();
+    }
     start();
 }
 
@@ -155,7 +168,7 @@ void client_session<Stream>::hand_to_h2() {
     deadline_timer_.cancel();
     lowest().expires_never();
     std::make_shared<h2_connection<Stream>>(state_, std::move(stream_), identity_, info_,
-                                            std::move(buffer_))
+                                            std::move(buffer_), place_)
         ->run();
 }
 
@@ -219,6 +232,9 @@ void client_session<Stream>::do_read_header() {
     // A first request or a started one must arrive within header_timeout (else 408); an idle
     // keep-alive connection is simply closed after keepalive_timeout.
     const bool started = first_request_ || buffer_.size() > 0;
+    if (!started && buffer_.capacity() > idle_buffer_kept) {
+        buffer_.shrink_to_fit();  // an idle connection keeps no large body's or head's buffer
+    }
     header_started_ = started;
     header_timed_out_ = false;
     client_wait_since_ = std::chrono::steady_clock::now();
@@ -231,6 +247,9 @@ void client_session<Stream>::do_read_header() {
     // deadline_timer_ bounds this read, so the stream's own timeout machinery (an operation
     // layer and a timer wait per read) has nothing to add.
     read_client_head();
+    if (!started) {
+        place_.idle();  // after the read is queued: near the worker's limit this may close it
+    }
 }
 
 // Parses what is buffered, then reads the socket until the head is complete: plain TCP with
@@ -245,6 +264,10 @@ void client_session<Stream>::read_client_head(bool try_first) {
     if (h2c == preface::none && parse_head(*parser_, buffer_, ec)) {
         return on_read_header(ec, 0);
     }
+    if (!header_timed_out_ && (buffer_.size() > 0 || parser_->got_some())) {
+        // Past the worker's budget this head may be given up at once (header_timed_out_).
+        place_.hold_head(buffer_.capacity(), cfg_->limits.header_buffer_budget);
+    }
     if (header_timed_out_) {
         return on_read_header(asio::error::operation_aborted, 0);  // as for the origin's head
     }
@@ -258,7 +281,7 @@ void client_session<Stream>::read_client_head(bool try_first) {
     if constexpr (is_tls) {
         (void)try_first;
         stream_.async_read_some(
-            buffer_.prepare(beast::read_size(buffer_, 65536)),
+            head_read_room(buffer_, cfg_->limits.max_header_bytes),
             beast::bind_front_handler(&client_session::on_client_bytes, self()));
     } else {
         // The next request on a kept-alive connection is waited for without a try when the last
@@ -272,7 +295,7 @@ void client_session<Stream>::read_client_head(bool try_first) {
         }
         const bool fresh = first_request_ && !parser_->got_some();
         client_read_.start<&client_session::on_client_bytes>(
-            lowest().socket(), buffer_.prepare(beast::read_size(buffer_, 65536)),
+            lowest().socket(), head_read_room(buffer_, cfg_->limits.max_header_bytes),
             next || fresh ? socket_reader::kind::answer : socket_reader::kind::more, self());
     }
 }
@@ -291,6 +314,14 @@ bool client_session<Stream>::sweep(std::chrono::steady_clock::time_point cutoff)
     error_code ignored;
     lowest().socket().cancel(ignored);  // on_client_bytes starts the read again, trying first
     return false;
+}
+
+// As a header timeout: the read ends, on_read_header answers 408.
+template <class Stream>
+void client_session<Stream>::give_up_head() {
+    header_timed_out_ = true;
+    error_code ignored;
+    lowest().socket().cancel(ignored);
 }
 
 template <class Stream>
@@ -374,8 +405,11 @@ void client_session<Stream>::follow(const std::shared_ptr<const node_runtime>& r
 template <class Stream>
 void client_session<Stream>::on_read_header(error_code ec, std::size_t) {
     header_waiting_ = false;
+    place_.busy();
     if (ec == asio::error::operation_aborted && header_timed_out_) {
         if (header_started_) {  // a first request, or bytes of a next one
+            buffer_.clear();    // what came of the head is of no use now: its memory goes
+            buffer_.shrink_to_fit();
             return send_error(408, "request header timed out", true);
         }
         return do_close();
@@ -416,6 +450,9 @@ void client_session<Stream>::on_read_header(error_code ec, std::size_t) {
     info_.request = &canonical_;
     client_keep_alive_ = parser_->keep_alive();
     identity_.resolve(req, *cfg_, runtime_->generation, is_tls, info_);
+    if (!place_.claim(info_.client_ip_bytes, *cfg_)) {  // behind a trusted proxy
+        return send_error(503, "too many connections from this client", true, "1");
+    }
     state_->ctx->filter().on_request(
         req, info_, [self = self()](filter_result r) { self->on_filter(std::move(r)); });
 }

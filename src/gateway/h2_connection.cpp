@@ -20,13 +20,15 @@ h2_limits limits_of(const config::config& cfg) {
 template <class Stream>
 h2_connection<Stream>::h2_connection(std::shared_ptr<worker_context> state, Stream&& stream,
                                      const client_identity& identity, const request_info& info,
-                                     beast::flat_buffer&& already_read)
+                                     beast::flat_buffer&& already_read, connection_place& place)
     : state_(std::move(state)),
       stream_(std::move(stream)),
       identity_(identity),
       info_(info),
       already_read_(std::move(already_read)),
-      idle_timer_(lowest().get_executor()) {
+      idle_timer_(lowest().get_executor()),
+      place_(state_->clients, *this) {
+    place_.take_over(place);
     state_->session_opened(this);
     if (auto* m = state_->ctx->metrics()) {
         m->client_connections().add(state_->index, 1);
@@ -228,6 +230,17 @@ void h2_connection<Stream>::arm_idle() {
         self->closing_ = true;
         self->flush();
     });
+    place_.idle();  // last: near the worker's limit this may close the connection
+}
+
+// Behind a trusted proxy the connection counts under the client of its first request.
+template <class Stream>
+bool h2_connection<Stream>::claim_client(const request_head& head) {
+    const auto& rt = state_->current();
+    client_identity who = identity_;
+    request_info info = info_;
+    who.resolve(head, *rt->cfg, rt->generation, true, info);
+    return place_.claim(info.client_ip_bytes, *rt->cfg);
 }
 
 // ---- the codec's events -------------------------------------------------------------------
@@ -241,6 +254,10 @@ h2_stream* h2_connection<Stream>::find(std::int32_t id) {
 template <class Stream>
 void h2_connection<Stream>::on_request(const h2_request& r) {
     idle_timer_.cancel();
+    place_.busy();
+    if (!place_.attributed() && !claim_client(*r.head)) {
+        return close();  // its client holds limits.max_connections_per_client already
+    }
     auto s = std::make_shared<h2_stream>(state_, this->shared_from_this(), r.stream_id, *r.head,
                                          r.content_length, r.end_stream, identity_, info_);
     streams_.emplace(r.stream_id, s);
