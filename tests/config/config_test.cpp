@@ -588,7 +588,7 @@ TEST_F(Config, ClientConnectionCapIsItsOwnKeyAndDefaultsToAQuarterOfTheWorker) {
     EXPECT_EQ(per_client_cap(one.cfg->limits), 1u);
     EXPECT_EQ(messages(load("limits: {max_connections_per_client: -1}\n")),
               (std::vector<std::string>{
-                  "config.yaml:1:39: limits.max_connections_per_client: must be an integer ≥ 0"}));
+                  "config.yaml:1:38: limits.max_connections_per_client: must be an integer ≥ 0"}));
 }
 
 TEST_F(Config, HeaderBufferBudgetHoldsAtLeastOneWholeHead) {
@@ -604,7 +604,7 @@ TEST_F(Config, HeaderBufferBudgetHoldsAtLeastOneWholeHead) {
     EXPECT_EQ(messages(load("limits: {header_buffer_budget: 1KiB}\n")).size(), 1u);
     EXPECT_EQ(
         messages(load("limits: {max_header_bytes: 1MiB, header_buffer_budget: 512KiB}\n")),
-        (std::vector<std::string>{"config.yaml:1:49: limits.header_buffer_budget: must be at least "
+        (std::vector<std::string>{"config.yaml:1:56: limits.header_buffer_budget: must be at least "
                                   "max_header_bytes (one whole head must fit)"}));
 }
 
