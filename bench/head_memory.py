@@ -42,6 +42,16 @@ def settle(pid, seconds=1.5):
     return last
 
 
+def answered_or_closed(s):
+    """True when the gateway answered (a 408) or closed the connection."""
+    try:
+        return s.recv(1, socket.MSG_DONTWAIT | socket.MSG_PEEK) is not None
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
 def start(binary, extra):
     folder = tempfile.mkdtemp(prefix="head-memory-")
     path = os.path.join(folder, "config.yaml")
@@ -74,10 +84,10 @@ def measure(binary, n, head_bytes, extra, send):
                 s.sendall(head)
             conns.append(s)
         after = settle(proc.pid)
-        open_now = sum(1 for s in conns if s.fileno() >= 0)
+        answered = sum(1 for s in conns if answered_or_closed(s))
         for s in conns:
             s.close()
-        return before, after, open_now
+        return before, after, n - answered
     finally:
         proc.terminate()
         proc.wait()
@@ -89,10 +99,10 @@ def main():
     head_bytes = int(sys.argv[3]) if len(sys.argv) > 3 else 16 * 1024 - 64
     extra = sys.argv[4] if len(sys.argv) > 4 else ""
     for label, send in (("unfinished head", True), ("connected, nothing sent", False)):
-        before, after, _ = measure(binary, n, head_bytes, extra, send)
+        before, after, held = measure(binary, n, head_bytes, extra, send)
         per = (after - before) * 1024 / n
-        print(f"{label}: {n} connections, RSS {before} KiB -> {after} KiB, "
-              f"{per:,.0f} bytes each")
+        print(f"{label}: {n} connections ({held} still waiting), RSS {before} KiB -> "
+              f"{after} KiB, {per:,.0f} bytes each")
 
 
 if __name__ == "__main__":

@@ -779,7 +779,7 @@ void client_session<Stream>::do_close() {
 template <class Stream>
 void client_session<Stream>::do_linger() {
     lowest().expires_at(linger_deadline_);
-    lowest().async_read_some(asio::buffer(exchange_.scratch(), relay_buffer::piece_size),
+    lowest().async_read_some(asio::buffer(state_->discarded),
                              beast::bind_front_handler(&client_session::on_linger, self()));
 }
 

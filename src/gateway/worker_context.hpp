@@ -6,6 +6,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -58,6 +59,9 @@ struct worker_context {
     std::size_t tunnels = 0;  // WebSocket upgrades forwarded or tunnelling (origin.max_tunnels)
     std::atomic<std::size_t> open{0};
     client_registry clients;  // per-client counts, idle connections, heads being read
+    // Where closing connections read what their clients still send, to drop it: one for the
+    // worker, so that a connection given up (a head past the budget, say) frees its own memory.
+    std::array<char, 16 * 1024> discarded{};
     bool draining = false;
     std::unordered_set<session_base*> sessions;
     std::vector<std::shared_ptr<listener>> listeners;
