@@ -1,5 +1,5 @@
 #pragma once
-// A simulator scenario (issue 6): the room, the nodes and their store, and the visitors, all in
+// A simulator scenario: the room, the nodes and their store, and the visitors, all in
 // virtual time relative to the start of the run. Built in by name or loaded from YAML.
 
 #include <cstdint>
@@ -67,34 +67,34 @@ struct scenario {
     // Nodes and the store between them.
     std::vector<double> node_shares{1.0};  // traffic share of each node (normalised)
     int workers_per_node = 2;
-    bool sticky = true;                    // false: every request picks a node by share
+    bool sticky = true;  // false: every request picks a node by share
     std::int64_t sync_interval_ms = 1'000;
-    std::int64_t sync_delay_ms = 0;        // round trip of a store call
-    std::int64_t store_timeout_ms = 500;   // a call during an outage fails after this long
-    std::int64_t top_up_retry_ms = -1;     // -1: as the daemon (sync_interval / 4)
-    std::int64_t top_up_min = 1;           // sync_options::top_up_min: smallest top-up asked for
+    std::int64_t sync_delay_ms = 0;       // round trip of a store call
+    std::int64_t store_timeout_ms = 500;  // a call during an outage fails after this long
+    std::int64_t top_up_retry_ms = -1;    // -1: as the daemon (sync_interval / 4)
+    std::int64_t top_up_min = 1;          // sync_options::top_up_min: smallest top-up asked for
     std::vector<outage> outages;
 
     // Visitors.
     arrival_curve arrivals;
     std::int64_t browse_mean_ms = 120'000;  // admission to last page view, uniform 0..2×mean
     std::int64_t page_interval_ms = 30'000;
-    double abandon_share = 0.0;             // share of queued visitors who give up
+    double abandon_share = 0.0;               // share of queued visitors who give up
     std::int64_t patience_mean_ms = 180'000;  // how long they wait first (exponential)
-    bool adaptive_refresh = true;           // honour the decision's Refresh (else refresh_ms)
+    bool adaptive_refresh = true;             // honour the decision's Refresh (else refresh_ms)
 
-    // The visitors of the real-process harness (bench/fidelity, issue 16). Each is off by
-    // default, which keeps the model above (and the built-in scenarios' results) as they were.
-    std::int64_t crowd_count = 0;      // > 0: exactly this many arrivals, uniform over crowd_over
+    // The visitors of the real-process harness (bench/fidelity). Each is off by default, so the
+    // model above (and the built-in scenarios' results) stays as it is without them.
+    std::int64_t crowd_count = 0;  // > 0: exactly this many arrivals, uniform over crowd_over
     std::int64_t crowd_over_ms = 0;
     // When the crowd starts, uniform in [min, max] per run. The harness starts it at a random
     // phase of the arrival window and of the minute (its clock is the wall clock); the
     // simulator's windows are aligned on its start, so [5s, 65s] gives the same phases.
     std::int64_t crowd_start_min_ms = 0;
     std::int64_t crowd_start_max_ms = 0;
-    std::int64_t browse_min_ms = -1;   // ≥ 0: browse U(browse_min, browse_max) instead of the mean
+    std::int64_t browse_min_ms = -1;  // ≥ 0: browse U(browse_min, browse_max) instead of the mean
     std::int64_t browse_max_ms = -1;
-    double page_jitter = 0.0;          // pages every page_interval × U(1 − j, 1 + j)
+    double page_jitter = 0.0;           // pages every page_interval × U(1 − j, 1 + j)
     std::int64_t patience_min_ms = -1;  // ≥ 0: patience U(min, max) instead of exponential
     std::int64_t patience_max_ms = -1;
     // Refresh kinds: when set, punctual visitors come back after R × U(1, 1.05) + U(50, 500) ms
@@ -107,9 +107,9 @@ struct scenario {
     std::vector<replay_visitor> replay;
 };
 
-// The scenarios of issue 6, run when none is named.
+// The built-in accuracy scenarios, run when none is named.
 std::vector<std::string> builtin_names();
-// The issue's scenarios plus the two short smoke scenarios ("smoke-quiet", "smoke-spike").
+// The built-in scenarios plus the two short smoke scenarios ("smoke-quiet", "smoke-spike").
 std::optional<scenario> builtin(const std::string& name);
 
 // Loads a scenario file; on error returns nullopt and sets `error` ("file: what").

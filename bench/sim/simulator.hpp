@@ -1,5 +1,5 @@
 #pragma once
-// The simulator of issue 6: N nodes, each with its own node_state, workers and sync_task, share
+// The accuracy simulator: N nodes, each with its own node_state, workers and sync_task, share
 // one local_store through a link with a round-trip delay and outages, all in virtual time. It
 // drives the real room engine with simulated visitors and keeps its own record of every visitor
 // (the ground truth the metrics are computed from).
@@ -18,13 +18,13 @@ struct visitor_record {
     std::int64_t arrival = 0;
     std::int64_t first_queued = -1;  // first queue page
     std::int64_t admitted = -1;
-    std::int64_t session_end = -1;   // last page view + session_duration (the product's session)
-    std::int64_t left = -1;          // gave up waiting, or was rejected
-    std::int64_t estimate_ms = -1;   // wait estimate on the first queue page (waitTimeSeconds)
+    std::int64_t session_end = -1;  // last page view + session_duration (the product's session)
+    std::int64_t left = -1;         // gave up waiting, or was rejected
+    std::int64_t estimate_ms = -1;  // wait estimate on the first queue page (waitTimeSeconds)
     std::int64_t estimate_minutes_ms = -1;  // the same in whole minutes (waitTime)
-    bool prequeued = false;          // arrived while the event was prequeueing
+    bool prequeued = false;                 // arrived while the event was prequeueing
     bool rejected = false;
-    bool lost_session = false;       // queued again while its session should still hold
+    bool lost_session = false;  // queued again while its session should still hold
     // For the per-visitor dump (--visitors), to set beside the harness's visitors.json.
     int node = 0;                      // the sticky node (first request's node when spreading)
     int refresh_kind = 0;              // refresh_mix: 0 punctual, 1 late, 2 early

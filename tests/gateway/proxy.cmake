@@ -10,6 +10,7 @@ waitroom_add_test(gateway_proxy_test
           ${CMAKE_CURRENT_LIST_DIR}/chunk_line_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/worker_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/request_filter_test.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/session_phase_test.cpp
           ${PROJECT_SOURCE_DIR}/tests/support/test_client.cpp
   LIBS waitroom_gateway waitroom_test_origin waitroom_test_certificates
   LABELS unit)
