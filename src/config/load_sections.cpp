@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -539,15 +540,10 @@ void read_logging(loader& l, const YAML::Node& n, logging_settings& out) {
     }
 }
 
-void read_limits(loader& l, const YAML::Node& n, limits& out) {
-    fields f(l, n, "limits",
-             {"max_header_bytes", "max_body_bytes", "header_timeout", "body_timeout",
-              "keepalive_timeout", "drain_timeout", "max_connections", "request_buffer",
-              "body_min_rate", "tunnel_idle_timeout", "body_deadline", "response_min_rate",
-              "request_buffer_budget", "http2_max_concurrent_streams"});
-    if (!f.ok()) {
-        return;
-    }
+namespace {
+
+// The limits' sizes: of a head, of a body, and the memory that heads and bodies in flight share.
+void read_limit_sizes(loader& l, const fields& f, limits& out) {
     if (auto v = f.get("max_header_bytes")) {
         if (auto s = l.size(*v, f.at("max_header_bytes"), 1,
                             std::numeric_limits<std::uint32_t>::max())) {
@@ -560,18 +556,52 @@ void read_limits(loader& l, const YAML::Node& n, limits& out) {
             out.max_body_bytes = *s;
         }
     }
-    l.set_duration(f, "header_timeout", out.header_timeout, duration{1});
-    l.set_duration(f, "body_timeout", out.body_timeout, duration{1});
-    l.set_duration(f, "keepalive_timeout", out.keepalive_timeout, duration{1});
-    l.set_duration(f, "drain_timeout", out.drain_timeout, duration{0});
-    l.set_integer<std::size_t>(f, "max_connections", out.max_connections, 1, 10'000'000);
-    l.set_integer<std::uint32_t>(f, "http2_max_concurrent_streams",
-                                 out.http2_max_concurrent_streams, 1, 1000);
     if (auto v = f.get("request_buffer")) {
         if (auto s = l.size(*v, f.at("request_buffer"), 16 * 1024, 64 * 1024 * 1024)) {
             out.request_buffer = static_cast<std::size_t>(*s);
         }
     }
+    if (auto v = f.get("request_buffer_budget")) {
+        if (auto s = l.size(*v, f.at("request_buffer_budget"), 0, 1ull << 40)) {
+            out.request_buffer_budget = static_cast<std::size_t>(*s);
+        }
+    }
+    if (auto v = f.get("header_buffer_budget")) {
+        // Below 64 KiB a few ordinary heads split across reads would already pass it.
+        auto s = l.size(*v, f.at("header_buffer_budget"), 64 * 1024, 1ull << 40);
+        if (s && *s < out.max_header_bytes) {
+            l.report(*v, f.at("header_buffer_budget"),
+                     "must be at least max_header_bytes (one whole head must fit)");
+        } else if (s) {
+            out.header_buffer_budget = static_cast<std::size_t>(*s);
+        }
+    } else {
+        out.header_buffer_budget = std::max(out.header_buffer_budget, out.max_header_bytes);
+    }
+}
+
+}  // namespace
+
+void read_limits(loader& l, const YAML::Node& n, limits& out) {
+    fields f(
+        l, n, "limits",
+        {"max_header_bytes", "max_body_bytes", "header_timeout", "body_timeout",
+         "keepalive_timeout", "drain_timeout", "max_connections", "request_buffer", "body_min_rate",
+         "tunnel_idle_timeout", "body_deadline", "response_min_rate", "request_buffer_budget",
+         "http2_max_concurrent_streams", "max_connections_per_client", "header_buffer_budget"});
+    if (!f.ok()) {
+        return;
+    }
+    read_limit_sizes(l, f, out);
+    l.set_duration(f, "header_timeout", out.header_timeout, duration{1});
+    l.set_duration(f, "body_timeout", out.body_timeout, duration{1});
+    l.set_duration(f, "keepalive_timeout", out.keepalive_timeout, duration{1});
+    l.set_duration(f, "drain_timeout", out.drain_timeout, duration{0});
+    l.set_integer<std::size_t>(f, "max_connections", out.max_connections, 1, 10'000'000);
+    l.set_integer<std::size_t>(f, "max_connections_per_client", out.max_connections_per_client, 0,
+                               10'000'000, "must be an integer ≥ 0");
+    l.set_integer<std::uint32_t>(f, "http2_max_concurrent_streams",
+                                 out.http2_max_concurrent_streams, 1, 1000);
     if (auto v = f.get("body_min_rate")) {
         if (auto s = l.size(*v, f.at("body_min_rate"), 0, 1ull << 40)) {
             out.body_min_rate = *s;
@@ -582,11 +612,6 @@ void read_limits(loader& l, const YAML::Node& n, limits& out) {
     if (auto v = f.get("response_min_rate")) {
         if (auto s = l.size(*v, f.at("response_min_rate"), 0, 1ull << 40)) {
             out.response_min_rate = *s;
-        }
-    }
-    if (auto v = f.get("request_buffer_budget")) {
-        if (auto s = l.size(*v, f.at("request_buffer_budget"), 0, 1ull << 40)) {
-            out.request_buffer_budget = static_cast<std::size_t>(*s);
         }
     }
 }

@@ -39,12 +39,17 @@ class client_identity {
     }
 
     const std::string& peer_ip() const { return peer_ip_; }
+    const std::optional<ip_bytes>& peer_bytes() const { return peer_bytes_; }
+    // The peer is among `cfg`'s trusted_proxies (decided now, not cached).
+    bool peer_is_trusted(const config::config& cfg) const {
+        return peer_bytes_ && is_trusted(cfg.trusted_proxies, *peer_bytes_);
+    }
     // As of the last resolve().
     bool peer_trusted() const { return peer_trusted_; }
 
   private:
-    void resolve_fully(const request_head& req, const config::config& cfg,
-                       std::uint64_t generation, bool tls, request_info& info);
+    void resolve_fully(const request_head& req, const config::config& cfg, std::uint64_t generation,
+                       bool tls, request_info& info);
 
     std::string peer_ip_;
     std::optional<ip_bytes> peer_bytes_;

@@ -23,6 +23,11 @@ namespace {
 
 constexpr auto linger_time = std::chrono::seconds(2);
 
+// The buffer capacity a kept-alive connection keeps while it waits for its next request: enough
+// for most heads, which then cost no allocation; a larger one (a body's read of 64 KiB, a large
+// head) is freed, so that idle connections do not each hold what their last request needed.
+constexpr std::size_t idle_buffer_kept = 4096;
+
 client_stream make_stream(tcp_socket&& socket, const certificate_set* tls) {
     if (tls == nullptr) {
         return client_stream(std::move(socket));
@@ -44,7 +49,8 @@ client_session::client_session(std::shared_ptr<worker_context> state, tcp_socket
       deadline_timer_(state_->ioc),
       proxy_protocol_(proxy_protocol),
       h2c_(h2c && !tls_),
-      exchange_(*this, *state_) {
+      exchange_(*this, *state_),
+      place_(state_->clients, *this) {
     error_code ec;
     auto remote = lowest().socket().remote_endpoint(ec);
     if (!ec) {
@@ -71,6 +77,10 @@ client_session::~client_session() {
 }
 
 void client_session::run() {
+    // Its client holds limits.max_connections_per_client already: closed before anything is read.
+    if (!proxy_protocol_ && !place_.claim_peer(identity_, *cfg_)) {
+        return close();
+    }
     if (proxy_protocol_) {
         // The PROXY header and the TLS handshake after it share one header_timeout.
         enter(session_phase::proxy_header);
@@ -123,6 +133,9 @@ void client_session::read_proxy_header() {
     if (r.has_source) {
         identity_.from_proxy_header(r.source, info_);
     }
+    if (!place_.claim_peer(identity_, *cfg_)) {
+        return close();
+    }
     start();
 }
 
@@ -152,7 +165,7 @@ void client_session::hand_to_h2() {
     deadline_timer_.cancel();
     lowest().expires_never();
     std::make_shared<h2_connection>(state_, std::move(stream_), identity_, info_,
-                                    std::move(buffer_))
+                                    std::move(buffer_), place_)
         ->run();
 }
 
@@ -218,6 +231,9 @@ void client_session::do_read_header(bool first) {
     // keep-alive connection is simply closed after keepalive_timeout.
     using enum session_phase;
     enter(first ? first_head : buffer_.size() > 0 ? next_head : idle);
+    if (phase_ == idle && buffer_.capacity() > idle_buffer_kept) {
+        buffer_.shrink_to_fit();  // an idle connection keeps no large body's or head's buffer
+    }
     wait_timed_out_ = false;
     client_wait_since_ = std::chrono::steady_clock::now();
     header_deadline_ = client_wait_since_ + (phase_ == idle ? cfg_->limits.keepalive_timeout
@@ -227,6 +243,9 @@ void client_session::do_read_header(bool first) {
     // deadline_timer_ bounds this read (client_stream::read_some leaves the stream's own timeout
     // machinery, an operation layer and a timer wait per read, out of it).
     read_client_head();
+    if (phase_ == idle) {
+        place_.idle();  // after the read is queued: near the worker's limit this may close it
+    }
 }
 
 // Parses what is buffered, then reads the socket until the head is complete.
@@ -238,6 +257,10 @@ void client_session::read_client_head(bool try_first) {
     error_code ec;
     if (h2c == preface::none && parse_head(*parser_, buffer_, ec)) {
         return on_read_header(ec, 0);
+    }
+    if (!wait_timed_out_ && (buffer_.size() > 0 || parser_->got_some())) {
+        // Past the worker's budget this head may be given up at once (wait_timed_out_).
+        place_.hold_head(buffer_.capacity(), cfg_->limits.header_buffer_budget);
     }
     if (wait_timed_out_) {
         return on_read_header(asio::error::operation_aborted, 0);  // as for the origin's head
@@ -255,7 +278,7 @@ void client_session::read_client_head(bool try_first) {
     }
     const bool fresh = first && !parser_->got_some();
     stream_.read_some<&client_session::on_client_bytes>(
-        buffer_.prepare(beast::read_size(buffer_, 65536)),
+        head_read_room(buffer_, cfg_->limits.max_header_bytes),
         next || fresh ? socket_reader::kind::answer : socket_reader::kind::more, self());
 }
 
@@ -268,6 +291,12 @@ void client_session::note_head_begun() {
     enter(session_phase::next_head);
     header_deadline_ = std::chrono::steady_clock::now() + cfg_->limits.header_timeout;
     arm_timer(header_deadline_);
+}
+
+// As a header timeout: the read ends, on_head_failed answers 408.
+void client_session::give_up_head() {
+    wait_timed_out_ = true;
+    cancel_read();
 }
 
 bool client_session::sweep(std::chrono::steady_clock::time_point cutoff) {
@@ -353,6 +382,7 @@ void client_session::follow(const std::shared_ptr<const node_runtime>& rt) {
 }
 
 void client_session::on_read_header(error_code ec, std::size_t) {
+    place_.busy();
     if (ec || gone()) {
         return on_head_failed(ec);
     }
@@ -373,6 +403,9 @@ void client_session::on_read_header(error_code ec, std::size_t) {
     info_.request = &canonical_;
     keep_alive_ = parser_->keep_alive();
     identity_.resolve(req, *cfg_, runtime_->generation, is_tls(), info_);
+    if (!place_.claim(info_.client_ip_bytes, *cfg_)) {  // behind a trusted proxy
+        return send_error(503, "too many connections from this client", true, "1");
+    }
     state_->ctx->filter().on_request(
         req, info_, [self = self()](filter_result r) { self->on_filter(std::move(r)); });
 }
@@ -382,6 +415,8 @@ void client_session::on_read_header(error_code ec, std::size_t) {
 void client_session::on_head_failed(error_code ec) {
     if (ec == asio::error::operation_aborted && wait_timed_out_) {
         if (phase_ != session_phase::idle) {  // a first request, or bytes of a next one
+            buffer_.clear();  // what came of the head is of no use now: its memory goes
+            buffer_.shrink_to_fit();
             return send_error(408, "request header timed out", true);
         }
         return do_close();
@@ -704,7 +739,7 @@ void client_session::on_shutdown(error_code ec) {
 
 void client_session::do_linger() {
     lowest().expires_at(linger_deadline_);
-    lowest().async_read_some(asio::buffer(exchange_.scratch(), relay_buffer::piece_size),
+    lowest().async_read_some(asio::buffer(state_->discarded),
                              beast::bind_front_handler(&client_session::on_linger, self()));
 }
 

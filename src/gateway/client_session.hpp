@@ -50,6 +50,7 @@ class client_session : public session_base,
     void drain() override;
     void close() override;
     bool sweep(std::chrono::steady_clock::time_point cutoff) override;
+    void give_up_head() override;
 
     // The client side of the exchange (exchange_client.hpp).
     const exchange_request& request() const override { return exchange_request_; }
@@ -193,6 +194,7 @@ class client_session : public session_base,
     std::chrono::steady_clock::time_point body_deadline_;
 
     proxy_exchange exchange_;
+    connection_place place_;  // in the worker's client_registry
 };
 
 }  // namespace waitroom::gateway

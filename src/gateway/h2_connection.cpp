@@ -19,14 +19,16 @@ h2_limits limits_of(const config::config& cfg) {
 
 h2_connection::h2_connection(std::shared_ptr<worker_context> state, client_stream&& stream,
                              const client_identity& identity, const request_info& info,
-                             beast::flat_buffer&& already_read)
+                             beast::flat_buffer&& already_read, connection_place& place)
     : state_(std::move(state)),
       stream_(std::move(stream)),
       identity_(identity),
       info_(info),
       already_read_(std::move(already_read)),
       idle_timer_(lowest().get_executor()),
-      header_timer_(lowest().get_executor()) {
+      header_timer_(lowest().get_executor()),
+      place_(state_->clients, *this) {
+    place_.take_over(place);
     state_->session_opened(this);
     if (auto* m = state_->ctx->metrics()) {
         m->client_connections().add(state_->index, 1);
@@ -209,6 +211,16 @@ void h2_connection::arm_idle() {
         self->closing_ = true;
         self->flush();
     });
+    place_.idle();  // last: near the worker's limit this may close the connection
+}
+
+// Behind a trusted proxy the connection counts under the client of its first request.
+bool h2_connection::claim_client(const request_head& head) {
+    const auto& rt = state_->current();
+    client_identity who = identity_;
+    request_info info = info_;
+    who.resolve(head, *rt->cfg, rt->generation, true, info);
+    return place_.claim(info.client_ip_bytes, *rt->cfg);
 }
 
 // ---- a header block left half sent ---------------------------------------------------------
@@ -259,6 +271,10 @@ h2_stream* h2_connection::find(std::int32_t id) {
 
 void h2_connection::on_request(const h2_request& r) {
     idle_timer_.cancel();
+    place_.busy();
+    if (!place_.attributed() && !claim_client(*r.head)) {
+        return close();  // its client holds limits.max_connections_per_client already
+    }
     auto s =
         std::make_shared<h2_stream>(state_, shared_from_this(), r.stream_id, std::move(*r.head),
                                     r.content_length, r.end_stream, identity_, info_);

@@ -30,7 +30,7 @@ class h2_connection : public session_base,
   public:
     h2_connection(std::shared_ptr<worker_context> state, client_stream&& stream,
                   const client_identity& identity, const request_info& info,
-                  beast::flat_buffer&& already_read);
+                  beast::flat_buffer&& already_read, connection_place& place);
     ~h2_connection() override;
 
     void run();
@@ -64,6 +64,7 @@ class h2_connection : public session_base,
     void finish();
     void count_refusals();
     void end_streams();
+    bool claim_client(const request_head& head);
 
     std::shared_ptr<worker_context> state_;
     client_stream stream_;
@@ -81,6 +82,7 @@ class h2_connection : public session_base,
     bool read_paused_ = false;  // a read waits for the write under way
     bool closing_ = false;      // GOAWAY sent: close once written and the streams are done
     bool closed_ = false;
+    connection_place place_;  // takes over the place of the session it came from
 };
 
 }  // namespace waitroom::gateway

@@ -107,9 +107,11 @@ void listener::on_accept(error_code ec, tcp_socket socket) {
     std::make_shared<client_session>(state_, std::move(socket), tls_ ? tls_->current() : nullptr,
                                      proxy_protocol_, h2c_)
         ->run();
-    // The config is read here only, once per accepted connection.
-    if (state_->open.load(std::memory_order_relaxed) >=
-        state_->ctx->config()->limits.max_connections) {
+    // The config is read here only, once per accepted connection. Near the limit an idle
+    // connection gives way, so that the listener pauses only while none is idle.
+    const std::size_t max_connections = state_->ctx->config()->limits.max_connections;
+    state_->clients.accepted(max_connections);
+    if (state_->open.load(std::memory_order_relaxed) >= max_connections) {
         paused_ = true;
         return;
     }

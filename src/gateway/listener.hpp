@@ -1,7 +1,8 @@
 #pragma once
 // Accepts client connections on one endpoint (SO_REUSEPORT, so every worker has its own
-// acceptor on the same port) and starts a session for each, with TLS when configured. Stops
-// accepting while the worker holds limits.max_connections connections.
+// acceptor on the same port) and starts a session for each, with TLS when configured. Near
+// limits.max_connections the oldest idle connection is closed for each one accepted
+// (client_registry); accepting stops while the worker holds the limit and none is idle.
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>

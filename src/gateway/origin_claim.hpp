@@ -23,7 +23,7 @@ class origin_claim {
     // The slot of `client` (the address the request is served for): false when it holds all it
     // may. No cap, or no address: nothing to hold.
     bool take_slot(const config::origin& o, const std::optional<ip_bytes>& client) {
-        const std::size_t cap = config::client_connection_cap(o);
+        const std::size_t cap = config::per_client_cap(o);
         if (slot_held_ || cap == 0 || !client) {
             return true;
         }

@@ -51,8 +51,6 @@ class proxy_exchange {
     // Gives back the origin connection (not reusable), the client's slot and the tunnel's place,
     // and the body buffer's budget: the client is gone.
     void release();
-    // The relay buffer, for the connection's lingering close to read into.
-    char* scratch() { return relay_.get(); }
 
     // The client's answers to read_body and send_body (exchange_client.hpp).
     void on_read_body(error_code ec, std::size_t bytes);

@@ -5,8 +5,10 @@
 // response_min_rate set for a stream of bytes. Sans-io: no socket is touched here.
 
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/read_size.hpp>
 #include <boost/beast/http/error.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -54,6 +56,24 @@ bool parse_head(Parser& parser, beast::flat_buffer& buffer, error_code& ec) {
         }
     }
     return true;
+}
+
+// Room in `buffer` for the next read of a request head of at most `header_limit` bytes: as
+// Beast's read_size gives it (at least 512 bytes), except that the buffer grows by at most
+// head_growth past what it holds, and never past the head and one byte more (which tells a head
+// too large). A doubling would take an unfinished head of 12 KiB into a buffer of 24 KiB, and
+// one of 16 KiB into 32 KiB; so a head holds at most head_growth more than its bytes. Bytes
+// already buffered past the limit (a pipelined request) stay.
+inline constexpr std::size_t head_growth = 4096;
+
+inline asio::mutable_buffer head_read_room(beast::flat_buffer& buffer, std::size_t header_limit) {
+    const std::size_t unbounded = buffer.max_size();
+    const std::size_t most =
+        std::min(header_limit + 1, std::max(buffer.capacity(), buffer.size() + head_growth));
+    buffer.max_size(std::max(most, buffer.size() + 1));
+    const auto room = buffer.prepare(beast::read_size(buffer, 65536));
+    buffer.max_size(unbounded);
+    return room;
 }
 
 // The error a failed read of a head reports, as Beast's would: at the end of the stream, no

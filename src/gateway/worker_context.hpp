@@ -1,10 +1,12 @@
 #pragma once
 // What the listeners and sessions of one worker share: the context, the origin's servers, the
-// registry of open sessions (for drain and close_all) and the open-connection count. Lives on
-// the worker's thread; only `open` is read from other threads.
+// registry of open sessions (for drain and close_all), the open-connection count and the client
+// connections' bounds (client_registry). Lives on the worker's thread; only `open` is read from
+// other threads.
 
 #include <boost/asio/io_context.hpp>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -12,6 +14,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "client_registry.hpp"
 #include "client_slots.hpp"
 #include "origin_servers.hpp"
 #include "waitroom/gateway/worker.hpp"
@@ -31,6 +34,10 @@ class session_base {
     // The worker's sweep (see worker_context::want_sweep): true when the session still waits for
     // a later sweep.
     virtual bool sweep(std::chrono::steady_clock::time_point cutoff) = 0;
+    // The worker's limits.header_buffer_budget is spent and this session's partly read head
+    // began earliest: it is answered 408 and closed, its buffer freed. Called from another
+    // session's step (or its own): it only marks the read and cancels it.
+    virtual void give_up_head() { close(); }
 };
 
 struct worker_context {
@@ -39,17 +46,22 @@ struct worker_context {
           ctx(std::move(c)),
           index(i),
           pool(std::make_shared<origin_servers>(io.get_executor(), ctx->metrics(), i)),
+          clients(open, ctx->metrics(), i),
           sweep_timer(io.get_executor()) {}
 
     asio::io_context& ioc;
     std::shared_ptr<shared_context> ctx;
     unsigned index;
     std::shared_ptr<origin_servers> pool;  // the origin's servers and their pools
-    client_slots
-        slots;  // origin connections and waits held per client (max_connections_per_client)
+    // Origin connections and waits held per client (origin.max_connections_per_client).
+    client_slots slots;
     std::size_t buffered_bodies = 0;  // request buffer bytes past one relay piece, all sessions
     std::size_t tunnels = 0;  // WebSocket upgrades forwarded or tunnelling (origin.max_tunnels)
     std::atomic<std::size_t> open{0};
+    client_registry clients;  // per-client counts, idle connections, heads being read
+    // Where closing connections read what their clients still send, to drop it: one for the
+    // worker, so that a connection given up (a head past the budget, say) frees its own memory.
+    std::array<char, 16 * 1024> discarded{};
     bool draining = false;
     std::unordered_set<session_base*> sessions;
     std::vector<std::shared_ptr<listener>> listeners;

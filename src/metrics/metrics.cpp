@@ -512,6 +512,11 @@ metric_set::metric_set(unsigned slots) : reg_(slots) {
               "Time from a request's header to the end of its response.", kind::histogram, L{},
               request_bounds);
     r.declare("waitroom_client_connections", "Open client connections.", kind::gauge);
+    r.declare("waitroom_client_connections_shed_total",
+              "Client connections the gateway closed to keep a bound: its client's "
+              "max_connections_per_client, idle ones near max_connections, partly read heads "
+              "past header_buffer_budget.",
+              kind::counter, L{"why"});
     r.declare("waitroom_http_requests_by_protocol_total",
               "Requests answered, by the protocol the client spoke.", kind::counter, L{"protocol"});
     r.declare("waitroom_http2_refused_total",
@@ -571,6 +576,12 @@ metric_set::metric_set(unsigned slots) : reg_(slots) {
     }
     request_latency_ = r.add_histogram("waitroom_http_request_duration_seconds");
     client_connections_ = r.add_gauge("waitroom_client_connections");
+    static constexpr const char* sheds[connection_shed_count] = {"per_client", "idle",
+                                                                 "header_budget"};
+    for (std::size_t i = 0; i < connection_shed_count; ++i) {
+        client_connections_shed_[i] =
+            r.add_counter("waitroom_client_connections_shed_total", L{sheds[i]});
+    }
     origin_connections_ = r.add_gauge("waitroom_origin_connections");
     static constexpr const char* errors[origin_error_count] = {"connect", "timeout", "tls", "reset",
                                                                "protocol"};

@@ -559,20 +559,53 @@ TEST_F(Config, PerClientCapAndBufferBudgetAreChecked) {
               }));
     auto ok = load("origin: {max_connections_per_client: 0}\nlimits: {request_buffer_budget: 0}\n");
     ASSERT_TRUE(ok.ok()) << format_problems(ok.problems);
-    EXPECT_EQ(client_connection_cap(ok.cfg->origin), 0u);
+    EXPECT_EQ(per_client_cap(ok.cfg->origin), 0u);
     EXPECT_EQ(ok.cfg->limits.request_buffer_budget, 0u);
 }
 
 TEST_F(Config, PerClientCapDefaultsToAQuarterOfThePool) {
     auto by_default = load("threads: 1\n");
     ASSERT_TRUE(by_default.ok()) << format_problems(by_default.problems);
-    EXPECT_EQ(client_connection_cap(by_default.cfg->origin), 64u);
+    EXPECT_EQ(per_client_cap(by_default.cfg->origin), 64u);
     auto small = load("origin: {max_connections: 3}\n");
     ASSERT_TRUE(small.ok()) << format_problems(small.problems);
-    EXPECT_EQ(client_connection_cap(small.cfg->origin), 1u);
+    EXPECT_EQ(per_client_cap(small.cfg->origin), 1u);
     auto set = load("origin: {max_connections: 8, max_connections_per_client: 5}\n");
     ASSERT_TRUE(set.ok()) << format_problems(set.problems);
-    EXPECT_EQ(client_connection_cap(set.cfg->origin), 5u);
+    EXPECT_EQ(per_client_cap(set.cfg->origin), 5u);
+}
+
+TEST_F(Config, ClientConnectionCapIsItsOwnKeyAndDefaultsToAQuarterOfTheWorker) {
+    auto by_default = load("limits: {max_connections: 40}\n");
+    ASSERT_TRUE(by_default.ok()) << format_problems(by_default.problems);
+    EXPECT_EQ(per_client_cap(by_default.cfg->limits), 10u);
+    EXPECT_EQ(per_client_cap(by_default.cfg->origin), 64u);  // the origin's cap is apart
+    auto set = load("limits: {max_connections_per_client: 0}\n");
+    ASSERT_TRUE(set.ok()) << format_problems(set.problems);
+    EXPECT_EQ(per_client_cap(set.cfg->limits), 0u);
+    auto one = load("limits: {max_connections: 3}\n");
+    ASSERT_TRUE(one.ok()) << format_problems(one.problems);
+    EXPECT_EQ(per_client_cap(one.cfg->limits), 1u);
+    EXPECT_EQ(messages(load("limits: {max_connections_per_client: -1}\n")),
+              (std::vector<std::string>{
+                  "config.yaml:1:38: limits.max_connections_per_client: must be an integer ≥ 0"}));
+}
+
+TEST_F(Config, HeaderBufferBudgetHoldsAtLeastOneWholeHead) {
+    auto by_default = load("threads: 1\n");
+    ASSERT_TRUE(by_default.ok()) << format_problems(by_default.problems);
+    EXPECT_EQ(by_default.cfg->limits.header_buffer_budget, 32u << 20);
+    auto set = load("limits: {header_buffer_budget: 1MiB}\n");
+    ASSERT_TRUE(set.ok()) << format_problems(set.problems);
+    EXPECT_EQ(set.cfg->limits.header_buffer_budget, 1u << 20);
+    auto big_heads = load("limits: {max_header_bytes: 64MiB}\n");
+    ASSERT_TRUE(big_heads.ok()) << format_problems(big_heads.problems);
+    EXPECT_EQ(big_heads.cfg->limits.header_buffer_budget, 64u << 20);
+    EXPECT_EQ(messages(load("limits: {header_buffer_budget: 1KiB}\n")).size(), 1u);
+    EXPECT_EQ(
+        messages(load("limits: {max_header_bytes: 1MiB, header_buffer_budget: 512KiB}\n")),
+        (std::vector<std::string>{"config.yaml:1:56: limits.header_buffer_budget: must be at least "
+                                  "max_header_bytes (one whole head must fit)"}));
 }
 
 TEST_F(Config, TunnelCapDefaultsToHalfThePoolAndIsChecked) {

@@ -6,6 +6,8 @@ waitroom_add_test(gateway_proxy_test
           ${CMAKE_CURRENT_LIST_DIR}/edge_read_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/message_head_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/client_slots_test.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/client_registry_test.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/chunk_line_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/worker_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/origin_balancing_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/request_filter_test.cpp

@@ -169,8 +169,8 @@ inline origin for_server(const origin& o, const origin_server& s) {
     return out;
 }
 
-// The cap max_connections_per_client stands for (0 = none).
-inline std::size_t client_connection_cap(const origin& o) {
+// The cap origin.max_connections_per_client stands for (0 = none).
+inline std::size_t per_client_cap(const origin& o) {
     if (o.max_connections_per_client) {
         return *o.max_connections_per_client;
     }
@@ -202,7 +202,21 @@ struct limits {
     std::size_t request_buffer_budget =
         32 * 1024 * 1024;  // buffered bodies per worker; past → stream
     std::uint32_t http2_max_concurrent_streams = 128;  // per HTTP/2 connection (SETTINGS)
+    // Client connections one client address may hold at once per worker; more are closed at
+    // once. Unset: a quarter of max_connections (at least 1). 0 = no cap.
+    std::optional<std::size_t> max_connections_per_client;
+    // Buffer memory that partly read request heads may hold per worker; past it the heads that
+    // began earliest get 408.
+    std::size_t header_buffer_budget = 32 * 1024 * 1024;
 };
+
+// The cap limits.max_connections_per_client stands for (0 = none).
+inline std::size_t per_client_cap(const limits& l) {
+    if (l.max_connections_per_client) {
+        return *l.max_connections_per_client;
+    }
+    return l.max_connections / 4 > 0 ? l.max_connections / 4 : 1;
+}
 
 struct node_info {
     std::string id;                    // default: the host name

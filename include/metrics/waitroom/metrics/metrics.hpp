@@ -192,6 +192,14 @@ enum class http2_refusal : std::uint8_t {
 };
 inline constexpr std::size_t http2_refusal_count = 3;
 
+// Why the gateway closed a client connection to keep a bound.
+enum class connection_shed : std::uint8_t {
+    per_client,     // its client held limits.max_connections_per_client already
+    idle,           // idle, closed to make room near limits.max_connections
+    header_budget,  // its partly read head was given up (408) past limits.header_buffer_budget
+};
+inline constexpr std::size_t connection_shed_count = 3;
+
 // Why a request to the origin failed.
 enum class origin_error : std::uint8_t { connect, timeout, tls, reset, protocol };
 inline constexpr std::size_t origin_error_count = 5;
@@ -263,6 +271,9 @@ class metric_set {
     }
     histogram request_latency() const { return request_latency_; }
     gauge client_connections() const { return client_connections_; }
+    counter client_connections_shed(connection_shed why) const {
+        return client_connections_shed_[static_cast<std::size_t>(why)];
+    }
     gauge origin_connections() const { return origin_connections_; }
     counter origin_reused() const { return origin_reused_; }  // request on a pooled connection
     counter origin_opened() const { return origin_opened_; }  // request needed a new connection
@@ -289,6 +300,7 @@ class metric_set {
     std::array<counter, http2_refusal_count> http2_refused_;
     histogram request_latency_;
     gauge client_connections_;
+    std::array<counter, connection_shed_count> client_connections_shed_;
     gauge origin_connections_;
     counter origin_reused_;
     counter origin_opened_;
