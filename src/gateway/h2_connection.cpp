@@ -109,7 +109,15 @@ void h2_connection::on_read(error_code ec, std::size_t n) {
         if (ec != asio::error::eof && ec != asio::error::operation_aborted) {
             fail(ec, "h2 read");
         }
+        if (closed_) {
+            // Our end is under way (finish): the client has ended too, so its close_notify will
+            // never come and the shutdown would wait for it with no deadline of its own.
+            return stream_.close();
+        }
         return close();
+    }
+    if (closed_) {
+        return;  // the shutdown under way reads what follows
     }
     receive(read_buffer_.data(), n);
     flush();
@@ -193,8 +201,19 @@ void h2_connection::finish() {
     header_timer_.cancel();
     // A GOAWAY that ended the session (a bound passed) leaves streams nothing can answer.
     end_streams();
-    stream_.async_shutdown(std::chrono::seconds(2),
-                           [self = shared_from_this()](error_code) { self->stream_.close(); });
+    constexpr auto shutdown_time = std::chrono::seconds(2);
+    stream_.async_shutdown(shutdown_time, [self = shared_from_this()](error_code) {
+        self->idle_timer_.cancel();
+        self->stream_.close();
+    });
+    // The read under way keeps the stream's own deadline off the wait for the client's
+    // close_notify: this timer bounds it, so a client that stays silent is let go.
+    idle_timer_.expires_after(shutdown_time);
+    idle_timer_.async_wait([weak = weak_from_this()](error_code ec) {
+        if (auto self = weak.lock(); self && !ec) {
+            self->stream_.close();
+        }
+    });
 }
 
 // ---- idle ---------------------------------------------------------------------------------

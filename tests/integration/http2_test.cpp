@@ -179,6 +179,18 @@ class Http2 : public daemon_test {
 
     std::uint64_t rss_kib() { return proc().rss_kib(); }
 
+    // The daemon's open file descriptors (sockets among them).
+    std::size_t open_fds() {
+        const auto dir = std::filesystem::path("/proc") / std::to_string(proc().pid()) / "fd";
+        std::error_code ec;
+        std::size_t n = 0;
+        for (auto it = std::filesystem::directory_iterator(dir, ec);
+             !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+            ++n;
+        }
+        return n;
+    }
+
     std::string cert_;
     std::string key_;
 };
@@ -867,6 +879,30 @@ TEST_F(Http2, AnIdleConnectionGetsGoawayAtTheKeepaliveTimeout) {
     ASSERT_TRUE(busy.request(1, "/slow?ms=1500"));
     auto r = busy.await(1);
     EXPECT_EQ(r.body, "slow\n") << describe(r);
+}
+
+// After the idle GOAWAY the gateway sends its close_notify and lets the socket go within two
+// seconds, whether the client then closes (without a close_notify of its own) or stays silent
+// with the socket open: neither holds a descriptor or a connection slot.
+TEST_F(Http2, AConnectionEndedAtTheKeepaliveTimeoutLeavesNoSocketBehind) {
+    start(config(", keepalive_timeout: 1s"));
+    ASSERT_TRUE(served());  // the origin pool's connection is counted in the baseline
+    ASSERT_TRUE(poll_until(5s, [&] { return open_fds() > 0; }));
+    const auto baseline = open_fds();
+    // The connection idles to its GOAWAY and close_notify, then the client closes or stays.
+    const auto let_go = [&](bool client_closes) {
+        auto c = std::make_unique<h2_raw_client>(port_);
+        ASSERT_TRUE(c->connected()) << c->error();
+        EXPECT_EQ(c->await_goaway(5s), h2_no_error);
+        EXPECT_TRUE(c->await_close(5s));
+        if (client_closes) {
+            c.reset();
+        }
+        EXPECT_TRUE(poll_until(5s, [&] { return open_fds() <= baseline; }))
+            << open_fds() << " descriptors open, " << baseline << " before the client";
+    };
+    let_go(true);
+    let_go(false);
 }
 
 // A header block left half sent (HEADERS without END_HEADERS, and no CONTINUATION) holds the
