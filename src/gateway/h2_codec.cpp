@@ -297,6 +297,7 @@ int h2_codec::on_frame_begin(std::uint8_t type, std::size_t length, std::uint8_t
         calm_down();
         return NGHTTP2_ERR_CALLBACK_FAILURE;
     }
+    note_block_frame(type, flags);
     return 0;
 }
 
@@ -571,8 +572,20 @@ void h2_codec::terminate(h2_error code) {
     close_streams(static_cast<std::uint32_t>(code));
 }
 
+// A header block in frames (HEADERS without END_HEADERS, then CONTINUATION up to END_HEADERS),
+// seen at the frame level: nghttp2 decodes the blocks of streams it ignores (refused, past the
+// concurrency bound) without telling the codec, and the connection reads nothing else meanwhile.
+void h2_codec::note_block_frame(std::uint8_t type, std::uint8_t flags) {
+    const bool ends = (flags & NGHTTP2_FLAG_END_HEADERS) != 0;
+    if (type == NGHTTP2_HEADERS && !ends && !block_frames_began_) {
+        block_frames_began_ = now_;
+    } else if (type == NGHTTP2_CONTINUATION && ends) {
+        block_frames_began_.reset();
+    }
+}
+
 std::optional<std::chrono::steady_clock::time_point> h2_codec::header_block_since() const {
-    std::optional<std::chrono::steady_clock::time_point> oldest;
+    std::optional<std::chrono::steady_clock::time_point> oldest = block_frames_began_;
     for (const auto& [id, s] : streams_) {
         if (s.block_began && (!oldest || *s.block_began < *oldest)) {
             oldest = s.block_began;

@@ -185,6 +185,7 @@ class h2_codec {
     int on_header(std::int32_t id, std::string_view name, std::string_view value);
     int on_headers_done(std::int32_t id, bool end_stream);
     int on_frame_begin(std::uint8_t type, std::size_t length, std::uint8_t flags);
+    void note_block_frame(std::uint8_t type, std::uint8_t flags);
     long read_body(std::int32_t id, std::uint8_t* buf, std::size_t length, std::uint32_t* flags);
     void calm_down();
     void count_reset();
@@ -202,6 +203,8 @@ class h2_codec {
     std::vector<nghttp2_nv> nva_;
     std::chrono::steady_clock::time_point now_;
     bucket resets_, control_, empty_;
+    // When the header block in frames under way began, whatever its stream (note_block_frame).
+    std::optional<std::chrono::steady_clock::time_point> block_frames_began_;
     counters stats_;
     bool shutting_down_ = false;
     bool failed_ = false;  // terminated: write what is queued, read nothing more

@@ -409,6 +409,21 @@ TEST(H2Codec, TellsWhenTheHeaderBlockUnderWayBegan) {
     EXPECT_EQ(peer.events.requests.size(), 1u);
 }
 
+// A refused stream's later header block is decoded by nghttp2 alone, and bounded all the same.
+TEST(H2Codec, TellsWhenAHeaderBlockOfARefusedStreamBegan) {
+    raw_peer peer;
+    ASSERT_TRUE(peer.send(peer.headers(1, {{":method", "GET"},
+                                           {":scheme", "https"},
+                                           {":authority", "example.test"},
+                                           {":path", "no-slash"}})));
+    peer.drain();
+    ASSERT_TRUE(peer.events.requests.empty());
+    ASSERT_FALSE(peer.codec.header_block_since().has_value());
+    const auto began = peer.now;
+    peer.send(frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_STREAM, 1, peer.block(raw_peer::get())));
+    EXPECT_EQ(peer.codec.header_block_since(), std::optional(began));
+}
+
 // Ending the connection at once ends the streams the gateway was handed, with a GOAWAY.
 TEST(H2Codec, TerminateSendsGoawayAndClosesTheStreamsHandedOver) {
     raw_peer peer;
