@@ -41,6 +41,7 @@ room::room_deltas live_windows(const room::room_deltas* before, const room::room
     out.active.merge(d.active);
     out.waiting.merge(d.waiting);
     out.revoked = d.revoked;
+    out.flagged = d.flagged;
     return out;
 }
 
@@ -54,6 +55,11 @@ room::room_deltas live_only(room::room_deltas d, const room::room_limits& l, std
     out.queued = d.queued;
     out.taken_behind = d.taken_behind;
     out.revoked = std::move(d.revoked);
+    std::erase_if(d.checked_in,
+                  [&](const auto& c) { return !room::waiting_window_live(c.window, l, now_ms); });
+    out.checked_in = std::move(d.checked_in);
+    out.left_queue = std::move(d.left_queue);
+    out.flagged = std::move(d.flagged);
     return out;
 }
 
@@ -521,6 +527,13 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
             for (std::uint64_t ticket : list) {
                 add(ticket, -1);
             }
+            // The flags this node just reported are refused on all of its workers at once, and
+            // the store's list (every node's) from its answer on.
+            auto& flagged = res.rooms[i].counts.flagged;
+            flagged.insert(flagged.end(), sent[i].deltas.flagged.begin(),
+                           sent[i].deltas.flagged.end());
+            std::sort(flagged.begin(), flagged.end());
+            flagged.erase(std::unique(flagged.begin(), flagged.end()), flagged.end());
             forget_oldest(known, room::max_revoked_sessions);
             list.clear();
             list.reserve(known.size());
