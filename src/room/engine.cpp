@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <limits>
 
 namespace waitroom::room {
 
@@ -22,6 +23,10 @@ using rules::session_alive;
 using rules::trusted;
 
 namespace {
+
+// The longest a `random` room holds a free place for its draws (room_state keeps 15 s of
+// snapshots to judge it by).
+constexpr std::int64_t random_hold_most_ms = 15'000;
 
 // A number in [0, 1) from two 64-bit values, uniform when either is (splitmix64's finalizer).
 double unit_draw(std::uint64_t a, std::uint64_t b) {
@@ -44,10 +49,9 @@ engine::engine(config::snapshot cfg, windowing win, std::shared_ptr<room_overrid
     : cfg_(std::move(cfg)),
       win_(win),
       late_renewal_ms_(std::llround(
-          (2.0 * static_cast<double>(
-                     std::chrono::duration_cast<std::chrono::milliseconds>(
-                         cfg_->state.sync_interval)
-                         .count()) +
+          (2.0 * static_cast<double>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                         cfg_->state.sync_interval)
+                                         .count()) +
            1000.0) *
           std::max(1.0, cfg_->testing.time_scale))),
       overrides_(std::move(overrides)),
@@ -215,19 +219,23 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
     }
 
     // The refresh-rate watch (abuse_action, rooms that queue): each request of a queued visitor
-    // is counted in its cookie, and one far faster than its Refresh is flagged for good.
+    // is counted in its cookie, and one far faster than its Refresh is flagged for good. It
+    // begins with the first request that carries the cookie: a new arrival holds no ticket yet.
     const config::abuse_action abuse = queues ? r.config().abuse : config::abuse_action::off;
     flood_reading flood;
-    if (abuse != config::abuse_action::off) {
-        flood = count_request(queued_cookie ? c : nullptr, s.refresh_ms, now_ms, win_);
+    if (abuse != config::abuse_action::off && queued_cookie) {
+        flood = count_request(c, s.refresh_ms, now_ms, win_);
         d.flagged_now = flood.flagged_now;
         if (flood.flagged_now && abuse != config::abuse_action::log) {
-            // The place keeps a new ticket and this worker refuses the old one for a while, so a
-            // cookie kept back from before the flag is a new arrival here. Not through the
-            // store's list of refused tickets: that list is bounded and also holds spent places
-            // and revoked sessions, which mass flagging would push out (a bot that replays a
-            // pre-flag cookie elsewhere is flagged again after as many requests).
+            // The place keeps a new ticket and the old one is refused on every worker and node
+            // for as long as a cookie carrying it could keep a place: a cookie kept back from
+            // before the flag is a new arrival's. This worker refuses it at once; the store lists
+            // it to every node from their next syncs, in a list of its own, so that mass flagging
+            // cannot push spent places and revoked sessions out of theirs. The old ticket leaves
+            // the counts at once: it is one ticket, however many copies of it are flagged.
             ws.flag_refused_.remember(ticket);
+            deltas.flag(ticket);
+            deltas.leave_queue(ticket);
             ticket = random();
         }
     }
@@ -240,10 +248,8 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
     };
 
     // infinite_queue: a flagged visitor sees the queue page as anyone and is not admitted. It
-    // draws nothing, and its check-ins move no count: its place in the waiting counts lapses
-    // with its last counted window (abandon_after_ms), so it holds back the admission front for
-    // about two refreshes at most. (Not taken out at once: copies of one cookie flagged on
-    // several workers would each take one out, and the counts of other visitors with them.)
+    // draws nothing, and its check-ins move no count: its ticket left the counts when it was
+    // flagged, and the new one is never counted.
     if (flood.flagged && abuse == config::abuse_action::infinite_queue) {
         d.what = action::queue;
         d.cookie = *c;
@@ -279,6 +285,9 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
         return d;
     }
 
+    // Only a ticket counted before may take a place through a hold: it is held to the Refresh
+    // sealed in its cookie. A new arrival's first return is not, and could come at once.
+    const bool counted_before = queued_cookie && counted_waiting(*c);
     bool admit = false;
     bool took_slot = false;
     bool eligible = false;
@@ -304,10 +313,18 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
                 // cookie buys no extra chances. Its next counted refresh draws anew.
                 double p = std::min(1.0, static_cast<double>(free) / static_cast<double>(waiting));
                 const double u =
-                    queued_cookie
-                        ? unit_draw(ticket, static_cast<std::uint64_t>(c->last_check_in))
-                        : std::uniform_real_distribution<double>(0.0, 1.0)(random);
+                    queued_cookie ? unit_draw(ticket, static_cast<std::uint64_t>(c->last_check_in))
+                                  : std::uniform_real_distribution<double>(0.0, 1.0)(random);
                 eligible = u < p;
+            }
+            // A free place nobody took for a whole refresh (up to the snapshots kept) while
+            // tickets are counted waiting: the draws were diluted (tickets that stopped coming
+            // back, counted until their windows lapse), and the next ticket holder due takes it.
+            // A place is never left idle longer than that while someone with a ticket waits.
+            if (!eligible && counted_before && free > 0 &&
+                st.free_unclaimed_for(std::numeric_limits<std::int64_t>::min(),
+                                      std::min(s.refresh_ms, random_hold_most_ms))) {
+                eligible = true;
             }
         } else {
             // The admission front: the oldest waiting bucket may always try; a later bucket when
@@ -318,9 +335,10 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
             // refreshed first take it, and passed the front's visitors who had not come back
             // yet (1-5 % FIFO inversions against real processes, issue 16). Buckets are arrival
             // windows in sealed cookies: no visitor can move itself into an earlier one. Only a
-            // queued visitor may take a place through the hold: it is held to the Refresh sealed
-            // in its cookie, where a request without a place (no cookie, a lapsed one) could ask
-            // every few milliseconds and pass everyone waiting (and any challenge).
+            // queued visitor counted before may take a place through the hold: it is held to the
+            // Refresh sealed in its cookie, where a request without a place (no cookie, a lapsed
+            // one, or a new arrival's first return) could ask every few milliseconds and pass
+            // everyone waiting (and any challenge).
             // The free capacity is the snapshot's less the places this node gave later buckets
             // that the store's answer behind the snapshot does not hold yet (still in a worker's
             // deltas, or given since): with two places free for one visitor ahead, every later
@@ -353,7 +371,7 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
                     : 1;
             const std::int64_t spare = free - older;
             eligible = older == 0 || (spare > 0 && given_since < spare / sharing) ||
-                       (queued_cookie && st.free_unclaimed_for(bucket, win_.front_hold_ms));
+                       (counted_before && st.free_unclaimed_for(bucket, win_.front_hold_ms));
         }
         if (eligible) {
             if (v.pool->try_take(now_ms)) {
@@ -382,6 +400,9 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
     if (admit) {
         if (old_w >= 0) {
             deltas.waiting.add({bucket, old_w}, -1);
+        }
+        if (queued_cookie || joining) {
+            deltas.leave_queue(ticket);  // out of the store's distinct counts, wherever it is
         }
         if (queued_cookie) {
             d.admission = assess_admission(*c, st, now_ms);
@@ -422,6 +443,7 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
     if (s.method == queueing_method::reject) {
         if (old_w >= 0) {
             deltas.waiting.add({bucket, old_w}, -1);
+            deltas.leave_queue(ticket);
         }
         d.what = action::reject;
         fill_page(r, s, ph, st, bucket, now_ms, false, d);
@@ -445,18 +467,18 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
     d.cookie.ticket = ticket;
     d.cookie.event_id = event_id;
     d.cookie_max_age_seconds = ceil_div_ms(win_.queue_rejoin_ms, 1000);
-    // A join counts once on this worker: a copy of the solved challenge sent again is its place.
-    const bool joined_before = joining && ws.joined_.written > 0 && ws.joined_.contains(ticket);
-    if (joining && !joined_before) {
-        ws.joined_.remember(ticket);
-    }
-    // A queued cookie moves into this window once per worker: its copies are the same place.
-    if (old_w != now_w && !joined_before &&
-        (!queued_cookie || ws.counted_.first_in(ticket, now_w))) {
+    // A new arrival holds no ticket yet: it is counted once it comes back with the cookie it is
+    // given (a flood of cookieless requests counts nowhere). A queued cookie, or a solved
+    // challenge joining, checks its ticket into this window: the store counts each ticket once,
+    // in its latest window, whatever the copies, workers and nodes. This worker hands each
+    // (ticket, window) over once, which only saves the store the copies.
+    const bool arriving = !queued_cookie && !joining;
+    if (old_w != now_w && !arriving && ws.counted_.first_in(ticket, now_w)) {
         deltas.waiting.add({bucket, now_w}, 1);
         if (old_w >= 0) {
             deltas.waiting.add({bucket, old_w}, -1);
         }
+        deltas.check_in_ticket({ticket, bucket, now_w});
     }
     ++deltas.queued;
     fill_page(r, s, ph, st, bucket, now_ms, eligible, d);
@@ -477,9 +499,19 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
         d.page.refresh_interval_seconds = d.refresh_seconds;
     }
     d.cookie.last_check_in = now_ms;
+    if (arriving) {
+        // Counted from its first refresh: brought forward, so that a visitor who follows it is
+        // in the counts (and ahead of later arrivals) within seconds.
+        d.refresh_seconds = std::min(
+            d.refresh_seconds, std::max<std::int64_t>(1, ceil_div_ms(win_.min_refresh_ms, 1000)));
+        d.page.refresh_interval_seconds = d.refresh_seconds;
+    }
     d.cookie.flags =
         static_cast<std::uint32_t>(std::min<std::int64_t>(d.refresh_seconds, std::int64_t{1} << 23)
                                    << visitor_flags::refresh_shift);
+    if (arriving) {
+        d.cookie.flags |= visitor_flags::uncounted;
+    }
     stamp_watch(d.cookie);
     d.cookie_changed = true;
     return d;
@@ -499,9 +531,9 @@ void engine::challenge(const compiled_room& r, const settings& s, const event_ph
         d.cookie.bucket = floor_to(now_ms, win_.window_ms);
         d.cookie.last_check_in = now_ms;
         d.cookie.event_id = ph.event_id;
-        d.cookie.flags = visitor_flags::challenged |
-                         rules::challenge_difficulty(r.config().challenge, s, st)
-                             << visitor_flags::difficulty_shift;
+        d.cookie.flags =
+            visitor_flags::challenged | rules::challenge_difficulty(r.config().challenge, s, st)
+                                            << visitor_flags::difficulty_shift;
         d.cookie_changed = true;
         d.challenge_issued = true;
     }
@@ -566,7 +598,7 @@ payload engine::revoke(const compiled_room& r, worker_state& ws, const payload& 
 }
 
 bool engine::refused_ticket(const worker_state& ws, const room_state& st, const payload& c) {
-    return st.revoked(c.ticket) ||
+    return st.revoked(c.ticket) || st.flagged(c.ticket) ||
            (ws.revoked_.written > 0 && ws.revoked_.contains(c.ticket)) ||
            (ws.flag_refused_.written > 0 && ws.flag_refused_.contains(c.ticket));
 }

@@ -15,11 +15,11 @@
 
 #include "waitroom/config/config.hpp"
 #include "waitroom/room/analytics.hpp"
-#include "waitroom/room/payload.hpp"
 #include "waitroom/room/counters.hpp"
 #include "waitroom/room/limits.hpp"
 #include "waitroom/room/overrides.hpp"
 #include "waitroom/room/page_model.hpp"
+#include "waitroom/room/payload.hpp"
 #include "waitroom/room/room_state.hpp"
 #include "waitroom/room/router.hpp"
 
@@ -128,7 +128,7 @@ struct decision {
     pass_reason reason = pass_reason::none;
     const compiled_room* room = nullptr;      // null when unmatched
     bool cookie_changed = false;              // set `cookie` on the response
-    payload cookie;                   // valid for admit and queue
+    payload cookie;                           // valid for admit and queue
     std::int64_t cookie_max_age_seconds = 0;  // Max-Age when setting it: what is left of the
                                               // session (admit) or the rejoin time (queue)
     std::int64_t refresh_seconds = 0;         // queue: the Refresh header (adaptive)
@@ -215,17 +215,15 @@ class worker_state {
 
     node_state& node_;
     ticket_ring revoked_;
-    // The pre-flag tickets of visitors flagged here (abuse_action): a ring of their own, so that
-    // mass flagging cannot push spent places and revoked sessions out of `revoked_`.
+    // The pre-flag tickets of visitors flagged here (abuse_action), refused here at once: the
+    // store's list of flagged tickets is the record, which every worker and node refuses from
+    // its next sync. A ring of its own, so that mass flagging cannot push spent places and
+    // revoked sessions out of `revoked_`.
     ticket_ring flag_refused_;
-    // The challenge tickets that joined the queue here lately: the same solved challenge sent
-    // again to this worker is the place it already took, not one more in the waiting counts.
-    ticket_ring joined_;
-    // The queued tickets this worker counted into a waiting window: a copy of one queued cookie
-    // sent again in the same window (a bot replaying it, a retried request) is the visitor
-    // already counted there, not one more ahead of everyone behind it. Direct-mapped and fixed
-    // in size: a ticket pushed out by another is counted again (as copies all were before), so
-    // copies count at most once per worker and window however many are sent.
+    // The tickets this worker checked into a waiting window: a copy of one queued cookie, or of
+    // a solved challenge, sent again in the same window is handed over once. The store counts
+    // each ticket once whatever is handed over; this only spares it the copies. Direct-mapped and
+    // fixed in size: a ticket pushed out by another is handed over again.
     struct window_tickets {
         struct entry {
             std::uint64_t ticket = 0;
@@ -269,9 +267,9 @@ class engine {
     // the cookie was valid for this room, null otherwise (a new visitor). `solved`: the request
     // carries a valid solution of the challenge in `valid_cookie` (checked by the caller, which
     // holds the cookie's sealed value the challenge is bound to).
-    decision decide(const compiled_room& room, worker_state& ws,
-                    const payload* valid_cookie, std::int64_t now_ms, rng& random,
-                    attempt at = attempt::first, bool solved = false) const;
+    decision decide(const compiled_room& room, worker_state& ws, const payload* valid_cookie,
+                    std::int64_t now_ms, rng& random, attempt at = attempt::first,
+                    bool solved = false) const;
 
     // Both steps, for callers that resolve the cookie up front (tests, simulator).
     decision decide(const request_view& req, worker_state& ws, const payload* valid_cookie,
@@ -281,8 +279,8 @@ class engine {
     // frees its place on the first revocation of the ticket and every node then refuses the
     // session's cookies). The returned payload is that of a new arrival at `now` (a fresh
     // ticket, back of the queue when queueing, counted at its first request). Set it.
-    payload revoke(const compiled_room& room, worker_state& ws,
-                           const payload& current, std::int64_t now_ms, rng& random) const;
+    payload revoke(const compiled_room& room, worker_state& ws, const payload& current,
+                   std::int64_t now_ms, rng& random) const;
 
     room_status status(const compiled_room& room, const room_state& state,
                        std::int64_t now_ms) const;
@@ -295,8 +293,7 @@ class engine {
   private:
     // `c` carries a refused ticket (on any node, or on this worker since its last snapshot): a
     // session the origin revoked, or a queue place an admission spent. It holds no place.
-    static bool refused_ticket(const worker_state& ws, const room_state& st,
-                               const payload& c);
+    static bool refused_ticket(const worker_state& ws, const room_state& st, const payload& c);
     // The active window an admitted visitor's check-in at `at_ms` was counted in: its size is
     // the one in force then (an event's session_duration changes it), so that a move takes the
     // visitor out of the window it was put in.
@@ -308,8 +305,8 @@ class engine {
     // The challenge a new visitor who would be queued gets instead of a place (rooms with
     // `challenge`): `pending`'s while it is fresh, a new one otherwise.
     void challenge(const compiled_room& r, const settings& s, const event_phase& ph,
-                   const room_state& st, const payload* pending, std::int64_t now_ms,
-                   rng& random, decision& d) const;
+                   const room_state& st, const payload* pending, std::int64_t now_ms, rng& random,
+                   decision& d) const;
     void fill_page(const compiled_room& r, const settings& s, const event_phase& ph,
                    const room_state& st, std::int64_t bucket, std::int64_t now_ms, bool eligible,
                    decision& d) const;
