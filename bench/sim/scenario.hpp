@@ -47,6 +47,18 @@ struct replay_visitor {
     int node = -1;                  // the sticky node; -1: drawn by the shares
 };
 
+// A client beside the visitors that tries to stretch the queue: cookieless requests, tickets
+// that come back once with the cookie they were given (and never again), or copies of one queued
+// cookie replayed. Its requests are no visitors: every figure of the report is the visitors'.
+enum class attack_kind { none, cookieless, back_once, replay };
+
+struct attack_spec {
+    attack_kind kind = attack_kind::none;
+    double per_second = 25;    // requests (a ticket back once: two requests)
+    std::int64_t from_ms = 0;  // since the start of the run
+    std::int64_t to_ms = -1;   // -1: until the end
+};
+
 struct scenario {
     std::string name;
     std::string description;
@@ -67,34 +79,35 @@ struct scenario {
     // Nodes and the store between them.
     std::vector<double> node_shares{1.0};  // traffic share of each node (normalised)
     int workers_per_node = 2;
-    bool sticky = true;                    // false: every request picks a node by share
+    bool sticky = true;  // false: every request picks a node by share
     std::int64_t sync_interval_ms = 1'000;
-    std::int64_t sync_delay_ms = 0;        // round trip of a store call
-    std::int64_t store_timeout_ms = 500;   // a call during an outage fails after this long
-    std::int64_t top_up_retry_ms = -1;     // -1: as the daemon (sync_interval / 4)
-    std::int64_t top_up_min = 1;           // sync_options::top_up_min: smallest top-up asked for
+    std::int64_t sync_delay_ms = 0;       // round trip of a store call
+    std::int64_t store_timeout_ms = 500;  // a call during an outage fails after this long
+    std::int64_t top_up_retry_ms = -1;    // -1: as the daemon (sync_interval / 4)
+    std::int64_t top_up_min = 1;          // sync_options::top_up_min: smallest top-up asked for
     std::vector<outage> outages;
 
     // Visitors.
     arrival_curve arrivals;
+    attack_spec attack;                     // none by default
     std::int64_t browse_mean_ms = 120'000;  // admission to last page view, uniform 0..2×mean
     std::int64_t page_interval_ms = 30'000;
-    double abandon_share = 0.0;             // share of queued visitors who give up
+    double abandon_share = 0.0;               // share of queued visitors who give up
     std::int64_t patience_mean_ms = 180'000;  // how long they wait first (exponential)
-    bool adaptive_refresh = true;           // honour the decision's Refresh (else refresh_ms)
+    bool adaptive_refresh = true;             // honour the decision's Refresh (else refresh_ms)
 
     // The visitors of the real-process harness (bench/fidelity, issue 16). Each is off by
     // default, which keeps the model above (and the built-in scenarios' results) as they were.
-    std::int64_t crowd_count = 0;      // > 0: exactly this many arrivals, uniform over crowd_over
+    std::int64_t crowd_count = 0;  // > 0: exactly this many arrivals, uniform over crowd_over
     std::int64_t crowd_over_ms = 0;
     // When the crowd starts, uniform in [min, max] per run. The harness starts it at a random
     // phase of the arrival window and of the minute (its clock is the wall clock); the
     // simulator's windows are aligned on its start, so [5s, 65s] gives the same phases.
     std::int64_t crowd_start_min_ms = 0;
     std::int64_t crowd_start_max_ms = 0;
-    std::int64_t browse_min_ms = -1;   // ≥ 0: browse U(browse_min, browse_max) instead of the mean
+    std::int64_t browse_min_ms = -1;  // ≥ 0: browse U(browse_min, browse_max) instead of the mean
     std::int64_t browse_max_ms = -1;
-    double page_jitter = 0.0;          // pages every page_interval × U(1 − j, 1 + j)
+    double page_jitter = 0.0;           // pages every page_interval × U(1 − j, 1 + j)
     std::int64_t patience_min_ms = -1;  // ≥ 0: patience U(min, max) instead of exponential
     std::int64_t patience_max_ms = -1;
     // Refresh kinds: when set, punctual visitors come back after R × U(1, 1.05) + U(50, 500) ms
@@ -109,8 +122,12 @@ struct scenario {
 
 // The scenarios of issue 6, run when none is named.
 std::vector<std::string> builtin_names();
-// The issue's scenarios plus the two short smoke scenarios ("smoke-quiet", "smoke-spike").
+// The issue's scenarios plus the two short smoke scenarios ("smoke-quiet", "smoke-spike") and the
+// attacker's (attack_names).
 std::optional<scenario> builtin(const std::string& name);
+// The scenarios with an attacker, each beside its calm twin (`NAME-calm`: the same crowd without
+// it), run with --attacks.
+std::vector<std::string> attack_names();
 
 // Loads a scenario file; on error returns nullopt and sets `error` ("file: what").
 std::optional<scenario> load_scenario(const std::string& path, std::string& error);

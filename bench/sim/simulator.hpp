@@ -18,13 +18,13 @@ struct visitor_record {
     std::int64_t arrival = 0;
     std::int64_t first_queued = -1;  // first queue page
     std::int64_t admitted = -1;
-    std::int64_t session_end = -1;   // last page view + session_duration (the product's session)
-    std::int64_t left = -1;          // gave up waiting, or was rejected
-    std::int64_t estimate_ms = -1;   // wait estimate on the first queue page (waitTimeSeconds)
+    std::int64_t session_end = -1;  // last page view + session_duration (the product's session)
+    std::int64_t left = -1;         // gave up waiting, or was rejected
+    std::int64_t estimate_ms = -1;  // wait estimate on the first queue page (waitTimeSeconds)
     std::int64_t estimate_minutes_ms = -1;  // the same in whole minutes (waitTime)
-    bool prequeued = false;          // arrived while the event was prequeueing
+    bool prequeued = false;                 // arrived while the event was prequeueing
     bool rejected = false;
-    bool lost_session = false;       // queued again while its session should still hold
+    bool lost_session = false;  // queued again while its session should still hold
     // For the per-visitor dump (--visitors), to set beside the harness's visitors.json.
     int node = 0;                      // the sticky node (first request's node when spreading)
     int refresh_kind = 0;              // refresh_mix: 0 punctual, 1 late, 2 early
@@ -60,6 +60,8 @@ struct sim_result {
     std::vector<std::int64_t> store_calls;  // per node: syncs + top-ups sent to the store
     std::vector<std::int64_t> top_ups;      // per node
     std::int64_t decisions = 0;
+    std::int64_t attack_requests = 0;  // the attacker's requests (scenario::attack)
+    std::int64_t attack_admitted = 0;  // its requests that were admitted (places it took)
     std::vector<store_sample> store_view;
     // Limits in force, sampled each second: (total_active_users, new_users_per_minute).
     std::vector<std::pair<std::int64_t, std::int64_t>> limits;
