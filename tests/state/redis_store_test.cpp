@@ -1381,10 +1381,14 @@ void restores_counts_after_the_store_forgets(store& st, boost::asio::io_context&
     ASSERT_FALSE(run(tb, t0 + 10'500));
     // The origin revokes one of a's visitors (on node a): one place freed, every node told.
     const std::uint64_t revoked = 0xdead'beef'0000'0001ull;
+    const std::uint64_t flagged = 0xf1a6'0000'0000'0001ull;  // a flag on node b
     {
         room::delta_set d;
         d["shop"].revoke({revoked, room::floor_to(t0 + 100, 10'000)});
         na.submit(d);
+        room::delta_set f;
+        f["shop"].flag(flagged);
+        nb.submit(f);
     }
     ASSERT_FALSE(run(ta, t0 + 11'000));
     ASSERT_FALSE(run(tb, t0 + 11'010));
@@ -1394,6 +1398,7 @@ void restores_counts_after_the_store_forgets(store& st, boost::asio::io_context&
     ASSERT_EQ(before->counts().admitted_last_minute, 7);
     ASSERT_EQ(before->waiting_total(), 3);
     ASSERT_TRUE(nb.snapshot()->find("shop")->revoked(revoked));
+    ASSERT_TRUE(nb.snapshot()->find("shop")->flagged(flagged));
 
     forget();
     visitors(na, t0 + 11'500, 1, 0);  // one more, in the batch that finds the store empty
@@ -1410,6 +1415,7 @@ void restores_counts_after_the_store_forgets(store& st, boost::asio::io_context&
         // The store forgot the revoked session; the nodes told it again, so its cookie still
         // admits nobody.
         EXPECT_EQ(after->counts().revoked, std::vector<std::uint64_t>{revoked});
+        EXPECT_EQ(after->counts().flagged, std::vector<std::uint64_t>{flagged});
     }
     // The store knows again of every slot the pools hold, so it grants none of them twice.
     const auto* last = na.snapshot()->find("shop");
@@ -1419,6 +1425,7 @@ void restores_counts_after_the_store_forgets(store& st, boost::asio::io_context&
         call_sync(ioc, st, node("c", "dc", t0 + 12'030, {report(limits(10, 100), "shop", 0)}));
     ASSERT_FALSE(fresh.ec);
     EXPECT_EQ(fresh.rooms.at(0).counts.revoked, std::vector<std::uint64_t>{revoked});
+    EXPECT_EQ(fresh.rooms.at(0).counts.flagged, std::vector<std::uint64_t>{flagged});
 }
 
 TEST(RedisStore, NodesReReportTheirLiveWindowsWhenRedisRestartsEmpty) {
