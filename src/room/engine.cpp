@@ -41,6 +41,42 @@ double unit_draw(std::uint64_t a, std::uint64_t b) {
 
 std::atomic<std::uint64_t> next_generation{1};
 
+// Whether a request of a `random` room may try for a place. `queued`: its cookie while it holds a
+// place in the queue (null: a new arrival); `counted`: that place was counted before; `retry`: a
+// decision again after a top-up, whose first draw stands.
+bool random_eligible(const room_state& st, std::int64_t refresh_ms, const payload* queued,
+                     bool counted, bool retry, rng& random) {
+    const std::int64_t free = st.free_capacity();
+    const std::int64_t waiting = st.waiting_total();
+    if (waiting == 0 || retry) {
+        return true;
+    }
+    if (queued != nullptr || free >= waiting) {
+        // A new arrival while others wait joins the queue and draws at its first refresh, like
+        // them: a cookieless request is no free ticket in the lottery. With room for everyone
+        // waiting there is nothing to draw for. A queued visitor's draw is a function of its
+        // ticket and its last check-in, both sealed in its cookie and unseen by the client:
+        // copies of one due cookie, sent many times at once or to several nodes, all draw
+        // alike, so replaying a cookie buys no extra chances. Its next counted refresh draws
+        // anew.
+        const double p = std::min(1.0, static_cast<double>(free) / static_cast<double>(waiting));
+        const double u =
+            queued != nullptr
+                ? unit_draw(queued->ticket, static_cast<std::uint64_t>(queued->last_check_in))
+                : std::uniform_real_distribution<double>(0.0, 1.0)(random);
+        if (u < p) {
+            return true;
+        }
+    }
+    // A free place nobody took for a whole refresh (up to the snapshots kept) while tickets are
+    // counted waiting: the draws were diluted (tickets that stopped coming back, counted until
+    // their windows lapse), and the next ticket holder due takes it. So a place is never left
+    // idle longer than that while someone with a ticket waits.
+    return counted && free > 0 &&
+           st.free_unclaimed_for(std::numeric_limits<std::int64_t>::min(),
+                                 std::min(refresh_ms, random_hold_most_ms));
+}
+
 }  // namespace
 
 // ---- engine ----------------------------------------------------------------------------------
@@ -298,34 +334,10 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
         // (The request that flags a `slow` visitor draws nothing: its ticket was just refused.)
         const std::int64_t free = st.free_capacity();
         if (s.method == queueing_method::random) {
-            std::int64_t waiting = st.waiting_total();
             // After a top-up the first attempt's draw stands, unless its place was spent
             // meanwhile (a copy of its cookie was admitted): then it is a new arrival.
-            if (waiting == 0 || (at != attempt::first && !refused)) {
-                eligible = true;
-            } else if (queued_cookie || free >= waiting) {
-                // A new arrival while others wait joins the queue and draws at its first
-                // refresh, like them: a cookieless request is no free ticket in the lottery.
-                // With room for everyone waiting there is nothing to draw for.
-                // A queued visitor's draw is a function of its ticket and its last check-in,
-                // both sealed in its cookie and unseen by the client: copies of one due cookie,
-                // sent many times at once or to several nodes, all draw alike, so replaying a
-                // cookie buys no extra chances. Its next counted refresh draws anew.
-                double p = std::min(1.0, static_cast<double>(free) / static_cast<double>(waiting));
-                const double u =
-                    queued_cookie ? unit_draw(ticket, static_cast<std::uint64_t>(c->last_check_in))
-                                  : std::uniform_real_distribution<double>(0.0, 1.0)(random);
-                eligible = u < p;
-            }
-            // A free place nobody took for a whole refresh (up to the snapshots kept) while
-            // tickets are counted waiting: the draws were diluted (tickets that stopped coming
-            // back, counted until their windows lapse), and the next ticket holder due takes it.
-            // A place is never left idle longer than that while someone with a ticket waits.
-            if (!eligible && counted_before && free > 0 &&
-                st.free_unclaimed_for(std::numeric_limits<std::int64_t>::min(),
-                                      std::min(s.refresh_ms, random_hold_most_ms))) {
-                eligible = true;
-            }
+            eligible = random_eligible(st, s.refresh_ms, queued_cookie ? c : nullptr,
+                                       counted_before, at != attempt::first && !refused, random);
         } else {
             // The admission front: the oldest waiting bucket may always try; a later bucket when
             // the free capacity covers everyone ahead of it, or when places have stayed free for
