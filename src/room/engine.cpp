@@ -42,29 +42,23 @@ double unit_draw(std::uint64_t a, std::uint64_t b) {
 std::atomic<std::uint64_t> next_generation{1};
 
 // Whether a request of a `random` room may try for a place. `queued`: its cookie while it holds a
-// place in the queue (null: a new arrival); `counted`: that place was counted before; `retry`: a
-// decision again after a top-up, whose first draw stands.
+// place in the queue (null: a new arrival, into a room nobody waits in, or `retry`); `counted`:
+// that place was counted before; `retry`: a decision again after a top-up, whose first draw
+// stands.
 bool random_eligible(const room_state& st, std::int64_t refresh_ms, const payload* queued,
-                     bool counted, bool retry, rng& random) {
+                     bool counted, bool retry) {
     const std::int64_t free = st.free_capacity();
     const std::int64_t waiting = st.waiting_total();
     if (waiting == 0 || retry) {
         return true;
     }
-    if (queued != nullptr || free >= waiting) {
-        // A new arrival while others wait joins the queue and draws at its first refresh, like
-        // them: a cookieless request is no free ticket in the lottery. With room for everyone
-        // waiting there is nothing to draw for. A queued visitor's draw is a function of its
-        // ticket and its last check-in, both sealed in its cookie and unseen by the client:
-        // copies of one due cookie, sent many times at once or to several nodes, all draw
-        // alike, so replaying a cookie buys no extra chances. Its next counted refresh draws
-        // anew.
+    if (queued != nullptr) {
+        // A queued visitor's draw is a function of its ticket and its last check-in, both
+        // sealed in its cookie and unseen by the client: copies of one due cookie, sent many
+        // times at once or to several nodes, all draw alike, so replaying a cookie buys no extra
+        // chances. Its next counted refresh draws anew.
         const double p = std::min(1.0, static_cast<double>(free) / static_cast<double>(waiting));
-        const double u =
-            queued != nullptr
-                ? unit_draw(queued->ticket, static_cast<std::uint64_t>(queued->last_check_in))
-                : std::uniform_real_distribution<double>(0.0, 1.0)(random);
-        if (u < p) {
+        if (unit_draw(queued->ticket, static_cast<std::uint64_t>(queued->last_check_in)) < p) {
             return true;
         }
     }
@@ -333,11 +327,18 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
     } else if (!ph.prequeueing && !s.queue_all && !(slowed && flood.flagged_now)) {
         // (The request that flags a `slow` visitor draws nothing: its ticket was just refused.)
         const std::int64_t free = st.free_capacity();
-        if (s.method == queueing_method::random) {
-            // After a top-up the first attempt's draw stands, unless its place was spent
-            // meanwhile (a copy of its cookie was admitted): then it is a new arrival.
+        // After a top-up the first attempt's draw stands, unless its place was spent meanwhile
+        // (a copy of its cookie was admitted): then it is a new arrival.
+        const bool retry = at != attempt::first && !refused;
+        // A new arrival is behind everyone counted, whatever the method: in a `random` room it
+        // takes only the places beyond them (there is nothing to draw for), as a later bucket
+        // does in a `fifo` one. A flood of new arrivals can take no place a ticket holder
+        // waits for.
+        const bool random_draw = s.method == queueing_method::random &&
+                                 (queued_cookie || retry || st.waiting_total() == 0);
+        if (random_draw) {
             eligible = random_eligible(st, s.refresh_ms, queued_cookie ? c : nullptr,
-                                       counted_before, at != attempt::first && !refused, random);
+                                       counted_before, retry);
         } else {
             // The admission front: the oldest waiting bucket may always try; a later bucket when
             // the free capacity covers everyone ahead of it, or when places have stayed free for
@@ -374,7 +375,8 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
             // idle 2.76 -> 3.44 %), where the rate-bound scenarios showed no inversions worth
             // that (worst seed 0.08 %). Nodes live in the store that serve nobody count in the
             // split too (the counts carry no node's share of the traffic).
-            older = st.waiting_before(bucket);
+            older = queued_cookie ? st.waiting_before(bucket)
+                                  : st.waiting_before(bucket) + st.waiting_in(bucket);
             const std::int64_t given_since =
                 std::max<std::int64_t>(0, v.pool->taken_behind() - st.taken_behind_mark());
             const std::int64_t sharing =
