@@ -33,7 +33,8 @@ void room_deltas::leave_queue(std::uint64_t ticket) {
 }
 
 void room_deltas::flag(std::uint64_t ticket) {
-    if (std::find(flagged.begin(), flagged.end(), ticket) == flagged.end()) {
+    if (flagged.size() < max_check_ins &&
+        std::find(flagged.begin(), flagged.end(), ticket) == flagged.end()) {
         flagged.push_back(ticket);
     }
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <limits>
 
 namespace waitroom::state {
 
@@ -120,7 +121,7 @@ std::int64_t queued_tickets::prune(const room::room_limits& l, std::int64_t now_
     });
     // A bucket none of whose windows counts any more has no sample left to keep.
     std::erase_if(levels_, [&](const auto& b) {
-        auto it = windows_.lower_bound({b.first, INT64_MIN});
+        auto it = windows_.lower_bound({b.first, std::numeric_limits<std::int64_t>::min()});
         return it == windows_.end() || it->first.first != b.first;
     });
     return lapsed;

@@ -90,7 +90,7 @@ struct room_deltas {
     // them for as long as a cookie carrying them could keep a place.
     std::vector<std::uint64_t> flagged;
 
-    // Records a check-in, a departure from the queue (both within max_check_ins) and a flag.
+    // Records a check-in, a departure from the queue and a flag (each within max_check_ins).
     void check_in_ticket(const check_in& c);
     void leave_queue(std::uint64_t ticket);
     void flag(std::uint64_t ticket);
