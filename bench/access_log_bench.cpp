@@ -1,12 +1,12 @@
-// The access log's line per request (issue 19: "with nlohmann, or state why not"): the
+// The access log's line per request, to tell whether nlohmann::json would do for it: the
 // gateway's own writer against the same line made with nlohmann::json (invalid UTF-8 replaced),
 // both handed to an spdlog logger with a null sink, for a plain request and a hostile one (a
 // 2 KiB target of invalid bytes and control characters).
 
 #include <benchmark/benchmark.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/logger.h>
 #include <spdlog/sinks/null_sink.h>
+#include <nlohmann/json.hpp>
 
 #include <memory>
 #include <string>
@@ -19,7 +19,8 @@ using waitroom::util::access_log;
 using waitroom::util::access_record;
 
 std::shared_ptr<spdlog::logger> null_logger() {
-    auto l = std::make_shared<spdlog::logger>("bench", std::make_shared<spdlog::sinks::null_sink_st>());
+    auto l =
+        std::make_shared<spdlog::logger>("bench", std::make_shared<spdlog::sinks::null_sink_st>());
     l->set_pattern("%v");
     return l;
 }
@@ -29,7 +30,7 @@ const std::string hostile_target = [] {
     std::string t = "/";
     for (int i = 0; i < 1024; ++i) {
         t += static_cast<char>(0xC3 + (i % 7));  // lead bytes without their continuation
-        t += static_cast<char>(i % 32);           // control characters
+        t += static_cast<char>(i % 32);          // control characters
     }
     return t;
 }();

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Store load and top-up latency with several nodes (issue 5, DESIGN.md §5 "Store load"): a
+# Store load and top-up latency with several nodes (DESIGN.md §5 "Store load"): a
 # redis-server, an nginx origin and three waitroomd nodes sharing one room through Redis.
 # Nodes 1 and 2 carry a steady, paced mix of new and returning visitors (one wrk each, a Lua
 # script with a fixed delay per connection); node 3 only carries a probe: one new visitor at a

@@ -88,7 +88,7 @@ struct fixture {
         queued = q.cookie;
         ws->flush();
         sync->run_once(t1 + 200);
-        // The issue benchmark admits a new visitor per iteration: keep the lease usable for
+        // The new-visitor benchmark admits one per iteration: keep the lease usable for
         // the whole run (no sync runs while measuring), and never ask for a top-up.
         node.pool("shop").add(1'000'000'000);
         node.pool("shop").extend_until(now_ms + 1'000'000);

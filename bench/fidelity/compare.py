@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Per-visitor distributions of the harness's real runs beside waitroom_sim's, to find where the
-model and the daemons part (issue 16: "the simulator agrees with it").
+model and the daemons part (DESIGN.md §5: the simulator must agree with the harness).
 
   bench/fidelity/compare.py --real OUT/runs --sim SIMOUT/visitors [--scenario spike-1node]
 

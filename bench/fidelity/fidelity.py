@@ -43,7 +43,7 @@ SCENARIOS = {
     "spike-3nodes-abandon30": dict(nodes=3, shares=[0.7, 0.2, 0.1], abandon=0.3),
 }
 
-# The room and the crowd of issue 16 (product time).
+# The room and the crowd: a small room and a 20 s spike of three times its places (product time).
 ROOM = dict(total_active_users=20, new_users_per_minute=60, session_s=60, refresh_s=5)
 CROWD = dict(visitors=60, spike_s=20.0, browse_s=(20.0, 60.0), page_s=5.0, page_jitter=0.2,
              patience_s=(25.0, 35.0))
@@ -632,7 +632,7 @@ def score(h, visitors, olog, workdir):
     res["waiting_seconds"] = round(n * step, 1)
 
     # FIFO inversions between arrival windows, on the product clock's windows (the daemon's
-    # arrival buckets at WINDOW_S, and arrival minutes as in issue 16).
+    # arrival buckets at WINDOW_S, and arrival minutes).
     check = arrivals_as_seen(h, V, off)
     adm = [(d["admit"], d["seen"]) for d in V if d["admit"] is not None]
     for label, W in (("10s", WINDOW_S), ("60s", 60.0), ("5s", 5.0)):

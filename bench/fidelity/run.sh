@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fidelity against real processes (issue 16): the harness on real waitroomd processes, then
+# Fidelity against real processes (DESIGN.md §5): the harness on real waitroomd processes, then
 # waitroom_sim on the same scenarios, then both side by side.
 #
 #   bench/fidelity/run.sh [SCENARIO...]        # default: all four

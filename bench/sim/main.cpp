@@ -1,4 +1,4 @@
-// waitroom_sim: runs the accuracy scenarios of issue 6 against the real room/ and state/ code
+// waitroom_sim: runs the accuracy scenarios against the real room/ and state/ code
 // in virtual time and reports the DESIGN.md §5 metrics as a table and as JSON.
 //   waitroom_sim [--scenario NAME|FILE.yaml]... [--seeds N] [--seed S] [--out DIR] [--json]
 //                [--visitors] [--attacks]

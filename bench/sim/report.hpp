@@ -27,7 +27,7 @@ struct metrics {
 
     // Context.
     std::optional<double> eta_bias_median;  // (estimate − actual) / actual, signed
-    // FIFO inversions between arrival minutes (issue 16's measure) instead of windows.
+    // FIFO inversions between arrival minutes instead of windows.
     std::optional<double> fifo_inversions_minutes;
     // The same two for the estimate in whole minutes (waitTime) instead of waitTimeSeconds.
     std::optional<double> eta_error_minutes_median;

@@ -1,5 +1,5 @@
 #pragma once
-// A simulator scenario (issue 6): the room, the nodes and their store, and the visitors, all in
+// A simulator scenario: the room, the nodes and their store, and the visitors, all in
 // virtual time relative to the start of the run. Built in by name or loaded from YAML.
 
 #include <cstdint>
@@ -96,8 +96,8 @@ struct scenario {
     std::int64_t patience_mean_ms = 180'000;  // how long they wait first (exponential)
     bool adaptive_refresh = true;             // honour the decision's Refresh (else refresh_ms)
 
-    // The visitors of the real-process harness (bench/fidelity, issue 16). Each is off by
-    // default, which keeps the model above (and the built-in scenarios' results) as they were.
+    // The visitors of the real-process harness (bench/fidelity). Each is off by default, so the
+    // model above (and the built-in scenarios' results) stays as it is without them.
     std::int64_t crowd_count = 0;  // > 0: exactly this many arrivals, uniform over crowd_over
     std::int64_t crowd_over_ms = 0;
     // When the crowd starts, uniform in [min, max] per run. The harness starts it at a random
@@ -120,10 +120,10 @@ struct scenario {
     std::vector<replay_visitor> replay;
 };
 
-// The scenarios of issue 6, run when none is named.
+// The built-in accuracy scenarios, run when none is named.
 std::vector<std::string> builtin_names();
-// The issue's scenarios plus the two short smoke scenarios ("smoke-quiet", "smoke-spike") and the
-// attacker's (attack_names).
+// The built-in scenarios plus the two short smoke scenarios ("smoke-quiet", "smoke-spike") and
+// the attacker's (attack_names).
 std::optional<scenario> builtin(const std::string& name);
 // The scenarios with an attacker, each beside its calm twin (`NAME-calm`: the same crowd without
 // it), run with --attacks.

@@ -1,5 +1,5 @@
 #pragma once
-// The simulator of issue 6: N nodes, each with its own node_state, workers and sync_task, share
+// The accuracy simulator: N nodes, each with its own node_state, workers and sync_task, share
 // one local_store through a link with a round-trip delay and outages, all in virtual time. It
 // drives the real room engine with simulated visitors and keeps its own record of every visitor
 // (the ground truth the metrics are computed from).

@@ -49,6 +49,26 @@ json to_json(const admin_room_status& s) {
     };
 }
 
+json to_json(const admin_origins& o) {
+    json servers = json::array();
+    for (const auto& s : o.servers) {
+        servers.push_back(json{
+            {"url", s.url},
+            {"weight", s.weight},
+            {"healthy", s.healthy},
+            {"ejected", s.ejected},
+            {"checks_pass", s.checks_pass},
+            {"ejected_for_ms", s.ejected_for_ms},
+            {"ejections", s.ejections},
+            {"requests", s.requests},
+            {"errors", s.errors},
+            {"response_p50_seconds", s.response_p50_seconds},
+            {"response_p90_seconds", s.response_p90_seconds},
+        });
+    }
+    return json{{"available", o.available}, {"servers", std::move(servers)}};
+}
+
 namespace {
 
 constexpr std::string_view rooms_prefix = "/rooms/";
@@ -166,7 +186,8 @@ bool is_language_tag(std::string_view s) {
 
 constexpr std::size_t max_query = 1024;
 constexpr std::int64_t minute_ms = 60'000;
-constexpr std::int64_t kept_minutes = static_cast<std::int64_t>(metrics::room_history::default_rows);
+constexpr std::int64_t kept_minutes =
+    static_cast<std::int64_t>(metrics::room_history::default_rows);
 // The longest span a CSV may ask for. The rows kept cover the last day; a longer span (an event
 // of several days) is answered with what is kept, but a span past this is a mistake.
 constexpr std::int64_t max_csv_span_ms = 31ll * 24 * 3'600'000;
@@ -265,7 +286,8 @@ std::optional<admin_reply> parse_preview_query(std::string_view query, preview_q
 }
 
 bool all_digits(std::string_view s) {
-    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+    return !s.empty() &&
+           std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 // The start of the minute after the one `t_ms` falls in: the end of the rows of "now".
@@ -465,6 +487,12 @@ void admin_routes::handle(const admin_request& req, const admin_access& access,
         r.content_type = "text/plain; version=0.0.4; charset=utf-8";
         r.body = backend_->metrics_text();
         return done(std::move(r));
+    }
+    if (path == "/origins") {
+        if (method != http::verb::get) {
+            return done(method_not_allowed("GET"));
+        }
+        return done(json_reply(200, to_json(backend_->origins())));
     }
     if (path == "/rooms") {
         if (method != http::verb::get) {

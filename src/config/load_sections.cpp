@@ -90,31 +90,170 @@ void read_trusted_proxies(loader& l, const YAML::Node& n, std::vector<cidr>& out
     }
 }
 
+namespace {
+
+// One server's URL (origin.url, origin.servers[i].url) into `out`; false when it is bad.
+bool read_server_url(loader& l, const YAML::Node& n, const std::string& path, origin_server& out) {
+    auto url = n.IsScalar() ? parse_http_url(n.Scalar()) : std::nullopt;
+    if (url && !url->base_path.empty() && !util::is_canonical_path(url->base_path)) {
+        // The origin must receive a canonical path: base path + canonical request path.
+        l.report(n, path, std::string(canonical_path_hint));
+        return false;
+    }
+    if (!url) {
+        l.report(n, path,
+                 "must be a URL like http://127.0.0.1:3000 or https://shop.internal/base "
+                 "(http or https, no query)");
+        return false;
+    }
+    out.url = n.Scalar();
+    out.tls = url->tls;
+    out.host = url->host;
+    out.port = url->port;
+    out.base_path = url->base_path;
+    return true;
+}
+
+void use_server(origin& o, const origin_server& s) {
+    o.url = s.url;
+    o.tls = s.tls;
+    o.host = s.host;
+    o.port = s.port;
+    o.base_path = s.base_path;
+}
+
+// origin.servers: a non-empty list of {url, weight}, each URL once.
+void read_servers(loader& l, const YAML::Node& n, const std::string& path, origin& out) {
+    if (!l.list(n, path)) {
+        return;
+    }
+    if (n.size() == 0) {
+        l.report(n, path, "must list at least one server ({url: ..., weight: 1})");
+        return;
+    }
+    for (std::size_t i = 0; i < n.size(); ++i) {
+        const YAML::Node item = n[i];
+        const std::string at = path + "[" + std::to_string(i) + "]";
+        fields f(l, item, at, {"url", "weight"});
+        if (!f.ok()) {
+            continue;
+        }
+        origin_server s;
+        auto u = f.get("url");
+        if (!u) {
+            l.report(item, f.at("url"), "is required");
+            continue;
+        }
+        const bool good = read_server_url(l, *u, f.at("url"), s);
+        l.set_integer<unsigned>(f, "weight", s.weight, 1, 1000,
+                                "must be an integer from 1 to 1000");
+        if (!good) {
+            continue;
+        }
+        for (std::size_t j = 0; j < out.servers.size(); ++j) {
+            if (out.servers[j].url == s.url) {
+                l.report(*u, f.at("url"), "names the same server as an earlier item");
+            }
+        }
+        out.servers.push_back(std::move(s));
+    }
+}
+
+void read_health_check(loader& l, const YAML::Node& n, const std::string& path, health_check& out) {
+    fields f(l, n, path, {"path", "interval", "timeout", "healthy", "unhealthy"});
+    if (!f.ok()) {
+        return;
+    }
+    out.enabled = true;
+    if (auto v = f.get("path")) {
+        auto s = l.string(*v, f.at("path"));
+        if (s && (s->empty() || s->front() != '/' || s->size() > 1024 ||
+                  !charset_ok(*s, "/-._~%?=&+:@!$'()*,;"))) {
+            l.report(*v, f.at("path"),
+                     "must be a path like /healthz (at most 1024 characters: letters, digits "
+                     "and / - . _ ~ % ? = & + : @ ! $ ' ( ) * , ;)");
+        } else if (s) {
+            out.path = *s;
+        }
+    }
+    l.set_duration(f, "interval", out.interval, std::chrono::milliseconds{10});
+    l.set_duration(f, "timeout", out.timeout, std::chrono::milliseconds{1});
+    l.set_integer<unsigned>(f, "healthy", out.healthy, 1, 100, "must be an integer from 1 to 100");
+    l.set_integer<unsigned>(f, "unhealthy", out.unhealthy, 1, 100,
+                            "must be an integer from 1 to 100");
+    if (out.timeout > out.interval) {
+        l.report(f.get("timeout") ? *f.get("timeout") : n, f.at("timeout"),
+                 "must not be longer than interval (" + loader::describe(out.interval) +
+                     "): a probe ends before the next one starts");
+    }
+}
+
+// The keys of origin that choose and watch its servers.
+void read_balancing(loader& l, const fields& f, origin& out) {
+    if (auto v = f.get("servers")) {
+        read_servers(l, *v, f.at("servers"), out);
+        if (f.get("url")) {
+            l.report(*v, f.at("servers"),
+                     "set only one of origin.url (one server) and origin.servers");
+        } else if (!out.servers.empty()) {
+            use_server(out, out.servers.front());
+        }
+    }
+    if (auto v = f.get("balance")) {
+        if (auto b = l.choice<balance_policy>(*v, f.at("balance"),
+                                              {{"round_robin", balance_policy::round_robin},
+                                               {"least_request", balance_policy::least_request}})) {
+            out.balance = *b;
+        }
+    }
+    l.set_integer<unsigned>(f, "eject_after", out.eject_after, 0, 1000,
+                            "must be an integer from 0 (never) to 1000");
+    l.set_duration(f, "eject_time", out.eject_time, std::chrono::milliseconds{1});
+    l.set_duration(f, "max_eject_time", out.max_eject_time, std::chrono::milliseconds{1});
+    if (out.max_eject_time < out.eject_time) {
+        auto v = f.get("max_eject_time") ? f.get("max_eject_time") : f.get("eject_time");
+        l.report(*v, f.at("max_eject_time"),
+                 "must be at least eject_time (" + loader::describe(out.eject_time) + ")");
+    }
+    if (auto v = f.get("health_check")) {
+        read_health_check(l, *v, f.at("health_check"), out.health_check);
+    }
+}
+
+}  // namespace
+
 void read_origin(loader& l, const YAML::Node& n, origin& out) {
     fields f(l, n, "origin",
-             {"url", "connect_timeout", "timeout", "max_connections", "idle_timeout",
-              "pool_wait_timeout", "max_pool_waiters", "max_connections_per_client", "max_tunnels",
-              "verify_tls", "ca_file", "server_name", "host_header", "unknown_hosts"});
+             {"url",
+              "servers",
+              "balance",
+              "eject_after",
+              "eject_time",
+              "max_eject_time",
+              "health_check",
+              "connect_timeout",
+              "timeout",
+              "max_connections",
+              "idle_timeout",
+              "pool_wait_timeout",
+              "max_pool_waiters",
+              "max_connections_per_client",
+              "max_tunnels",
+              "verify_tls",
+              "ca_file",
+              "server_name",
+              "host_header",
+              "unknown_hosts"});
     if (!f.ok()) {
         return;
     }
     if (auto u = f.get("url")) {
-        auto url = u->IsScalar() ? parse_http_url(u->Scalar()) : std::nullopt;
-        if (url && !url->base_path.empty() && !util::is_canonical_path(url->base_path)) {
-            // The origin must receive a canonical path: base path + canonical request path.
-            l.report(*u, f.at("url"), std::string(canonical_path_hint));
-        } else if (url) {
-            out.url = u->Scalar();
-            out.tls = url->tls;
-            out.host = url->host;
-            out.port = url->port;
-            out.base_path = url->base_path;
-        } else {
-            l.report(*u, f.at("url"),
-                     "must be a URL like http://127.0.0.1:3000 or https://shop.internal/base "
-                     "(http or https, no query)");
+        origin_server s;
+        if (read_server_url(l, *u, f.at("url"), s)) {
+            use_server(out, s);
         }
     }
+    read_balancing(l, f, out);
     l.set_duration(f, "connect_timeout", out.connect_timeout, duration{1});
     l.set_duration(f, "timeout", out.timeout, duration{1});
     l.set_integer<std::size_t>(f, "max_connections", out.max_connections, 1, 1'000'000);

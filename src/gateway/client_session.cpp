@@ -8,7 +8,6 @@
 #include <boost/beast/core/read_size.hpp>
 #include <boost/beast/core/string.hpp>
 
-#include "alpn.hpp"
 #include "forward_headers.hpp"
 #include "h2_connection.hpp"
 #include "origin_connection.hpp"
@@ -24,40 +23,37 @@ namespace {
 
 constexpr auto linger_time = std::chrono::seconds(2);
 
-template <class Stream>
-Stream make_stream(tcp_socket&& socket, const certificate_set* tls) {
-    if constexpr (std::is_same_v<Stream, tcp_stream>) {
-        (void)tls;
-        return Stream(std::move(socket));
-    } else {
-        return Stream(std::move(socket), tls->default_context());
+client_stream make_stream(tcp_socket&& socket, const certificate_set* tls) {
+    if (tls == nullptr) {
+        return client_stream(std::move(socket));
     }
+    return client_stream(std::move(socket), tls->default_context());
 }
 
 }  // namespace
 
-template <class Stream>
-client_session<Stream>::client_session(std::shared_ptr<worker_context> state, tcp_socket&& socket,
-                                       std::shared_ptr<const certificate_set> tls,
-                                       bool proxy_protocol, bool h2c)
+client_session::client_session(std::shared_ptr<worker_context> state, tcp_socket&& socket,
+                               std::shared_ptr<const certificate_set> tls, bool proxy_protocol,
+                               bool h2c)
     : state_(std::move(state)),
       runtime_(state_->current()),
       cfg_(runtime_->cfg.get()),
       tls_(std::move(tls)),
-      stream_(make_stream<Stream>(std::move(socket), tls_.get())),
-      proxy_protocol_(proxy_protocol),
-      h2c_(h2c && !is_tls),
+      stream_(make_stream(std::move(socket), tls_.get())),
+      phase_(session_phase::accepted),
       deadline_timer_(state_->ioc),
+      proxy_protocol_(proxy_protocol),
+      h2c_(h2c && !tls_),
       exchange_(*this, *state_) {
     error_code ec;
     auto remote = lowest().socket().remote_endpoint(ec);
     if (!ec) {
         identity_.from_socket(remote.address(), info_);
     }
-    if constexpr (!is_tls) {
+    if (!is_tls()) {
         lowest().socket().non_blocking(true, ec);  // for write_now (inline writes)
     }
-    info_.tls = is_tls;
+    info_.tls = is_tls();
     info_.worker = state_->index;
     info_.runtime = runtime_;
     state_->session_opened(this);
@@ -66,8 +62,7 @@ client_session<Stream>::client_session(std::shared_ptr<worker_context> state, tc
     }
 }
 
-template <class Stream>
-client_session<Stream>::~client_session() {
+client_session::~client_session() {
     exchange_.release();  // also a tunnel's: the session lives as long as its tunnel
     state_->session_closed(this);
     if (auto* m = state_->ctx->metrics()) {
@@ -75,35 +70,43 @@ client_session<Stream>::~client_session() {
     }
 }
 
-template <class Stream>
-void client_session<Stream>::run() {
+void client_session::run() {
     if (proxy_protocol_) {
         // The PROXY header and the TLS handshake after it share one header_timeout.
+        enter(session_phase::proxy_header);
         lowest().expires_after(cfg_->limits.header_timeout);
         return read_proxy_header();
     }
     start();
 }
 
-template <class Stream>
-void client_session<Stream>::start() {
-    if constexpr (is_tls) {
-        if (!proxy_protocol_) {
-            lowest().expires_after(cfg_->limits.header_timeout);
-        }
-        // Bytes read past a PROXY header are the start of the ClientHello.
-        stream_.async_handshake(ssl::stream_base::server, buffer_.data(),
-                                [self = self()](error_code ec, std::size_t) {
-                                    self->buffer_.consume(self->buffer_.size());
-                                    self->on_handshake(ec);
-                                });
-    } else {
-        do_read_header();
+void client_session::start() {
+    if (!is_tls()) {
+        return do_read_header(true);
     }
+    if (!proxy_protocol_) {
+        lowest().expires_after(cfg_->limits.header_timeout);
+    }
+    enter(session_phase::handshake);
+    // Bytes read past a PROXY header are the start of the ClientHello.
+    stream_.async_handshake(buffer_.data(), [self = self()](error_code ec) {
+        self->buffer_.consume(self->buffer_.size());
+        self->on_handshake(ec);
+    });
 }
 
-template <class Stream>
-void client_session<Stream>::read_proxy_header() {
+// Every change of phase passes here. A step that may not follow the phase the session is in is
+// the session's own error, never the client's: logged, and stopped at in a debug build.
+void client_session::enter(session_phase next) {
+    if (!may_follow(phase_, next)) [[unlikely]] {
+        spdlog::error("gateway: client session phase {} cannot follow {}", static_cast<int>(next),
+                      static_cast<int>(phase_));
+        BOOST_ASSERT_MSG(false, "client_session: a phase out of order");
+    }
+    phase_ = next;
+}
+
+void client_session::read_proxy_header() {
     auto r =
         proxy_protocol::parse({static_cast<const char*>(buffer_.data().data()), buffer_.size()});
     if (r.what == proxy_protocol::status::need_more) {
@@ -123,8 +126,7 @@ void client_session<Stream>::read_proxy_header() {
     start();
 }
 
-template <class Stream>
-void client_session<Stream>::on_proxy_bytes(error_code ec, std::size_t n) {
+void client_session::on_proxy_bytes(error_code ec, std::size_t n) {
     if (ec) {
         fail(ec, "proxy header");
         return close();
@@ -133,39 +135,33 @@ void client_session<Stream>::on_proxy_bytes(error_code ec, std::size_t n) {
     read_proxy_header();
 }
 
-template <class Stream>
-void client_session<Stream>::on_handshake(error_code ec) {
+void client_session::on_handshake(error_code ec) {
     if (ec) {
         return fail(ec, "tls handshake");
     }
-    if constexpr (is_tls) {
-        if (chosen_alpn(stream_.native_handle()) == "h2") {
-            return hand_to_h2();
-        }
+    if (stream_.alpn() == "h2") {
+        return hand_to_h2();
     }
-    do_read_header();
+    do_read_header(true);
 }
 
 // ALPN chose h2, or an h2c client sent the preface: the connection goes on as an
 // h2_connection (with the bytes read so far), and this session ends here.
-template <class Stream>
-void client_session<Stream>::hand_to_h2() {
-    closed_ = true;
-    header_waiting_ = false;
+void client_session::hand_to_h2() {
+    enter(session_phase::handed_over);
     deadline_timer_.cancel();
     lowest().expires_never();
-    std::make_shared<h2_connection<Stream>>(state_, std::move(stream_), identity_, info_,
-                                            std::move(buffer_))
+    std::make_shared<h2_connection>(state_, std::move(stream_), identity_, info_,
+                                    std::move(buffer_))
         ->run();
 }
 
 // How the first bytes of an h2c connection compare with HTTP/2's preface (RFC 9113 §3.4): all of
 // it, a part of it so far, or not it (HTTP/1.1, which Beast's parser refuses as "HTTP/2.0" would
 // be: it is never parsed as a request).
-template <class Stream>
-typename client_session<Stream>::preface client_session<Stream>::h2c_preface() const {
+client_session::preface client_session::h2c_preface() const {
     static constexpr std::string_view whole = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-    if (!h2c_ || !first_request_) {
+    if (!h2c_ || phase_ != session_phase::first_head) {
         return preface::none;
     }
     const std::string_view got(static_cast<const char*>(buffer_.cdata().data()), buffer_.size());
@@ -176,35 +172,37 @@ typename client_session<Stream>::preface client_session<Stream>::h2c_preface() c
     return got.size() >= whole.size() ? preface::whole : preface::partial;
 }
 
-template <class Stream>
-void client_session<Stream>::drain() {
+void client_session::drain() {
     draining_ = true;
-    if (!busy_) {
-        // Waiting for a request: cancel the read; on_read_header closes.
-        header_waiting_ = false;
+    if (waits_for_request(phase_)) {
+        // Waiting for a request: cancel the read; its completion closes.
         deadline_timer_.cancel();
-        error_code ignored;
-        lowest().socket().cancel(ignored);
+        cancel_read();
     }
 }
 
-template <class Stream>
-void client_session<Stream>::close() {
-    closed_ = true;
-    error_code ignored;
+void client_session::close() {
+    if (phase_ == session_phase::handed_over) {
+        return;  // the stream is the h2_connection's
+    }
+    enter(session_phase::closed);
     deadline_timer_.cancel();
-    lowest().socket().shutdown(asio::socket_base::shutdown_both, ignored);
-    lowest().socket().close(ignored);
+    stream_.close();
     exchange_.close();
+}
+
+// Ends the read of the client under way with operation_aborted (for a timeout, a retry or a
+// drain: the member that says which is set first).
+void client_session::cancel_read() {
+    error_code ignored;
+    lowest().socket().cancel(ignored);
 }
 
 // ---- the request's head -------------------------------------------------------------------
 
-template <class Stream>
-void client_session<Stream>::do_read_header() {
-    busy_ = false;
+void client_session::do_read_header(bool first) {
     exchange_.reset();
-    if (draining_ || closed_) {
+    if (draining_ || gone()) {
         return do_close();
     }
     // The wait for the next head follows the latest reload (its limits and timeouts)...
@@ -218,25 +216,21 @@ void client_session<Stream>::do_read_header() {
     }
     // A first request or a started one must arrive within header_timeout (else 408); an idle
     // keep-alive connection is simply closed after keepalive_timeout.
-    const bool started = first_request_ || buffer_.size() > 0;
-    header_started_ = started;
-    header_timed_out_ = false;
+    using enum session_phase;
+    enter(first ? first_head : buffer_.size() > 0 ? next_head : idle);
+    wait_timed_out_ = false;
     client_wait_since_ = std::chrono::steady_clock::now();
-    header_deadline_ = client_wait_since_ +
-                       (started ? cfg_->limits.header_timeout : cfg_->limits.keepalive_timeout);
-    header_waiting_ = true;
+    header_deadline_ = client_wait_since_ + (phase_ == idle ? cfg_->limits.keepalive_timeout
+                                                            : cfg_->limits.header_timeout);
     // Back-to-back keep-alive requests cost no timer operation at all (see arm_timer).
     arm_timer(header_deadline_);
-    lowest().expires_never();
-    // deadline_timer_ bounds this read, so the stream's own timeout machinery (an operation
-    // layer and a timer wait per read) has nothing to add.
+    // deadline_timer_ bounds this read (client_stream::read_some leaves the stream's own timeout
+    // machinery, an operation layer and a timer wait per read, out of it).
     read_client_head();
 }
 
-// Parses what is buffered, then reads the socket until the head is complete: plain TCP with
-// socket_reader (one operation, no Beast layers), TLS with the stream's reads.
-template <class Stream>
-void client_session<Stream>::read_client_head(bool try_first) {
+// Parses what is buffered, then reads the socket until the head is complete.
+void client_session::read_client_head(bool try_first) {
     const auto h2c = h2c_preface();
     if (h2c == preface::whole) {
         return hand_to_h2();
@@ -245,60 +239,53 @@ void client_session<Stream>::read_client_head(bool try_first) {
     if (h2c == preface::none && parse_head(*parser_, buffer_, ec)) {
         return on_read_header(ec, 0);
     }
-    if (header_timed_out_) {
+    if (wait_timed_out_) {
         return on_read_header(asio::error::operation_aborted, 0);  // as for the origin's head
     }
-    if (!header_started_ && (buffer_.size() > 0 || parser_->got_some())) {
-        // The first byte of a kept-alive connection's next request: from now on the request
-        // must arrive within header_timeout, not keepalive_timeout.
-        header_started_ = true;
-        header_deadline_ = std::chrono::steady_clock::now() + cfg_->limits.header_timeout;
-        arm_timer(header_deadline_);
+    note_head_begun();
+    // The next request on a kept-alive connection is waited for without a try when the last
+    // read found the socket empty; the worker's sweep tries it once later (see worker_context).
+    // A head under way, or a retry of the sweep, is tried first; a connection's first read is
+    // tried by the reactor (a new socket was never found empty). TLS reads take no such hint.
+    const bool first = phase_ == session_phase::first_head;
+    const bool next = !first && !parser_->got_some() && !try_first;
+    read_ = next && !is_tls() ? client_read::untried : client_read::tried;
+    if (read_ == client_read::untried) {
+        worker_context::want_sweep(state_);
     }
-    if constexpr (is_tls) {
-        (void)try_first;
-        stream_.async_read_some(
-            buffer_.prepare(beast::read_size(buffer_, 65536)),
-            beast::bind_front_handler(&client_session::on_client_bytes, self()));
-    } else {
-        // The next request on a kept-alive connection is waited for without a try when the last
-        // read found the socket empty; the worker's sweep tries it once later (see
-        // worker_context). A head under way, or a retry of the sweep, is tried first; a
-        // connection's first read is tried by the reactor (a new socket was never found empty).
-        const bool next = !first_request_ && !parser_->got_some() && !try_first;
-        if (next) {
-            client_untried_ = true;
-            worker_context::want_sweep(state_);
-        }
-        const bool fresh = first_request_ && !parser_->got_some();
-        client_read_.start<&client_session::on_client_bytes>(
-            lowest().socket(), buffer_.prepare(beast::read_size(buffer_, 65536)),
-            next || fresh ? socket_reader::kind::answer : socket_reader::kind::more, self());
-    }
+    const bool fresh = first && !parser_->got_some();
+    stream_.read_some<&client_session::on_client_bytes>(
+        buffer_.prepare(beast::read_size(buffer_, 65536)),
+        next || fresh ? socket_reader::kind::answer : socket_reader::kind::more, self());
 }
 
-template <class Stream>
-bool client_session<Stream>::sweep(std::chrono::steady_clock::time_point cutoff) {
-    if (!client_untried_ || !client_read_.pending()) {
-        client_untried_ = false;
+// The first byte of a kept-alive connection's next request: from now on the request must
+// arrive within header_timeout, not keepalive_timeout.
+void client_session::note_head_begun() {
+    if (phase_ != session_phase::idle || (buffer_.size() == 0 && !parser_->got_some())) {
+        return;
+    }
+    enter(session_phase::next_head);
+    header_deadline_ = std::chrono::steady_clock::now() + cfg_->limits.header_timeout;
+    arm_timer(header_deadline_);
+}
+
+bool client_session::sweep(std::chrono::steady_clock::time_point cutoff) {
+    if (read_ != client_read::untried || !stream_.reading()) {
         return false;
     }
     if (client_wait_since_ > cutoff) {
         return true;  // too recent: the next sweep
     }
-    client_untried_ = false;
-    client_retry_ = true;
-    error_code ignored;
-    lowest().socket().cancel(ignored);  // on_client_bytes starts the read again, trying first
+    read_ = client_read::retry;
+    cancel_read();  // on_client_bytes starts the read again, trying first
     return false;
 }
 
-template <class Stream>
-void client_session<Stream>::on_client_bytes(error_code ec, std::size_t n) {
-    client_untried_ = false;
-    const bool retry = std::exchange(client_retry_, false);
-    if (ec == asio::error::operation_aborted && retry && !header_timed_out_ && !draining_ &&
-        !closed_) {
+void client_session::on_client_bytes(error_code ec, std::size_t n) {
+    const bool retry = std::exchange(read_, client_read::none) == client_read::retry;
+    if (ec == asio::error::operation_aborted && retry && !wait_timed_out_ && !draining_ &&
+        !gone()) {
         return read_client_head(true);
     }
     if (ec) {
@@ -312,8 +299,7 @@ void client_session<Stream>::on_client_bytes(error_code ec, std::size_t n) {
 // with the exchange, for the request body and a plain origin's response (head, then body). It is
 // re-armed only when a wait's deadline is earlier than the armed one; a later deadline is picked
 // up when it fires.
-template <class Stream>
-void client_session<Stream>::arm_timer(std::chrono::steady_clock::time_point deadline) {
+void client_session::arm_timer(std::chrono::steady_clock::time_point deadline) {
     if (timer_armed_ && deadline_timer_.expiry() <= deadline) {
         return;
     }
@@ -328,42 +314,37 @@ void client_session<Stream>::arm_timer(std::chrono::steady_clock::time_point dea
         });
 }
 
-template <class Stream>
-void client_session<Stream>::on_timer(std::uint64_t generation, error_code ec) {
+void client_session::on_timer(std::uint64_t generation, error_code ec) {
     if (generation != timer_generation_) {
         return;  // superseded by a re-arm
     }
     timer_armed_ = false;
-    if (ec || closed_) {
+    if (ec || gone()) {
         return;  // cancelled: the next wait arms it again
     }
     const auto now = std::chrono::steady_clock::now();
-    if (body_waiting_) {
+    if (phase_ == session_phase::exchanging && read_ != client_read::none) {
         return on_body_deadline(now);
     }
-    if (!header_waiting_) {
+    if (!reads_head(phase_)) {
         return exchange_.on_deadline(now);
     }
     if (now < header_deadline_) {
         return arm_timer(header_deadline_);  // armed for an older, earlier deadline
     }
-    header_timed_out_ = true;
-    error_code ignored;
-    lowest().socket().cancel(ignored);
+    wait_timed_out_ = true;
+    cancel_read();
 }
 
-template <class Stream>
-void client_session<Stream>::on_body_deadline(std::chrono::steady_clock::time_point now) {
+void client_session::on_body_deadline(std::chrono::steady_clock::time_point now) {
     if (now < body_deadline_) {
         return arm_timer(body_deadline_);
     }
-    body_timed_out_ = true;
-    error_code ignored;
-    lowest().socket().cancel(ignored);
+    wait_timed_out_ = true;
+    cancel_read();
 }
 
-template <class Stream>
-void client_session<Stream>::follow(const std::shared_ptr<const node_runtime>& rt) {
+void client_session::follow(const std::shared_ptr<const node_runtime>& rt) {
     if (rt != runtime_) {
         runtime_ = rt;
         cfg_ = rt->cfg.get();
@@ -371,11 +352,36 @@ void client_session<Stream>::follow(const std::shared_ptr<const node_runtime>& r
     }
 }
 
-template <class Stream>
-void client_session<Stream>::on_read_header(error_code ec, std::size_t) {
-    header_waiting_ = false;
-    if (ec == asio::error::operation_aborted && header_timed_out_) {
-        if (header_started_) {  // a first request, or bytes of a next one
+void client_session::on_read_header(error_code ec, std::size_t) {
+    if (ec || gone()) {
+        return on_head_failed(ec);
+    }
+    // ...and so does the request, once its head has arrived: a keep-alive connection that
+    // waited across a reload is served wholly under the new runtime, as its worker's origin
+    // pool is. (The head and body limits in force stay those its read began with.)
+    follow(state_->current());
+    enter(session_phase::filtering);
+    answer_.started = std::chrono::steady_clock::now();
+    answer_.bytes_sent = 0;
+    filter_ = {};  // the access log must not show the previous request's room
+    const auto& req = parser_->get();
+    if (const auto refusal =
+            take_in(req, req.version() >= 11, canonical_, target_buffers_, info_.client_ip);
+        refusal.status != 0) {
+        return send_error(refusal.status, refusal.text, true);
+    }
+    info_.request = &canonical_;
+    keep_alive_ = parser_->keep_alive();
+    identity_.resolve(req, *cfg_, runtime_->generation, is_tls(), info_);
+    state_->ctx->filter().on_request(
+        req, info_, [self = self()](filter_result r) { self->on_filter(std::move(r)); });
+}
+
+// The head did not arrive whole: the gateway's answer where the client may read one, else the
+// connection's end.
+void client_session::on_head_failed(error_code ec) {
+    if (ec == asio::error::operation_aborted && wait_timed_out_) {
+        if (phase_ != session_phase::idle) {  // a first request, or bytes of a next one
             return send_error(408, "request header timed out", true);
         }
         return do_close();
@@ -386,7 +392,7 @@ void client_session<Stream>::on_read_header(error_code ec, std::size_t) {
     if (ec == http::error::body_limit) {
         return send_error(413, "request body too large", true);
     }
-    if (ec == http::error::end_of_stream || ec == asio::error::operation_aborted || closed_) {
+    if (ec == http::error::end_of_stream || ec == asio::error::operation_aborted || gone()) {
         return do_close();
     }
     if (is_parse_error(ec)) {
@@ -394,34 +400,11 @@ void client_session<Stream>::on_read_header(error_code ec, std::size_t) {
         fail(ec, "request header");
         return send_error(400, "malformed request", true);
     }
-    if (ec) {
-        fail(ec, "read header");
-        return do_close();
-    }
-    // ...and so does the request, once its head has arrived: a keep-alive connection that
-    // waited across a reload is served wholly under the new runtime, as its worker's origin
-    // pool is. (The head and body limits in force stay those its read began with.)
-    follow(state_->current());
-    first_request_ = false;
-    busy_ = true;
-    started_ = std::chrono::steady_clock::now();
-    bytes_sent_ = 0;
-    filter_ = {};  // the access log must not show the previous request's room
-    const auto& req = parser_->get();
-    if (const auto refusal =
-            take_in(req, req.version() >= 11, canonical_, target_buffers_, info_.client_ip);
-        refusal.status != 0) {
-        return send_error(refusal.status, refusal.text, true);
-    }
-    info_.request = &canonical_;
-    client_keep_alive_ = parser_->keep_alive();
-    identity_.resolve(req, *cfg_, runtime_->generation, is_tls, info_);
-    state_->ctx->filter().on_request(
-        req, info_, [self = self()](filter_result r) { self->on_filter(std::move(r)); });
+    fail(ec, "read header");
+    do_close();
 }
 
-template <class Stream>
-void client_session<Stream>::on_filter(filter_result r) {
+void client_session::on_filter(filter_result r) {
     filter_ = std::move(r);
     if (filter_.what == filter_result::action::respond) {
         // The origin never sees this request; an unread body forces a close.
@@ -436,34 +419,33 @@ void client_session<Stream>::on_filter(filter_result r) {
                          .cfg = cfg_,
                          .runtime = runtime_.get(),
                          .filter = &filter_,
-                         .started = started_,
+                         .started = answer_.started,
                          .body = !parser_->is_done(),
                          .chunked = parser_->chunked()};
     // An HTTP/1.0 client's expectation is ignored (RFC 9110 §10.1.1): it sends its body anyway.
     continue_pending_ = exchange_request_.body && req.version() >= 11 &&
                         beast::iequals(req[http::field::expect], "100-continue");
+    enter(session_phase::exchanging);
     exchange_.start();
 }
 
 // ---- the request body, for the exchange ---------------------------------------------------
 
-template <class Stream>
-std::optional<std::uint64_t> client_session<Stream>::body_left() const {
+std::optional<std::uint64_t> client_session::body_left() const {
     if (const auto left = parser_->content_length_remaining()) {
         return *left;
     }
     return std::nullopt;
 }
 
-template <class Stream>
-void client_session<Stream>::read_body(char* into, std::size_t room,
-                                       std::chrono::steady_clock::time_point deadline) {
+void client_session::read_body(char* into, std::size_t room,
+                               std::chrono::steady_clock::time_point deadline) {
     auto& body = parser_->body();
     body.data = into;
     body.size = room;
     body_room_ = room;
     body_deadline_ = deadline;
-    body_timed_out_ = false;
+    wait_timed_out_ = false;
     if (std::exchange(continue_pending_, false)) {
         return write_continue();
     }
@@ -471,8 +453,7 @@ void client_session<Stream>::read_body(char* into, std::size_t room,
 }
 
 // The client waits for this before sending the body; the origin never sees Expect.
-template <class Stream>
-void client_session<Stream>::write_continue() {
+void client_session::write_continue() {
     static constexpr std::string_view continue_100 = "HTTP/1.1 100 Continue\r\n\r\n";
     lowest().expires_after(cfg_->limits.body_timeout);
     asio::async_write(stream_, asio::buffer(continue_100.data(), continue_100.size()),
@@ -488,33 +469,24 @@ void client_session<Stream>::write_continue() {
 // Parses the buffered bytes into the piece, and reads more while the piece is neither full nor
 // the end of the body. Only a chunk-size line or trailers wait in the client's buffer between
 // reads, and those are bounded (chunk_wait_problem): it never grows past them plus one read.
-template <class Stream>
-void client_session<Stream>::fill_request_piece() {
+void client_session::fill_request_piece() {
     error_code ec;
     if (parse_piece(*parser_, buffer_, cfg_->limits.max_header_bytes, ec)) {
         return body_read(ec);
     }
-    if (body_timed_out_) {
+    if (wait_timed_out_) {
         return body_read(beast::error::timeout);  // the timer is spent
     }
-    const auto into = buffer_.prepare(beast::read_size(buffer_, 65536));
-    if constexpr (is_tls) {
-        lowest().expires_at(body_deadline_);
-        stream_.async_read_some(
-            into, beast::bind_front_handler(&client_session::on_client_body_bytes, self()));
-    } else {
-        // As for the header: the session's timer bounds the wait, socket_reader reads the socket.
-        body_waiting_ = true;
-        arm_timer(body_deadline_);
-        client_read_.start<&client_session::on_client_body_bytes>(
-            lowest().socket(), into, socket_reader::kind::more, self());
-    }
+    // As for the head: the session's timer bounds the wait.
+    read_ = client_read::tried;
+    arm_timer(body_deadline_);
+    stream_.read_some<&client_session::on_client_body_bytes>(
+        buffer_.prepare(beast::read_size(buffer_, 65536)), socket_reader::kind::more, self());
 }
 
-template <class Stream>
-void client_session<Stream>::on_client_body_bytes(error_code ec, std::size_t n) {
-    body_waiting_ = false;
-    if (body_timed_out_) {
+void client_session::on_client_body_bytes(error_code ec, std::size_t n) {
+    read_ = client_read::none;
+    if (wait_timed_out_) {
         return body_read(beast::error::timeout);
     }
     if (ec == asio::error::eof) {
@@ -527,15 +499,13 @@ void client_session<Stream>::on_client_body_bytes(error_code ec, std::size_t n) 
     fill_request_piece();
 }
 
-template <class Stream>
-void client_session<Stream>::body_read(error_code ec) {
+void client_session::body_read(error_code ec) {
     exchange_.on_read_body(ec, ec ? 0 : body_room_ - parser_->body().size);
 }
 
 // The client's next request: read at once, unless it is already buffered (pipelined): then it
 // waits its turn behind other connections' work instead of recursing through a whole exchange.
-template <class Stream>
-void client_session<Stream>::next_request() {
+void client_session::next_request() {
     if (buffer_.size() == 0) {
         return do_read_header();
     }
@@ -546,9 +516,8 @@ void client_session<Stream>::next_request() {
 
 // Inline while a plain socket takes it (no timer, no operation allocated, no completion posted),
 // else asynchronously.
-template <class Stream>
-void client_session<Stream>::write_client(bool relay) {
-    if constexpr (!is_tls) {
+void client_session::write_client(bool relay) {
+    if (!is_tls()) {
         error_code ec;
         if (write_now(lowest().socket(), to_client_, ec)) {
             return on_client_written(relay, ec);
@@ -560,7 +529,7 @@ void client_session<Stream>::write_client(bool relay) {
     const auto now = std::chrono::steady_clock::now();
     auto deadline = now + cfg_->limits.body_timeout;
     if (const auto rate = cfg_->limits.response_min_rate; relay && rate > 0) {
-        const auto allowed = rate_time(bytes_sent_, rate) - relay_wait_;
+        const auto allowed = rate_time(answer_.bytes_sent, rate) - relay_wait_;
         deadline = std::min(deadline, now + std::max(allowed, decltype(allowed){}));
     }
     lowest().expires_at(deadline);
@@ -572,8 +541,7 @@ void client_session<Stream>::write_client(bool relay) {
                       });
 }
 
-template <class Stream>
-void client_session<Stream>::on_client_written(bool relay, error_code ec) {
+void client_session::on_client_written(bool relay, error_code ec) {
     if (relay) {
         return exchange_.on_write_response_body(ec);
     }
@@ -582,13 +550,12 @@ void client_session<Stream>::on_client_written(bool relay, error_code ec) {
 
 // ---- the origin's response, for the exchange ------------------------------------------------
 
-template <class Stream>
-void client_session<Stream>::send_head(const response_head& res,
-                                       std::optional<std::uint64_t> length, bool bodyless) {
+void client_session::send_head(const response_head& res, std::optional<std::uint64_t> length,
+                               bool bodyless) {
     client_framing how;
     how.version = parser_->get().version();
     how.extra = &filter_.headers;
-    bool keep = client_keep_alive_ && !draining_;
+    bool keep = keep_alive_ && !draining_;
     if (bodyless) {
         how.kind = client_framing::body::as_origin;
     } else if (length) {
@@ -600,41 +567,37 @@ void client_session<Stream>::send_head(const response_head& res,
         how.kind = client_framing::body::until_close;
         keep = false;  // HTTP/1.0 client, unknown length: the close ends the body
     }
-    client_keep_alive_ = keep;
+    keep_alive_ = keep;
     how.keep_alive = keep;
-    status_ = res.result_int();
+    answer_.status = res.result_int();
     relay_wait_ = {};
     write_client_response(res, to_client_.head(how.kind == client_framing::body::chunked), how);
 }
 
-template <class Stream>
-void client_session<Stream>::send_body(const char* data, std::size_t size, bool last) {
-    bytes_sent_ += size;
+void client_session::send_body(const char* data, std::size_t size, bool last) {
+    answer_.bytes_sent += size;
     to_client_.queue(data, size, last);
     write_client(true);
 }
 
-template <class Stream>
-void client_session<Stream>::finished() {
+void client_session::finished() {
     log_request();
-    if (!client_keep_alive_) {
+    if (!keep_alive_) {
         return do_close();
     }
     next_request();
 }
 
-template <class Stream>
-void client_session<Stream>::post(std::function<void()> f) {
+void client_session::post(std::function<void()> f) {
     asio::post(lowest().get_executor(), std::move(f));
 }
 
-template <class Stream>
-void client_session<Stream>::open_tunnel(const response_head& res,
-                                         std::shared_ptr<origin_connection> origin) {
+void client_session::open_tunnel(const response_head& res,
+                                 std::shared_ptr<origin_connection> origin) {
     client_framing how;
     how.websocket_101 = true;
     how.extra = &filter_.headers;
-    status_ = 101;
+    answer_.status = 101;
     write_client_response(res, to_client_.head(false), how);
     to_client_.queue(nullptr, 0, true);
     lowest().expires_after(cfg_->limits.body_timeout);
@@ -650,21 +613,25 @@ void client_session<Stream>::open_tunnel(const response_head& res,
                       });
 }
 
-template <class Stream>
-void client_session<Stream>::run_tunnel(const std::shared_ptr<origin_connection>& conn) {
+void client_session::run_tunnel(const std::shared_ptr<origin_connection>& conn) {
+    if (gone()) {
+        return state_->pool->release(conn, false);  // closed while the 101 went out
+    }
+    enter(session_phase::tunnel);
     conn->visit([&](auto& os) {
         using origin_stream = std::decay_t<decltype(os)>;
-        std::make_shared<tunnel<Stream, origin_stream>>(
-            self(), stream_, buffer_, conn, os, state_->pool, cfg_->limits.tunnel_idle_timeout)
+        std::make_shared<tunnel<origin_stream>>(self(), stream_, buffer_, conn, os, state_->pool,
+                                                cfg_->limits.tunnel_idle_timeout)
             ->run();
     });
 }
 
-template <class Stream>
-void client_session<Stream>::send_response(unsigned status, const header_list& headers,
-                                           std::string body,
-                                           std::shared_ptr<const std::string> shared_body,
-                                           bool close, std::string_view written) {
+void client_session::send_response(unsigned status, const header_list& headers, std::string body,
+                                   std::shared_ptr<const std::string> shared_body, bool close,
+                                   std::string_view written) {
+    if (gone()) {
+        return;  // nothing more is written to this client
+    }
     // The body is either our own text or a page the render cache shares with us (no copy);
     // either way it stays alive in a member until the write completes.
     memory_body_ = std::move(body);
@@ -672,98 +639,83 @@ void client_session<Stream>::send_response(unsigned status, const header_list& h
     const std::string& text = memory_shared_ ? *memory_shared_ : memory_body_;
     const bool head = parser_ && parser_->get().method() == http::verb::head;
     close = close || draining_ || !parser_ || !parser_->is_header_done() || !parser_->keep_alive();
-    status_ = status;
+    answer_.status = status;
     write_local_head(to_client_.head(false), parser_ ? parser_->get().version() : 11, status,
                      written, headers, text.size(), !close);
     to_client_.queue(text.data(), head ? 0 : text.size(), true);
-    bytes_sent_ = head ? 0 : text.size();
-    answer_close_ = close;
+    answer_.bytes_sent = head ? 0 : text.size();
+    keep_alive_ = !close;
+    enter(session_phase::answering);
     // A queue page goes out as a proxied response does: inline while the socket takes it.
     write_client(false);
 }
 
-template <class Stream>
-void client_session<Stream>::send_error(unsigned status, std::string_view text, bool close,
-                                        std::string_view retry_after, header_list extra) {
+void client_session::send_error(unsigned status, std::string_view text, bool close,
+                                std::string_view retry_after, header_list extra) {
     add_error_fields(extra, status, retry_after);
     send_response(status, extra, error_body(status, text), nullptr, close);
 }
 
-template <class Stream>
-void client_session<Stream>::on_write_memory_response(error_code ec) {
+void client_session::on_write_memory_response(error_code ec) {
     if (ec) {
         fail(ec, "write");
         return do_close();
     }
     log_request();
     memory_shared_.reset();
-    if (answer_close_) {
+    if (!keep_alive_) {
         return do_close();
     }
     next_request();
 }
 
-template <class Stream>
-void client_session<Stream>::log_request() {
-    answered_request a;
-    a.head = parser_ ? &parser_->get() : nullptr;
-    a.protocol = http1_protocol(parser_ ? parser_->get().version() : 11);
-    a.client_ip = info_.client_ip;
-    a.status = status_;
-    a.bytes_sent = bytes_sent_;
-    a.started = started_;
-    a.filter = &filter_;
-    record_answer(*state_, a);
+void client_session::log_request() {
+    const request_head* head = parser_ ? &parser_->get() : nullptr;
+    record_answer(*state_, head, http1_protocol(head ? head->version() : 11), info_.client_ip,
+                  answer_, filter_);
 }
 
 // ---- closing ------------------------------------------------------------------------------
 
-template <class Stream>
-void client_session<Stream>::do_close() {
-    if (closed_) {
+void client_session::do_close() {
+    if (has_ended(phase_)) {
         return;
     }
-    closed_ = true;
+    enter(session_phase::closing);
     deadline_timer_.cancel();
     linger_deadline_ = std::chrono::steady_clock::now() + linger_time;
-    if constexpr (is_tls) {
-        lowest().expires_after(std::chrono::seconds(2));
-        stream_.async_shutdown(beast::bind_front_handler(&client_session::on_shutdown, self()));
-    } else {
-        error_code ignored;
-        lowest().socket().shutdown(asio::socket_base::shutdown_send, ignored);
-        do_linger();
-    }
+    stream_.async_shutdown(linger_time,
+                           beast::bind_front_handler(&client_session::on_shutdown, self()));
 }
 
-// After our FIN, read and drop what the client still sends for a moment (linger_time in all,
-// however the bytes come), so that a response such as 413 is not destroyed by a reset when we
-// close with unread bytes pending.
-template <class Stream>
-void client_session<Stream>::do_linger() {
+// A TLS connection ends with its close_notify; after a plain connection's FIN, lingering reads
+// and drops what the client still sends for a moment (linger_time in all, however the bytes
+// come), so that a response such as 413 is not destroyed by a reset when we close with unread
+// bytes pending.
+void client_session::on_shutdown(error_code ec) {
+    if (!is_tls()) {
+        return do_linger();
+    }
+    fail(ec, "tls shutdown");
+    enter(session_phase::closed);
+    error_code ignored;
+    lowest().socket().close(ignored);
+}
+
+void client_session::do_linger() {
     lowest().expires_at(linger_deadline_);
     lowest().async_read_some(asio::buffer(exchange_.scratch(), relay_buffer::piece_size),
                              beast::bind_front_handler(&client_session::on_linger, self()));
 }
 
-template <class Stream>
-void client_session<Stream>::on_linger(error_code ec, std::size_t) {
+void client_session::on_linger(error_code ec, std::size_t) {
     if (ec) {
+        enter(session_phase::closed);
         error_code ignored;
         lowest().socket().close(ignored);
         return;
     }
     do_linger();
 }
-
-template <class Stream>
-void client_session<Stream>::on_shutdown(error_code ec) {
-    fail(ec, "tls shutdown");
-    error_code ignored;
-    lowest().socket().close(ignored);
-}
-
-template class client_session<tcp_stream>;
-template class client_session<ssl::stream<tcp_stream>>;
 
 }  // namespace waitroom::gateway

@@ -5,9 +5,9 @@
 #include <boost/beast/http/verb.hpp>
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <cstring>
+#include <iterator>
 
 namespace waitroom::gateway {
 
@@ -15,10 +15,14 @@ namespace {
 
 constexpr std::size_t output_chunk = 64 * 1024;  // output() gathers up to this much at once
 
+// Field names and hosts are ASCII: no locale (std::tolower is a call per byte).
+char lower_ascii(char c) {
+    return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
 bool iequal(std::string_view a, std::string_view b) {
     return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-               return std::tolower(static_cast<unsigned char>(x)) ==
-                      std::tolower(static_cast<unsigned char>(y));
+               return lower_ascii(x) == lower_ascii(y);
            });
 }
 
@@ -51,8 +55,14 @@ struct h2_callbacks {
 
     static int begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* user) {
         auto& c = codec(user);
-        if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
+        if (frame->hd.type != NGHTTP2_HEADERS) {
+            return 0;
+        }
+        if (frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
             c.streams_.try_emplace(frame->hd.stream_id);
+        }
+        if (auto* s = c.find(frame->hd.stream_id)) {
+            s->block_began = c.now_;  // a head, or trailers
         }
         return 0;
     }
@@ -377,6 +387,7 @@ int h2_codec::on_headers_done(std::int32_t id, bool end_stream) {
     if (s == nullptr) {
         return 0;
     }
+    s->block_began.reset();
     if (s->in_body) {
         if (end_stream) {
             handler_.on_body(id, {}, true);  // trailers end the body
@@ -460,25 +471,29 @@ void h2_codec::respond(std::int32_t stream, unsigned status,
     if (find(stream) == nullptr) {
         return;
     }
-    std::vector<std::string> names;
-    names.reserve(fields.size());
-    std::vector<nghttp2_nv> nva;
-    nva.reserve(fields.size() + 1);
-    const std::string code = std::to_string(status);
-    nva.push_back(make_nv(":status", code));
+    // The lower-cased names go into one buffer, sized first so that no view into it moves; the
+    // buffers are the codec's, kept between responses (nghttp2 copies the fields on submit).
+    std::size_t names_size = 0;
+    for (const auto& field : fields) {
+        names_size += field.first.size();
+    }
+    names_.clear();
+    names_.reserve(names_size);
+    nva_.clear();
+    char code[4];
+    const auto code_end = std::to_chars(code, code + sizeof(code), status % 1000).ptr;
+    nva_.push_back(make_nv(":status", {code, static_cast<std::size_t>(code_end - code)}));
     for (const auto& [name, value] : fields) {
         if (connection_specific(name) || name.empty()) {
             continue;
         }
-        auto& lower = names.emplace_back(name);
-        std::transform(lower.begin(), lower.end(), lower.begin(),
-                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-        nva.push_back(make_nv(lower, value));
+        const std::size_t at = names_.size();
+        std::transform(name.begin(), name.end(), std::back_inserter(names_), lower_ascii);
+        nva_.push_back(make_nv({names_.data() + at, name.size()}, value));
     }
     nghttp2_data_provider provider{};
     provider.read_callback = h2_callbacks::read_body;
-    // nghttp2 copies the fields here.
-    nghttp2_submit_response(session_, stream, nva.data(), nva.size(), body ? &provider : nullptr);
+    nghttp2_submit_response(session_, stream, nva_.data(), nva_.size(), body ? &provider : nullptr);
 }
 
 void h2_codec::send_continue(std::int32_t stream) {
@@ -548,8 +563,22 @@ void h2_codec::shutdown() {
 }
 
 void h2_codec::terminate(h2_error code) {
+    if (failed_) {
+        return;
+    }
     failed_ = true;
     nghttp2_session_terminate_session(session_, static_cast<std::uint32_t>(code));
+    close_streams(static_cast<std::uint32_t>(code));
+}
+
+std::optional<std::chrono::steady_clock::time_point> h2_codec::header_block_since() const {
+    std::optional<std::chrono::steady_clock::time_point> oldest;
+    for (const auto& [id, s] : streams_) {
+        if (s.block_began && (!oldest || *s.block_began < *oldest)) {
+            oldest = s.block_began;
+        }
+    }
+    return oldest;
 }
 
 }  // namespace waitroom::gateway

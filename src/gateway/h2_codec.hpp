@@ -14,6 +14,8 @@
 // `te`, field-name case and characters, values with CR, LF, NUL or edge whitespace,
 // content-length against the DATA received); what it leaves is checked here.
 
+#include <nghttp2/nghttp2.h>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -26,8 +28,6 @@
 #include <vector>
 
 #include "waitroom/gateway/message_head.hpp"
-
-struct nghttp2_session;
 
 namespace waitroom::gateway {
 
@@ -61,8 +61,8 @@ struct h2_limits {
 struct h2_request {
     std::int32_t stream_id = 0;
     // Method, target (`:path`), version 1.1 and fields, Host (from `:authority`) and one
-    // Cookie among them. Valid until the stream closes.
-    const request_head* head = nullptr;
+    // Cookie among them. The handler may move it away: the codec reads it no more.
+    request_head* head = nullptr;
     std::optional<std::uint64_t> content_length;  // declared (nghttp2 holds the DATA to it)
     bool end_stream = false;                      // no body follows
 };
@@ -127,8 +127,12 @@ class h2_codec {
     void reset(std::int32_t stream, h2_error code);
     // A graceful GOAWAY: the streams begun go on, no new one is taken.
     void shutdown();
-    // An immediate GOAWAY with `code`; every stream ends.
+    // An immediate GOAWAY with `code`; every stream handed over is closed (on_stream_closed).
     void terminate(h2_error code);
+    // When the oldest header block still being received (a request's head, or its trailers)
+    // began: nghttp2 reads nothing else on the connection until it ends, so the connection bounds
+    // it with header_timeout. Empty when none is under way.
+    std::optional<std::chrono::steady_clock::time_point> header_block_since() const;
 
     // What the codec refused, for the metrics.
     struct counters {
@@ -159,6 +163,8 @@ class h2_codec {
         bool has_path = false;
         bool bad = false;      // refused while its head was read
         bool in_body = false;  // the head is done (later fields are trailers)
+        // A header block of this stream (its head or its trailers) is being received since then.
+        std::optional<std::chrono::steady_clock::time_point> block_began;
         // Who reset it: a stream closed with an error by neither is one the client's stream
         // error made nghttp2 reset (a WINDOW_UPDATE past 2^31-1, ...), and counts as a reset.
         bool reset_by_gateway = false;
@@ -191,6 +197,9 @@ class h2_codec {
     std::unordered_map<std::int32_t, stream_state> streams_;
     std::string out_;
     std::size_t out_taken_ = 0;
+    // A response head's fields as nghttp2 takes them (respond), kept for their capacity.
+    std::string names_;
+    std::vector<nghttp2_nv> nva_;
     std::chrono::steady_clock::time_point now_;
     bucket resets_, control_, empty_;
     counters stats_;

@@ -17,32 +17,30 @@ h2_limits limits_of(const config::config& cfg) {
 
 }  // namespace
 
-template <class Stream>
-h2_connection<Stream>::h2_connection(std::shared_ptr<worker_context> state, Stream&& stream,
-                                     const client_identity& identity, const request_info& info,
-                                     beast::flat_buffer&& already_read)
+h2_connection::h2_connection(std::shared_ptr<worker_context> state, client_stream&& stream,
+                             const client_identity& identity, const request_info& info,
+                             beast::flat_buffer&& already_read)
     : state_(std::move(state)),
       stream_(std::move(stream)),
       identity_(identity),
       info_(info),
       already_read_(std::move(already_read)),
-      idle_timer_(lowest().get_executor()) {
+      idle_timer_(lowest().get_executor()),
+      header_timer_(lowest().get_executor()) {
     state_->session_opened(this);
     if (auto* m = state_->ctx->metrics()) {
         m->client_connections().add(state_->index, 1);
     }
 }
 
-template <class Stream>
-h2_connection<Stream>::~h2_connection() {
+h2_connection::~h2_connection() {
     state_->session_closed(this);
     if (auto* m = state_->ctx->metrics()) {
         m->client_connections().sub(state_->index, 1);
     }
 }
 
-template <class Stream>
-void h2_connection<Stream>::run() {
+void h2_connection::run() {
     const auto& cfg = *state_->current()->cfg;
     codec_.emplace(*this, limits_of(cfg), std::chrono::steady_clock::now());
     if (state_->draining) {
@@ -59,8 +57,7 @@ void h2_connection<Stream>::run() {
     do_read();
 }
 
-template <class Stream>
-void h2_connection<Stream>::drain() {
+void h2_connection::drain() {
     if (closed_ || !codec_) {
         return;
     }
@@ -69,22 +66,19 @@ void h2_connection<Stream>::drain() {
     flush();
 }
 
-template <class Stream>
-void h2_connection<Stream>::close() {
+void h2_connection::close() {
     if (closed_) {
         return;
     }
     closed_ = true;
     idle_timer_.cancel();
-    error_code ignored;
-    lowest().socket().shutdown(asio::socket_base::shutdown_both, ignored);
-    lowest().socket().close(ignored);
+    header_timer_.cancel();
+    stream_.close();
     end_streams();
 }
 
 // The streams still open end with the connection: each lets its origin connection go.
-template <class Stream>
-void h2_connection<Stream>::end_streams() {
+void h2_connection::end_streams() {
     auto streams = std::move(streams_);
     streams_.clear();
     for (auto& [id, s] : streams) {
@@ -94,8 +88,7 @@ void h2_connection<Stream>::end_streams() {
 
 // ---- reading ------------------------------------------------------------------------------
 
-template <class Stream>
-void h2_connection<Stream>::do_read() {
+void h2_connection::do_read() {
     if (closed_) {
         return;
     }
@@ -103,14 +96,13 @@ void h2_connection<Stream>::do_read() {
         read_paused_ = true;  // on_written reads again
         return;
     }
-    lowest().expires_never();  // idle_timer_ and the codec's bounds govern the waits
-    stream_.async_read_some(
-        asio::buffer(read_buffer_),
-        [self = this->shared_from_this()](error_code ec, std::size_t n) { self->on_read(ec, n); });
+    // idle_timer_ and the codec's bounds govern the waits. A plain (h2c) connection is read as
+    // Asio reads: a short read does not mark the socket empty (socket_reader.hpp).
+    stream_.read_some<&h2_connection::on_read>(asio::buffer(read_buffer_), socket_reader::kind::any,
+                                               shared_from_this());
 }
 
-template <class Stream>
-void h2_connection<Stream>::on_read(error_code ec, std::size_t n) {
+void h2_connection::on_read(error_code ec, std::size_t n) {
     if (ec) {
         if (ec != asio::error::eof && ec != asio::error::operation_aborted) {
             fail(ec, "h2 read");
@@ -122,8 +114,7 @@ void h2_connection<Stream>::on_read(error_code ec, std::size_t n) {
     do_read();
 }
 
-template <class Stream>
-void h2_connection<Stream>::receive(const char* data, std::size_t n) {
+void h2_connection::receive(const char* data, std::size_t n) {
     if (closing_ && codec_->finished()) {
         return;
     }
@@ -131,12 +122,12 @@ void h2_connection<Stream>::receive(const char* data, std::size_t n) {
         closing_ = true;  // a GOAWAY is queued: written, then the connection ends
     }
     count_refusals();
+    watch_header_block();
 }
 
 // What the codec refused since the last look, into the metrics. Looked at after reading and
 // after writing: a stream error's reset closes the stream when it is sent.
-template <class Stream>
-void h2_connection<Stream>::count_refusals() {
+void h2_connection::count_refusals() {
     auto* m = state_->ctx->metrics();
     const auto& now = codec_->stats();
     const bool changed = now.goaway_calm != counted_.goaway_calm ||
@@ -156,8 +147,7 @@ void h2_connection<Stream>::count_refusals() {
 
 // ---- writing ------------------------------------------------------------------------------
 
-template <class Stream>
-void h2_connection<Stream>::flush() {
+void h2_connection::flush() {
     if (writing_ || closed_ || !codec_) {
         return;
     }
@@ -172,14 +162,12 @@ void h2_connection<Stream>::flush() {
     writing_ = true;
     // A client that takes nothing of what is written to it is let go after body_timeout.
     lowest().expires_after(state_->current()->cfg->limits.body_timeout);
-    asio::async_write(stream_, asio::buffer(out.data(), out.size()),
-                      [self = this->shared_from_this()](error_code ec, std::size_t n) {
-                          self->on_written(ec, n);
-                      });
+    asio::async_write(
+        stream_, asio::buffer(out.data(), out.size()),
+        [self = shared_from_this()](error_code ec, std::size_t n) { self->on_written(ec, n); });
 }
 
-template <class Stream>
-void h2_connection<Stream>::on_written(error_code ec, std::size_t n) {
+void h2_connection::on_written(error_code ec, std::size_t n) {
     writing_ = false;
     if (ec) {
         fail(ec, "h2 write");
@@ -192,34 +180,27 @@ void h2_connection<Stream>::on_written(error_code ec, std::size_t n) {
     }
 }
 
-// Everything is written and nothing more will be: the TLS close, then the socket's.
-template <class Stream>
-void h2_connection<Stream>::finish() {
+// Everything is written and nothing more will be: our end of the stream (TLS's close_notify, or
+// the FIN), then the socket's close.
+void h2_connection::finish() {
     if (closed_) {
         return;
     }
-    if constexpr (std::is_same_v<Stream, tcp_stream>) {
-        close();
-    } else {
-        closed_ = true;
-        idle_timer_.cancel();
-        // A GOAWAY that ended the session (a bound passed) leaves streams nothing can answer.
-        end_streams();
-        lowest().expires_after(std::chrono::seconds(2));
-        stream_.async_shutdown([self = this->shared_from_this()](error_code) {
-            error_code ignored;
-            self->lowest().socket().close(ignored);
-        });
-    }
+    closed_ = true;
+    idle_timer_.cancel();
+    header_timer_.cancel();
+    // A GOAWAY that ended the session (a bound passed) leaves streams nothing can answer.
+    end_streams();
+    stream_.async_shutdown(std::chrono::seconds(2),
+                           [self = shared_from_this()](error_code) { self->stream_.close(); });
 }
 
 // ---- idle ---------------------------------------------------------------------------------
 
 // No stream for keepalive_timeout: a GOAWAY, and the connection ends.
-template <class Stream>
-void h2_connection<Stream>::arm_idle() {
+void h2_connection::arm_idle() {
     idle_timer_.expires_after(state_->current()->cfg->limits.keepalive_timeout);
-    idle_timer_.async_wait([weak = this->weak_from_this()](error_code ec) {
+    idle_timer_.async_wait([weak = weak_from_this()](error_code ec) {
         auto self = weak.lock();
         if (ec || !self || self->closed_ || !self->streams_.empty()) {
             return;
@@ -230,42 +211,77 @@ void h2_connection<Stream>::arm_idle() {
     });
 }
 
+// ---- a header block left half sent ---------------------------------------------------------
+
+// nghttp2 reads nothing else on the connection while a header block is under way, so a client
+// that stops in its middle holds the connection with no stream to time out: the block is bounded
+// by header_timeout from its start. Armed only when a block spans reads.
+void h2_connection::watch_header_block() {
+    const auto since = codec_->header_block_since();
+    if (!since || since == header_watched_) {
+        return;
+    }
+    header_watched_ = since;
+    header_timer_.expires_at(*since + state_->current()->cfg->limits.header_timeout);
+    header_timer_.async_wait([weak = weak_from_this()](error_code ec) {
+        if (auto self = weak.lock()) {
+            self->on_header_timer(ec);
+        }
+    });
+}
+
+// Past header_timeout: a GOAWAY (PROTOCOL_ERROR, as nginx answers a client that times out) ends
+// the connection and every stream on it.
+void h2_connection::on_header_timer(error_code ec) {
+    if (ec || closed_) {
+        return;  // re-armed for a later block, or the connection is gone
+    }
+    header_watched_.reset();
+    const auto since = codec_->header_block_since();
+    if (!since) {
+        return;
+    }
+    if (std::chrono::steady_clock::now() < *since + state_->current()->cfg->limits.header_timeout) {
+        return watch_header_block();  // a later block than the one the timer was armed for
+    }
+    spdlog::debug("gateway: h2 header block from {} timed out", identity_.peer_ip());
+    codec_->terminate(h2_error::protocol_error);
+    closing_ = true;
+    flush();
+}
+
 // ---- the codec's events -------------------------------------------------------------------
 
-template <class Stream>
-h2_stream* h2_connection<Stream>::find(std::int32_t id) {
+h2_stream* h2_connection::find(std::int32_t id) {
     const auto it = streams_.find(id);
     return it == streams_.end() ? nullptr : it->second.get();
 }
 
-template <class Stream>
-void h2_connection<Stream>::on_request(const h2_request& r) {
+void h2_connection::on_request(const h2_request& r) {
     idle_timer_.cancel();
-    auto s = std::make_shared<h2_stream>(state_, this->shared_from_this(), r.stream_id, *r.head,
-                                         r.content_length, r.end_stream, identity_, info_);
+    auto s =
+        std::make_shared<h2_stream>(state_, shared_from_this(), r.stream_id, std::move(*r.head),
+                                    r.content_length, r.end_stream, identity_, info_);
     streams_.emplace(r.stream_id, s);
     // Started from a handler of its own: the room's answer may call the codec, which is inside
     // its receive now.
     asio::post(lowest().get_executor(), [s = std::move(s)] { s->start(); });
 }
 
-template <class Stream>
-void h2_connection<Stream>::on_body(std::int32_t stream, std::span<const char> data, bool end) {
+void h2_connection::on_body(std::int32_t stream, std::span<const char> data, bool end) {
     if (auto* s = find(stream)) {
         return s->on_data(data, end);
     }
     codec_->consume(stream, data.size());
 }
 
-template <class Stream>
-void h2_connection<Stream>::on_body_sent(std::int32_t stream) {
+void h2_connection::on_body_sent(std::int32_t stream) {
     if (auto* s = find(stream)) {
         s->on_body_sent();
     }
 }
 
-template <class Stream>
-void h2_connection<Stream>::on_stream_closed(std::int32_t stream, std::uint32_t) {
+void h2_connection::on_stream_closed(std::int32_t stream, std::uint32_t) {
     const auto it = streams_.find(stream);
     if (it == streams_.end()) {
         return;
@@ -277,8 +293,5 @@ void h2_connection<Stream>::on_stream_closed(std::int32_t stream, std::uint32_t)
         arm_idle();
     }
 }
-
-template class h2_connection<tcp_stream>;
-template class h2_connection<ssl::stream<tcp_stream>>;
 
 }  // namespace waitroom::gateway

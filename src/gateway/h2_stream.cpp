@@ -34,14 +34,14 @@ void pair_lines(std::string_view lines,
 }  // namespace
 
 h2_stream::h2_stream(std::shared_ptr<worker_context> worker, std::shared_ptr<h2_link> link,
-                     std::int32_t id, const request_head& head, std::optional<std::uint64_t> length,
+                     std::int32_t id, request_head&& head, std::optional<std::uint64_t> length,
                      bool end_stream, const client_identity& identity, const request_info& info)
     : worker_(std::move(worker)),
       link_(std::move(link)),
       // Taken with the stream, not at start(): DATA read with the HEADERS reaches on_data first.
       runtime_(worker_->current()),
       id_(id),
-      head_(head),
+      head_(std::move(head)),
       identity_(identity),
       info_(info),
       length_(length),
@@ -59,7 +59,7 @@ void h2_stream::start() {
     if (gone_) {
         return;
     }
-    started_ = std::chrono::steady_clock::now();
+    answer_.started = std::chrono::steady_clock::now();
     info_.runtime = runtime_;
     if (!body_end_ && !length_) {
         // A body of unknown length reaches the HTTP/1.1 origin chunked.
@@ -99,7 +99,7 @@ void h2_stream::on_filter(filter_result r) {
                          .cfg = runtime_->cfg.get(),
                          .runtime = runtime_.get(),
                          .filter = &filter_,
-                         .started = started_,
+                         .started = answer_.started,
                          .body = !body_done(),
                          .chunked = !length_ && !body_done()};
     continue_pending_ =
@@ -201,7 +201,7 @@ void h2_stream::answer(unsigned status, field_pairs fields, std::string_view bod
         return;
     }
     memory_answer_ = true;
-    status_ = status;
+    answer_.status = status;
     // Nobody will read what is left of the request body.
     link_->codec().consume(id_, received_.size());
     received_.clear();
@@ -211,7 +211,7 @@ void h2_stream::answer(unsigned status, field_pairs fields, std::string_view bod
     auto& codec = link_->codec();
     codec.respond(id_, status, fields, with_body);
     if (with_body) {
-        bytes_sent_ = body.size();
+        answer_.bytes_sent = body.size();
         write_waiting_ = true;
         write_deadline_ = std::chrono::steady_clock::now() + cfg().limits.body_timeout;
         wait_until(write_deadline_);
@@ -225,7 +225,7 @@ void h2_stream::answer(unsigned status, field_pairs fields, std::string_view bod
 
 void h2_stream::send_head(const response_head& res, std::optional<std::uint64_t> length,
                           bool bodyless) {
-    status_ = res.result_int();
+    answer_.status = res.result_int();
     bodyless_ = bodyless;
     field_pairs fields;
     fields.reserve(res.size() + filter_.headers.size());
@@ -238,7 +238,7 @@ void h2_stream::send_head(const response_head& res, std::optional<std::uint64_t>
     for (const auto& [name, value] : filter_.headers) {
         fields.emplace_back(name, value);
     }
-    link_->codec().respond(id_, status_, fields, !bodyless);
+    link_->codec().respond(id_, answer_.status, fields, !bodyless);
     relay_wait_since_ = std::chrono::steady_clock::now();
 }
 
@@ -255,14 +255,14 @@ void h2_stream::send_body(const char* data, std::size_t size, bool last) {
         return exchange_.on_write_response_body({});
     }
     last_pending_ = last;
-    bytes_sent_ += size;
+    answer_.bytes_sent += size;
     write_waiting_ = true;
     const auto now = std::chrono::steady_clock::now();
     write_deadline_ = now + cfg().limits.body_timeout;
     if (const auto rate = cfg().limits.response_min_rate; rate > 0) {
         // As for HTTP/1.1: a client whose window stays shut cannot hold the origin connection.
         write_deadline_ =
-            std::min(write_deadline_, relay_wait_since_ + rate_time(bytes_sent_, rate));
+            std::min(write_deadline_, relay_wait_since_ + rate_time(answer_.bytes_sent, rate));
     }
     wait_until(write_deadline_);
     link_->codec().send_body(id_, {data, size}, last);
@@ -384,15 +384,8 @@ void h2_stream::write_timed_out() {
 }
 
 void h2_stream::log() {
-    answered_request a;
-    a.head = &head_;
-    a.protocol = metrics::http_protocol::http2;
-    a.client_ip = info_.client_ip;
-    a.status = status_;
-    a.bytes_sent = bytes_sent_;
-    a.started = started_;
-    a.filter = &filter_;
-    record_answer(*worker_, a);
+    record_answer(*worker_, &head_, metrics::http_protocol::http2, info_.client_ip, answer_,
+                  filter_);
 }
 
 }  // namespace waitroom::gateway

@@ -17,6 +17,7 @@
 #include "client_identity.hpp"
 #include "exchange_client.hpp"
 #include "proxy_exchange.hpp"
+#include "request_intake.hpp"
 #include "waitroom/gateway/request_filter.hpp"
 #include "worker_context.hpp"
 
@@ -36,9 +37,9 @@ class h2_link {
 
 class h2_stream : public exchange_client, public std::enable_shared_from_this<h2_stream> {
   public:
-    // `head` is copied; `identity` and `info` are the connection's, copied for this request.
+    // `identity` and `info` are the connection's, copied for this request.
     h2_stream(std::shared_ptr<worker_context> worker, std::shared_ptr<h2_link> link,
-              std::int32_t id, const request_head& head, std::optional<std::uint64_t> length,
+              std::int32_t id, request_head&& head, std::optional<std::uint64_t> length,
               bool end_stream, const client_identity& identity, const request_info& info);
     ~h2_stream() override;
 
@@ -95,7 +96,6 @@ class h2_stream : public exchange_client, public std::enable_shared_from_this<h2
     util::target_buffers target_buffers_;
     filter_result filter_;
     exchange_request exchange_request_;
-    std::chrono::steady_clock::time_point started_;
     bool gone_ = false;      // reset or closed: nothing more is written
     bool answered_ = false;  // the response has been handed over in full
 
@@ -117,8 +117,7 @@ class h2_stream : public exchange_client, public std::enable_shared_from_this<h2
     std::chrono::steady_clock::time_point body_deadline_;
 
     // The response.
-    unsigned status_ = 0;
-    std::uint64_t bytes_sent_ = 0;
+    answer_tally answer_;         // for the access log and metrics
     bool memory_answer_ = false;  // the body is the gateway's own (no exchange waits on it)
     bool write_waiting_ = false;  // a piece is with the codec, not yet all taken
     bool bodyless_ = false;       // the origin's response has no body (HEAD, 204, 304)

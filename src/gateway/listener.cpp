@@ -103,16 +103,10 @@ void listener::on_accept(error_code ec, tcp_socket socket) {
         return;
     }
     socket.set_option(tcp::no_delay(true), ec);
-    if (tls_) {
-        // The certificates current now serve this connection for its whole life.
-        std::make_shared<client_session<ssl::stream<tcp_stream>>>(state_, std::move(socket),
-                                                                  tls_->current(), proxy_protocol_)
-            ->run();
-    } else {
-        std::make_shared<client_session<tcp_stream>>(state_, std::move(socket), nullptr,
-                                                     proxy_protocol_, h2c_)
-            ->run();
-    }
+    // The certificates current now serve a TLS connection for its whole life.
+    std::make_shared<client_session>(state_, std::move(socket), tls_ ? tls_->current() : nullptr,
+                                     proxy_protocol_, h2c_)
+        ->run();
     // The config is read here only, once per accepted connection.
     if (state_->open.load(std::memory_order_relaxed) >=
         state_->ctx->config()->limits.max_connections) {

@@ -45,7 +45,11 @@ node_runtime::build_result node_runtime::build(config::snapshot cfg, const input
         return out;
     }
     rt->templates = std::move(pages.templates);
-    rt->engine = std::make_shared<const room::engine>(cfg, room::windowing{}, in.overrides);
+    rt->origins = std::make_shared<const origin_group>(
+        cfg->origin, in.health ? in.health : std::make_shared<origin_health>(), in.metrics);
+    rt->engine = std::make_shared<const room::engine>(
+        cfg, room::windowing{}, in.overrides,
+        in.health ? std::shared_ptr<const room::origin_gate>(in.health->gate()) : nullptr);
     for (const auto& r : cfg->rooms) {
         rt->cookie_names.push_back(cookie::cookie_name(r.cookie_suffix));
         rt->challenge_cookie_names.push_back(cookie::challenge_cookie_name(r.cookie_suffix));
@@ -79,6 +83,8 @@ node_runtime::build_result node_runtime::build(config::snapshot cfg, const input
 
 std::shared_ptr<node_runtime> node_runtime::of_config(config::snapshot cfg) {
     auto rt = std::make_shared<node_runtime>();
+    rt->origins = std::make_shared<const origin_group>(cfg->origin,
+                                                       std::make_shared<origin_health>(), nullptr);
     rt->cfg = std::move(cfg);
     return rt;
 }

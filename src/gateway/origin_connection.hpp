@@ -12,11 +12,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 
 #include "common.hpp"
 
 namespace waitroom::gateway {
+
+class origin_pool;
 
 class origin_connection {
   public:
@@ -46,11 +49,12 @@ class origin_connection {
     void close();
 
     std::uint64_t requests_served = 0;  // > 0: came from the pool (retry a stale failure once)
-    steady_timer idle_timer;      // closes it after origin.idle_timeout unused
+    steady_timer idle_timer;            // closes it after origin.idle_timeout unused
     bool idle_watched = false;          // idle_timer is pending
     std::uint64_t pool_generation = 0;  // pool configuration it was made under
     std::chrono::steady_clock::time_point idle_since;  // when it last went back to the pool
-    bool counted = false;  // connected and counted in the open-connections gauge
+    bool counted = false;             // connected and counted in the open-connections gauge
+    std::weak_ptr<origin_pool> home;  // the pool it goes back to (its server's)
 
   private:
     std::optional<tcp_stream> tcp_;

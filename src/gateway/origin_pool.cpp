@@ -192,7 +192,8 @@ void origin_pool::acquire(handler h, bool fresh, bool retryable) {
         asio::post(ex_, [h = std::move(h)] { h(busy(), nullptr); });
         return;
     }
-    waiters_.push_back({std::move(h), std::chrono::steady_clock::now() + origin_.pool_wait_timeout});
+    waiters_.push_back(
+        {std::move(h), std::chrono::steady_clock::now() + origin_.pool_wait_timeout});
     watch_waiters();
 }
 
@@ -227,6 +228,7 @@ void origin_pool::on_waiters_timer(error_code ec) {
 void origin_pool::connect(handler h) {
     auto c = std::make_shared<origin_connection>(ex_, tls_.get());
     c->pool_generation = generation_;
+    c->home = weak_from_this();
     std::make_shared<connector>(shared_from_this(), std::move(c), std::move(h))->run();
 }
 

@@ -1,8 +1,8 @@
 #pragma once
-// The per-worker pool of keep-alive connections to the origin: bounded by
+// A worker's pool of keep-alive connections to one origin server: bounded by
 // origin.max_connections, reused across requests and client sessions, LIFO so the warmest
 // connection goes first, idle ones closed after origin.idle_timeout. Single-threaded (one per
-// worker), so it takes no lock.
+// server and worker, see origin_servers.hpp), so it takes no lock.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -66,6 +66,8 @@ class origin_pool : public std::enable_shared_from_this<origin_pool> {
 
     // "host" or "host:port" as the origin expects it in Host.
     const std::string& host_header() const { return host_header_; }
+    // The path put in front of every forwarded path ("" for none).
+    const std::string& base_path() const { return origin_.base_path; }
 
   private:
     class connector;

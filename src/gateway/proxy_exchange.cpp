@@ -80,8 +80,16 @@ void proxy_exchange::release() {
     if (origin_) {
         worker_.pool->release(std::move(origin_), false);
     }
+    leave_server();
     claim_.give_back();
     relay_.give_back();
+}
+
+void proxy_exchange::leave_server() {
+    if (target_) {
+        worker_.pool->done(*target_);
+        target_.reset();
+    }
 }
 
 // ---- the request, to the origin -------------------------------------------------------------
@@ -93,29 +101,10 @@ void proxy_exchange::start() {
     websocket_ = is_websocket_upgrade(head);
     request_has_body_ = r.body;
     retried_ = false;
+    failed_over_.reset();
     interim_seen_ = false;
     pending_ = 0;
-    // Build the origin's request head once; a retry sends it again.
-    const auto& c = cfg();
-    const auto& canonical = *r.canonical;
-    forward_info fi;
-    fi.client_ip = r.info->client_ip;
-    fi.tls = r.info->tls;
-    // HTTP/1.0 without Host: the origin still needs one (HTTP/1.1 is sent).
-    fi.origin_host =
-        c.origin.host_header == config::host_header_mode::client && canonical.host.valid
-            ? canonical.host.authority
-            : std::string_view{worker_.pool->host_header()};
-    fi.base_path = c.origin.base_path;
-    fi.path = canonical.target.form == util::target_form::asterisk ? std::string_view{"*"}
-                                                                   : canonical.target.path;
-    fi.query = canonical.target.query;
-    fi.forwarded_host = canonical.host.authority;
-    fi.peer_ip = r.identity->peer_ip();
-    fi.pass_client_fields = c.forwarded_headers == config::forwarded_mode::append;
-    fi.keep_forwarded = r.identity->peer_trusted() || fi.pass_client_fields;
-    fi.drop_fields = r.filter->drop_fields.get();
-    write_origin_request(head, to_origin_.head(r.chunked), fi);
+    leave_server();
     if (!request_has_body_) {
         return do_forward(false);
     }
@@ -124,6 +113,33 @@ void proxy_exchange::start() {
     // one is refused without the origin seeing anything, and the head and the body (or its
     // first piece) go out together.
     do_read_body();
+}
+
+// The origin's request head for the server just chosen (its Host and base path); a retry on the
+// same server sends it again.
+void proxy_exchange::write_head() {
+    const auto& r = req();
+    const auto& c = cfg();
+    const auto& canonical = *r.canonical;
+    const auto& pool = *target_->pool;
+    forward_info fi;
+    fi.client_ip = r.info->client_ip;
+    fi.tls = r.info->tls;
+    // HTTP/1.0 without Host: the origin still needs one (HTTP/1.1 is sent).
+    fi.origin_host =
+        c.origin.host_header == config::host_header_mode::client && canonical.host.valid
+            ? canonical.host.authority
+            : std::string_view{pool.host_header()};
+    fi.base_path = pool.base_path();
+    fi.path = canonical.target.form == util::target_form::asterisk ? std::string_view{"*"}
+                                                                   : canonical.target.path;
+    fi.query = canonical.target.query;
+    fi.forwarded_host = canonical.host.authority;
+    fi.peer_ip = r.identity->peer_ip();
+    fi.pass_client_fields = c.forwarded_headers == config::forwarded_mode::append;
+    fi.keep_forwarded = r.identity->peer_trusted() || fi.pass_client_fields;
+    fi.drop_fields = r.filter->drop_fields.get();
+    write_origin_request(*r.head, to_origin_.head(r.chunked), fi);
 }
 
 void proxy_exchange::do_forward(bool fresh) {
@@ -142,13 +158,22 @@ void proxy_exchange::do_forward(bool fresh) {
         return client_.send_error(503, "too many origin connections for this client", body_unread(),
                                   "1", origin_error_headers());
     }
+    if (!target_) {
+        target_ = worker_.pool->pick(failed_over_.get());
+        if (!target_) {
+            claim_.give_back();
+            return client_.send_error(502, "origin unreachable", body_unread(), {},
+                                      origin_error_headers());
+        }
+        write_head();
+    }
     if (!fresh) {
         // The common case, a warm idle connection, goes on inline: no handler, no post.
-        if (auto c = worker_.pool->take_idle(retryable)) {
+        if (auto c = target_->pool->take_idle(retryable)) {
             return on_origin({}, std::move(c));
         }
     }
-    worker_.pool->acquire(
+    target_->pool->acquire(
         [this, self = owner()](error_code ec, std::shared_ptr<origin_connection> c) {
             on_origin(ec, std::move(c));
         },
@@ -174,12 +199,14 @@ void proxy_exchange::on_origin(error_code ec, std::shared_ptr<origin_connection>
         if (c) {
             worker_.pool->release(std::move(c), false);
         }
+        leave_server();
         return claim_.give_back();
     }
     if (ec) {
         claim_.give_back();
     }
     if (ec == origin_pool::busy()) {
+        leave_server();
         // Every origin connection stayed in use (not an origin error): try again shortly.
         const auto wait = std::chrono::ceil<std::chrono::seconds>(cfg().origin.pool_wait_timeout);
         return client_.send_error(503, "origin busy", body_unread(),
@@ -191,11 +218,17 @@ void proxy_exchange::on_origin(error_code ec, std::shared_ptr<origin_connection>
         if (m != nullptr) {
             m->origin_errors(origin_error_kind(ec, true)).inc(worker_.index);
         }
+        server_failed(server_failure::connect);
+        if (may_fail_over()) {
+            return fail_over();
+        }
+        leave_server();
         return client_.send_error(502, "origin unreachable", request_has_body_, {},
                                   origin_error_headers());
     }
     if (pool_moved()) {  // a reload moved the pool while this waited
         worker_.pool->release(std::move(c), false);
+        leave_server();
         claim_.give_back();
         return origin_moved();
     }
@@ -203,6 +236,7 @@ void proxy_exchange::on_origin(error_code ec, std::shared_ptr<origin_connection>
         (c->requests_served > 0 ? m->origin_reused() : m->origin_opened()).inc(worker_.index);
     }
     origin_ = std::move(c);
+    sent_at_ = std::chrono::steady_clock::now();
     // The head (again, on a retry) with the body's first piece, or the whole bodiless request.
     to_origin_.resend_head();
     if (request_has_body_) {
@@ -329,6 +363,9 @@ void proxy_exchange::on_origin_write_body(error_code ec, std::size_t) {
 void proxy_exchange::origin_failed(error_code ec, bool before_response) {
     fail(ec, "origin");
     const bool from_pool = origin_ && origin_->requests_served > 0;
+    if (ec == beast::error::timeout && before_response) {
+        server_failed(server_failure::timeout);
+    }
     release_origin(false);
     // A pooled connection the origin had already closed fails before any response byte; an
     // idempotent request without a body is safe to send again, once, on a new connection.
@@ -355,7 +392,57 @@ header_list proxy_exchange::origin_error_headers() {
 
 void proxy_exchange::release_origin(bool reusable) {
     worker_.pool->release(std::move(origin_), reusable);
+    leave_server();
     claim_.give_back();
+}
+
+// ---- the server's health ----------------------------------------------------------------------
+
+void proxy_exchange::server_failed(server_failure f) {
+    const auto& member = *target_->member;
+    if (member.metrics != nullptr) {
+        if (f != server_failure::server_error) {
+            member.metrics->requests.inc(worker_.index);  // an answer was counted with its time
+        }
+        member.metrics->errors.inc(worker_.index);
+    }
+    if (target_->group->record_failure(member, f, health_clock::now())) {
+        spdlog::warn(
+            "gateway: origin server {} ejected after {} failures in a row (or one more "
+            "after it came back)",
+            member.server.url, target_->group->rules().eject_after);
+        if (member.metrics != nullptr) {
+            member.metrics->ejections.inc(worker_.index);
+        }
+    }
+}
+
+// The response head came: the server's answer time, and a 5xx as a failure of its health.
+void proxy_exchange::server_answered(unsigned status) {
+    const auto& member = *target_->member;
+    if (member.metrics != nullptr) {
+        const auto took = std::chrono::steady_clock::now() - sent_at_;
+        member.metrics->requests.inc(worker_.index);
+        member.metrics->response.observe(worker_.index,
+                                         std::chrono::duration<double>(took).count());
+    }
+    if (status >= 500) {
+        return server_failed(server_failure::server_error);
+    }
+    target_->group->record_success(member);
+}
+
+// Nothing was sent to a server that could not be reached: an idempotent request without a body
+// (the requests today's retry rules resend) goes once to another server.
+bool proxy_exchange::may_fail_over() const {
+    return !failed_over_ && !request_has_body_ && is_idempotent(req().head->method()) &&
+           worker_.pool->size() > 1;
+}
+
+void proxy_exchange::fail_over() {
+    failed_over_ = std::move(target_);
+    worker_.pool->done(*failed_over_);
+    do_forward(false);
 }
 
 }  // namespace waitroom::gateway

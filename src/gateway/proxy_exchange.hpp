@@ -19,6 +19,7 @@
 #include "exchange_client.hpp"
 #include "head_parser.hpp"
 #include "origin_claim.hpp"
+#include "origin_servers.hpp"
 #include "outgoing_message.hpp"
 #include "relay_buffer.hpp"
 #include "socket_reader.hpp"
@@ -66,6 +67,7 @@ class proxy_exchange {
     bool body_unread() const { return request_has_body_ && !client_.body_done(); }
 
     // The request, to the origin (proxy_exchange.cpp).
+    void write_head();
     void do_forward(bool fresh);
     void on_origin(error_code ec, std::shared_ptr<origin_connection> c);
     bool pool_moved() const;
@@ -79,6 +81,14 @@ class proxy_exchange {
     header_list origin_error_headers();
     // Gives the origin connection back (reusable or not) and the client's slot with it.
     void release_origin(bool reusable);
+    // The request is no longer on its server (for the balancer's count of requests in flight).
+    void leave_server();
+    // What the server did with the request, for its health and metrics.
+    void server_failed(server_failure f);
+    void server_answered(unsigned status);
+    bool may_fail_over() const;
+    // Tries the request once more on another server (the one it was on could not be reached).
+    void fail_over();
 
     // The response, to the client (proxy_exchange_response.cpp).
     void do_read_response_header();
@@ -98,7 +108,10 @@ class proxy_exchange {
     exchange_client& client_;
     worker_context& worker_;
     std::shared_ptr<origin_connection> origin_;
-    socket_reader origin_read_;  // plain TCP: the origin's responses
+    std::shared_ptr<origin_target> target_;          // the server the request is on
+    std::shared_ptr<origin_target> failed_over_;     // the one it could not reach (then: no more)
+    std::chrono::steady_clock::time_point sent_at_;  // its connection to target_ came
+    socket_reader origin_read_;                      // plain TCP: the origin's responses
     relay_buffer relay_;
     origin_claim claim_;
     outgoing_message to_origin_;  // the request as forwarded (its head is built once per request)

@@ -92,6 +92,9 @@ void proxy_exchange::on_read_response_header(error_code ec, std::size_t) {
         return origin_failed(ec, true);
     }
     const unsigned status = res_parser_->get().result_int();
+    if (status >= 200 || status == 101) {
+        server_answered(status);
+    }
     if (status == 101) {
         if (!websocket_) {
             spdlog::warn("gateway: origin answered 101 to a request that asked no upgrade");
@@ -242,6 +245,7 @@ void proxy_exchange::start_tunnel() {
     auto& res = res_parser_->get();
     strip_hop_by_hop(res);
     worker_.ctx->filter().on_response(res, req().filter->context);
+    leave_server();
     client_.open_tunnel(res, std::move(origin_));
 }
 

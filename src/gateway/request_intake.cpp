@@ -74,33 +74,33 @@ intake_refusal take_in(const request_head& head, bool host_required,
     return {};
 }
 
-void record_answer(worker_context& worker, const answered_request& a) {
+void record_answer(worker_context& worker, const request_head* head,
+                   metrics::http_protocol protocol, std::string_view client_ip,
+                   const answer_tally& answer, const filter_result& filter) {
     const auto now = std::chrono::steady_clock::now();
     if (auto* m = worker.ctx->metrics()) {
-        m->requests(metrics::status_class_of(a.status)).inc(worker.index);
-        m->requests_by_protocol(a.protocol).inc(worker.index);
+        m->requests(metrics::status_class_of(answer.status)).inc(worker.index);
+        m->requests_by_protocol(protocol).inc(worker.index);
         m->request_latency().observe(worker.index,
-                                     std::chrono::duration<double>(now - a.started).count());
+                                     std::chrono::duration<double>(now - answer.started).count());
     }
     const auto* log = worker.ctx->access_log();
-    if (log == nullptr || a.head == nullptr) {
+    if (log == nullptr || head == nullptr) {
         return;
     }
     util::access_record r;
-    r.remote = a.client_ip;
-    r.method = a.head->method_string();
-    r.target = a.head->target();
-    r.host = (*a.head)[http::field::host];
-    r.status = a.status;
-    r.bytes_sent = a.bytes_sent;
-    r.duration = std::chrono::duration_cast<std::chrono::microseconds>(now - a.started);
+    r.remote = client_ip;
+    r.method = head->method_string();
+    r.target = head->target();
+    r.host = (*head)[http::field::host];
+    r.status = answer.status;
+    r.bytes_sent = answer.bytes_sent;
+    r.duration = std::chrono::duration_cast<std::chrono::microseconds>(now - answer.started);
     r.unix_ms = util::unix_ms(worker.ctx->clock().now());
-    if (a.filter != nullptr) {
-        r.room = a.filter->room;
-        r.decision = a.filter->decision;
-    }
+    r.room = filter.room;
+    r.decision = filter.decision;
     static constexpr std::string_view names[] = {"HTTP/1.0", "HTTP/1.1", "HTTP/2"};
-    r.protocol = names[static_cast<std::size_t>(a.protocol)];
+    r.protocol = names[static_cast<std::size_t>(protocol)];
     log->write(r);
 }
 

@@ -34,19 +34,19 @@ intake_refusal take_in(const request_head& head, bool host_required,
 std::string error_body(unsigned status, std::string_view text);
 void add_error_fields(header_list& fields, unsigned status, std::string_view retry_after);
 
-// What the access log and the metrics record of one answered request.
-struct answered_request {
-    const request_head* head = nullptr;  // null: the request never had a head
-    metrics::http_protocol protocol = metrics::http_protocol::http11;
-    std::string_view client_ip;
+// What the connection (HTTP/1.1) or the stream (HTTP/2) that serves a request counts of its
+// answer, for the access log and the metrics.
+struct answer_tally {
     unsigned status = 0;
-    std::uint64_t bytes_sent = 0;
-    std::chrono::steady_clock::time_point started;
-    const filter_result* filter = nullptr;
+    std::uint64_t bytes_sent = 0;                   // body bytes
+    std::chrono::steady_clock::time_point started;  // the head arrived
 };
 
-// Counts the request in the metrics and writes its access-log line.
-void record_answer(worker_context& worker, const answered_request& a);
+// Counts an answered request in the metrics and writes its access-log line. `head`: null when
+// the request never had one; `filter`: the room's decision (empty when none was taken).
+void record_answer(worker_context& worker, const request_head* head,
+                   metrics::http_protocol protocol, std::string_view client_ip,
+                   const answer_tally& answer, const filter_result& filter);
 
 // The protocol of an HTTP/1 version (11, 10).
 inline metrics::http_protocol http1_protocol(unsigned version) {

@@ -40,9 +40,9 @@ room_admin_backend::room_admin_backend(const room_filter& filter, room::node_sta
       store_(store) {}
 
 admin::admin_room_status room_admin_backend::status_of(const room::engine& eng,
-                                                const room::compiled_room& r,
-                                                const room::state_snapshot& snap,
-                                                std::int64_t now_ms, bool degraded) const {
+                                                       const room::compiled_room& r,
+                                                       const room::state_snapshot& snap,
+                                                       std::int64_t now_ms, bool degraded) const {
     static const room::room_state unknown;
     const room::room_state* st = snap.find(r.id());
     const room::room_state& state = st != nullptr ? *st : unknown;
@@ -95,7 +95,8 @@ void room_admin_backend::patch_room(std::string_view id, const admin::admin_room
     const room::compiled_room* r = rt->engine->find(id);
     if (r == nullptr || !overrides_) {
         admin::admin_patch_outcome o;
-        o.result = r == nullptr ? admin::admin_patch_result::unknown_room : admin::admin_patch_result::failed;
+        o.result = r == nullptr ? admin::admin_patch_result::unknown_room
+                                : admin::admin_patch_result::failed;
         o.message = r == nullptr ? "" : "run-time room changes are not available";
         done(std::move(o));
         return;
@@ -280,8 +281,8 @@ std::optional<admin::admin_event_span> room_admin_backend::event_span(std::strin
     for (const auto& ev : r->config().events) {
         if (ev.name == event) {
             // The loader refuses a prequeue after the start.
-            return admin::admin_event_span{
-                ms(ev.prequeue_start_time.value_or(ev.event_start_time)), ms(ev.event_end_time)};
+            return admin::admin_event_span{ms(ev.prequeue_start_time.value_or(ev.event_start_time)),
+                                           ms(ev.event_end_time)};
         }
     }
     return std::nullopt;
@@ -289,6 +290,38 @@ std::optional<admin::admin_event_span> room_admin_backend::event_span(std::strin
 
 std::int64_t room_admin_backend::now_ms() {
     return util::unix_ms(clock_.now());
+}
+
+admin::admin_origins room_admin_backend::origins() {
+    admin::admin_origins out;
+    const auto rt = filter_.runtime();
+    const auto now = health_clock::now();
+    for (const auto& m : rt->origins->members()) {
+        admin::admin_origin_server s;
+        s.url = m.server.url;
+        s.weight = m.server.weight;
+        s.healthy = m.health->available(now);
+        s.ejected = m.health->ejected(now);
+        s.checks_pass = m.health->checks_pass();
+        if (s.ejected) {
+            s.ejected_for_ms =
+                std::chrono::ceil<std::chrono::milliseconds>(m.health->ejected_until() - now)
+                    .count();
+        }
+        s.ejections = m.health->ejections();
+        if (m.metrics != nullptr) {
+            s.requests = m.metrics->requests.value();
+            s.errors = m.metrics->errors.value();
+            const auto reading = m.metrics->response.read();
+            if (reading.count() > 0) {
+                s.response_p50_seconds = metrics::quantile(reading, 0.5);
+                s.response_p90_seconds = metrics::quantile(reading, 0.9);
+            }
+        }
+        out.servers.push_back(std::move(s));
+    }
+    out.available = rt->origins->any_available(now);
+    return out;
 }
 
 }  // namespace waitroom::gateway

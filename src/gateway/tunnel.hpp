@@ -1,9 +1,9 @@
 #pragma once
 // The byte tunnel after a WebSocket upgrade: copies bytes both ways between the client stream
 // and the origin connection until either side ends or neither sends anything for
-// `idle_timeout`, then closes both. Header-only because it is a template over the two stream
-// types (plain or TLS on each side). The client session lives as long as its tunnel, so an
-// open tunnel counts in limits.max_connections.
+// `idle_timeout`, then closes both. Header-only because it is a template over the origin's
+// stream type (plain or TLS); the client's is a client_stream. The client session lives as long
+// as its tunnel, so an open tunnel counts in limits.max_connections.
 
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/write.hpp>
@@ -14,19 +14,20 @@
 #include <chrono>
 #include <memory>
 
+#include "client_stream.hpp"
 #include "common.hpp"
 #include "origin_connection.hpp"
-#include "origin_pool.hpp"
+#include "origin_servers.hpp"
 
 namespace waitroom::gateway {
 
-template <class Client, class Origin>
-class tunnel : public std::enable_shared_from_this<tunnel<Client, Origin>> {
+template <class Origin>
+class tunnel : public std::enable_shared_from_this<tunnel<Origin>> {
   public:
     // `owner` keeps the client stream (and its buffer) alive; `c` owns the origin stream.
-    tunnel(std::shared_ptr<void> owner, Client& client, beast::flat_buffer& client_left,
-           std::shared_ptr<origin_connection> c, Origin& origin, std::shared_ptr<origin_pool> pool,
-           std::chrono::steady_clock::duration idle_timeout)
+    tunnel(std::shared_ptr<void> owner, client_stream& client, beast::flat_buffer& client_left,
+           std::shared_ptr<origin_connection> c, Origin& origin,
+           std::shared_ptr<origin_servers> pool, std::chrono::steady_clock::duration idle_timeout)
         : owner_(std::move(owner)),
           client_(client),
           client_left_(client_left),
@@ -34,12 +35,12 @@ class tunnel : public std::enable_shared_from_this<tunnel<Client, Origin>> {
           origin_(origin),
           pool_(std::move(pool)),
           idle_timeout_(idle_timeout),
-          idle_timer_(beast::get_lowest_layer(client).get_executor()) {}
+          idle_timer_(client.get_executor()) {}
 
     ~tunnel() { pool_->release(std::move(conn_), false); }
 
     void run() {
-        beast::get_lowest_layer(client_).expires_never();
+        client_.lowest().expires_never();
         beast::get_lowest_layer(origin_).expires_never();
         last_activity_ = std::chrono::steady_clock::now();
         watch_idle();
@@ -108,19 +109,16 @@ class tunnel : public std::enable_shared_from_this<tunnel<Client, Origin>> {
         stopped_ = true;
         idle_timer_.cancel();
         fail(ec, "tunnel");
-        error_code ignored;
-        beast::get_lowest_layer(client_).socket().shutdown(asio::socket_base::shutdown_both,
-                                                           ignored);
-        beast::get_lowest_layer(client_).socket().close(ignored);
+        client_.close();
         conn_->close();
     }
 
     std::shared_ptr<void> owner_;
-    Client& client_;
+    client_stream& client_;
     beast::flat_buffer& client_left_;
     std::shared_ptr<origin_connection> conn_;
     Origin& origin_;
-    std::shared_ptr<origin_pool> pool_;
+    std::shared_ptr<origin_servers> pool_;
     std::chrono::steady_clock::duration idle_timeout_;
     steady_timer idle_timer_;
     std::chrono::steady_clock::time_point last_activity_;

@@ -1,5 +1,5 @@
 #pragma once
-// What the listeners and sessions of one worker share: the context, the origin pool, the
+// What the listeners and sessions of one worker share: the context, the origin's servers, the
 // registry of open sessions (for drain and close_all) and the open-connection count. Lives on
 // the worker's thread; only `open` is read from other threads.
 
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "client_slots.hpp"
-#include "origin_pool.hpp"
+#include "origin_servers.hpp"
 #include "waitroom/gateway/worker.hpp"
 
 namespace waitroom::gateway {
@@ -38,13 +38,13 @@ struct worker_context {
         : ioc(io),
           ctx(std::move(c)),
           index(i),
-          pool(std::make_shared<origin_pool>(io.get_executor(), ctx->metrics(), i)),
+          pool(std::make_shared<origin_servers>(io.get_executor(), ctx->metrics(), i)),
           sweep_timer(io.get_executor()) {}
 
     asio::io_context& ioc;
     std::shared_ptr<shared_context> ctx;
     unsigned index;
-    std::shared_ptr<origin_pool> pool;
+    std::shared_ptr<origin_servers> pool;  // the origin's servers and their pools
     client_slots
         slots;  // origin connections and waits held per client (max_connections_per_client)
     std::size_t buffered_bodies = 0;  // request buffer bytes past one relay piece, all sessions
@@ -60,7 +60,7 @@ struct worker_context {
     const std::shared_ptr<const node_runtime>& current() {
         if (!runtime || ctx->runtimes()->generation() != runtime->generation) {
             runtime = ctx->runtime();
-            pool->configure(runtime->cfg->origin);
+            pool->configure(runtime->origins, runtime->cfg->origin);
         }
         return runtime;
     }

@@ -525,6 +525,23 @@ metric_set::metric_set(unsigned slots) : reg_(slots) {
               "Requests sent to the origin, by whether a pooled connection was reused.",
               kind::counter, L{"connection"});
 
+    r.declare("waitroom_origin_server_requests_total",
+              "Requests sent to one origin server: answered, or failed.", kind::counter,
+              L{"server"});
+    r.declare("waitroom_origin_server_errors_total",
+              "Requests to one origin server that failed to connect, timed out or got a 5xx.",
+              kind::counter, L{"server"});
+    r.declare("waitroom_origin_server_response_seconds",
+              "Time from a request's start on one origin server to its response head.",
+              kind::histogram, L{"server"}, request_bounds);
+    r.declare("waitroom_origin_server_healthy",
+              "1 while an origin server takes new requests, 0 while it is ejected or fails its "
+              "health checks.",
+              kind::gauge, L{"server"});
+    r.declare("waitroom_origin_server_ejections_total",
+              "Times an origin server was taken out after failures in a row.", kind::counter,
+              L{"server"});
+
     r.declare("waitroom_store_sync_duration_seconds", "Round trip of one sync with the store.",
               kind::histogram, L{}, sync_bounds);
     r.declare("waitroom_store_failures_total", "Store calls that failed or timed out.",
@@ -573,40 +590,62 @@ gauge metric_set::tls_certificate_expiry(std::string_view listener, std::string_
                           {std::string(listener), std::string(name)});
 }
 
-const room_metrics& metric_set::room(std::string_view id) {
-    std::lock_guard lock(rooms_mutex_);
-    auto it = rooms_.find(std::string(id));
-    if (it != rooms_.end()) {
-        return *it->second;
+namespace {
+
+// The handles of `key` in `all`, made by `make(handles, label values)` on first use; the caller
+// holds the lock that guards `all`.
+template <class Handles, class Make>
+const Handles& find_or_make(std::unordered_map<std::string, std::unique_ptr<Handles>>& all,
+                            std::string_view key, Make make) {
+    auto it = all.find(std::string(key));
+    if (it == all.end()) {
+        auto handles = std::make_unique<Handles>();
+        make(*handles, std::vector<std::string>{std::string(key)});
+        it = all.emplace(std::string(key), std::move(handles)).first;
     }
-    auto m = std::make_unique<room_metrics>();
-    std::vector<std::string> l{std::string(id)};
-    m->active_users = reg_.add_gauge("waitroom_room_active_users", l);
-    m->queued_users = reg_.add_gauge("waitroom_room_queued_users", l);
-    m->estimated_wait_seconds = reg_.add_gauge("waitroom_room_estimated_wait_seconds", l);
-    m->lease_size = reg_.add_gauge("waitroom_room_lease_slots", l);
-    m->admitted = reg_.add_counter("waitroom_room_admitted_total", l);
-    m->queued = reg_.add_counter("waitroom_room_queued_total", l);
-    m->rejected = reg_.add_counter("waitroom_room_rejected_total", l);
-    m->bypassed = reg_.add_counter("waitroom_room_bypassed_total", l);
-    m->revoked = reg_.add_counter("waitroom_room_revoked_total", l);
-    m->sessions_expired = reg_.add_counter("waitroom_room_sessions_expired_total", l);
-    m->top_ups = reg_.add_counter("waitroom_room_lease_top_ups_total", l);
-    m->store_failures = reg_.add_counter("waitroom_room_store_failures_total", l);
-    m->flagged = reg_.add_counter("waitroom_room_flagged_total", l);
-    m->network_changed = reg_.add_counter("waitroom_room_cookie_network_changed_total", l);
-    m->challenges_issued = reg_.add_counter("waitroom_room_challenges_issued_total", l);
-    m->challenges_solved = reg_.add_counter("waitroom_room_challenges_solved_total", l);
-    m->challenge_failures = reg_.add_counter("waitroom_room_challenge_failures_total", l);
-    m->admitted_from_queue = reg_.add_counter("waitroom_room_admitted_from_queue_total", l);
-    m->admitted_out_of_order = reg_.add_counter("waitroom_room_admitted_out_of_order_total", l);
-    m->abandoned = reg_.add_counter("waitroom_room_abandoned_total", l);
-    m->queue_wait = reg_.add_histogram("waitroom_room_queue_wait_seconds", l);
-    m->estimate_error = reg_.add_histogram("waitroom_room_wait_estimate_error_seconds", l);
-    m->session_duration = reg_.add_histogram("waitroom_room_session_duration_seconds", l);
-    auto& ref = *m;
-    rooms_.emplace(std::string(id), std::move(m));
-    return ref;
+    return *it->second;
+}
+
+}  // namespace
+
+const origin_server_metrics& metric_set::origin_server(std::string_view url) {
+    std::lock_guard lock(handles_mutex_);
+    return find_or_make(servers_, url, [this](origin_server_metrics& m, const auto& l) {
+        m.requests = reg_.add_counter("waitroom_origin_server_requests_total", l);
+        m.errors = reg_.add_counter("waitroom_origin_server_errors_total", l);
+        m.response = reg_.add_histogram("waitroom_origin_server_response_seconds", l);
+        m.healthy = reg_.add_gauge("waitroom_origin_server_healthy", l);
+        m.ejections = reg_.add_counter("waitroom_origin_server_ejections_total", l);
+    });
+}
+
+const room_metrics& metric_set::room(std::string_view id) {
+    std::lock_guard lock(handles_mutex_);
+    return find_or_make(rooms_, id, [this](room_metrics& m, const auto& l) {
+        m.active_users = reg_.add_gauge("waitroom_room_active_users", l);
+        m.queued_users = reg_.add_gauge("waitroom_room_queued_users", l);
+        m.estimated_wait_seconds = reg_.add_gauge("waitroom_room_estimated_wait_seconds", l);
+        m.lease_size = reg_.add_gauge("waitroom_room_lease_slots", l);
+        m.admitted = reg_.add_counter("waitroom_room_admitted_total", l);
+        m.queued = reg_.add_counter("waitroom_room_queued_total", l);
+        m.rejected = reg_.add_counter("waitroom_room_rejected_total", l);
+        m.bypassed = reg_.add_counter("waitroom_room_bypassed_total", l);
+        m.revoked = reg_.add_counter("waitroom_room_revoked_total", l);
+        m.sessions_expired = reg_.add_counter("waitroom_room_sessions_expired_total", l);
+        m.top_ups = reg_.add_counter("waitroom_room_lease_top_ups_total", l);
+        m.store_failures = reg_.add_counter("waitroom_room_store_failures_total", l);
+        m.flagged = reg_.add_counter("waitroom_room_flagged_total", l);
+        m.network_changed = reg_.add_counter("waitroom_room_cookie_network_changed_total", l);
+        m.challenges_issued = reg_.add_counter("waitroom_room_challenges_issued_total", l);
+        m.challenges_solved = reg_.add_counter("waitroom_room_challenges_solved_total", l);
+        m.challenge_failures = reg_.add_counter("waitroom_room_challenge_failures_total", l);
+        m.admitted_from_queue = reg_.add_counter("waitroom_room_admitted_from_queue_total", l);
+        m.admitted_out_of_order = reg_.add_counter("waitroom_room_admitted_out_of_order_total", l);
+        m.abandoned = reg_.add_counter("waitroom_room_abandoned_total", l);
+        m.queue_wait = reg_.add_histogram("waitroom_room_queue_wait_seconds", l);
+        m.estimate_error = reg_.add_histogram("waitroom_room_wait_estimate_error_seconds", l);
+        m.session_duration = reg_.add_histogram("waitroom_room_session_duration_seconds", l);
+    });
 }
 
 }  // namespace waitroom::metrics

@@ -37,6 +37,9 @@ std::string render_json(const room::page_model& m) {
     o["queuePosition"] = m.queue_position;
     o["roomName"] = m.room_name;
     o["waitTimeSeconds"] = m.wait_time_seconds;
+    if (m.origin_unavailable) {
+        o["originUnavailable"] = true;
+    }
     if (m.challenge_required) {
         o["challengeRequired"] = true;
         o["challengeDifficulty"] = m.challenge_difficulty;

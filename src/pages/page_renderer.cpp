@@ -28,7 +28,8 @@ bool same_values(const room::page_model& a, const room::page_model& b) {
            a.wait_time_50_percentile == b.wait_time_50_percentile &&
            a.wait_time_75_percentile == b.wait_time_75_percentile &&
            a.wait_time_seconds == b.wait_time_seconds && a.queue_is_full == b.queue_is_full &&
-           a.queue_all == b.queue_all && a.last_updated_ms == b.last_updated_ms &&
+           a.queue_all == b.queue_all && a.origin_unavailable == b.origin_unavailable &&
+           a.last_updated_ms == b.last_updated_ms &&
            a.refresh_interval_seconds == b.refresh_interval_seconds &&
            a.is_fifo_queue == b.is_fifo_queue && a.is_random_queue == b.is_random_queue &&
            a.is_passthrough_queue == b.is_passthrough_queue &&

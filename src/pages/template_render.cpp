@@ -15,11 +15,11 @@ namespace {
 // Sections need real booleans, but Cloudflare-style templates also print them ({{queueAll}} →
 // "true"), and kainjow prints nothing for a boolean. So a plain variable tag naming a boolean is
 // renamed at compile time to a string twin.
-constexpr std::array<std::string_view, 13> boolean_names = {
-    "inWaitingRoom",    "waitTimeKnown",      "queueIsFull",         "queueAll",
-    "isFIFOQueue",      "isRandomQueue",      "isPassthroughQueue",  "isRejectQueue",
-    "isEventActive",    "isEventPrequeueing", "shuffleAtEventStart", "admissionSoundEnabled",
-    "challengeRequired"};
+constexpr std::array<std::string_view, 14> boolean_names = {
+    "inWaitingRoom",     "waitTimeKnown",      "queueIsFull",         "queueAll",
+    "isFIFOQueue",       "isRandomQueue",      "isPassthroughQueue",  "isRejectQueue",
+    "isEventActive",     "isEventPrequeueing", "shuffleAtEventStart", "admissionSoundEnabled",
+    "challengeRequired", "originUnavailable"};
 constexpr std::string_view text_suffix = "__text";
 
 std::string_view trimmed(std::string_view s) {
@@ -136,6 +136,7 @@ mustache::data to_data(const room::page_model& m, const compiled& c,
     d.set("waitTime75Percentile", num(m.wait_time_75_percentile));
     flag("queueIsFull", m.queue_is_full);
     flag("queueAll", m.queue_all);
+    flag("originUnavailable", m.origin_unavailable);
     d.set("lastUpdated", text(util::iso8601_utc(m.last_updated_ms)));
     d.set("refreshIntervalSeconds", num(m.refresh_interval_seconds));
     d.set("queueingMethod", text(m.queueing_method));

@@ -125,6 +125,7 @@ settings compiled_room::settings_at(const event_phase& ph) const {
         s.queue_all = switches_->queue_all().value_or(s.queue_all);
         s.suspended = switches_->suspended().value_or(s.suspended);
     }
+    s.origin_unavailable = gate_ != nullptr && !gate_->open();
     return s;
 }
 

@@ -75,7 +75,8 @@ bool random_eligible(const room_state& st, std::int64_t refresh_ms, const payloa
 
 // ---- engine ----------------------------------------------------------------------------------
 
-engine::engine(config::snapshot cfg, windowing win, std::shared_ptr<room_overrides> overrides)
+engine::engine(config::snapshot cfg, windowing win, std::shared_ptr<room_overrides> overrides,
+               std::shared_ptr<const origin_gate> gate)
     : cfg_(std::move(cfg)),
       win_(win),
       late_renewal_ms_(std::llround(
@@ -85,6 +86,7 @@ engine::engine(config::snapshot cfg, windowing win, std::shared_ptr<room_overrid
            1000.0) *
           std::max(1.0, cfg_->testing.time_scale))),
       overrides_(std::move(overrides)),
+      gate_(std::move(gate)),
       generation_(next_generation.fetch_add(1, std::memory_order_relaxed)),
       router_(cfg_->rooms) {
     rooms_.resize(cfg_->rooms.size());
@@ -96,6 +98,7 @@ engine::engine(config::snapshot cfg, windowing win, std::shared_ptr<room_overrid
         if (overrides_) {
             rooms_[i].switches_ = &overrides_->entry(cfg_->rooms[i].id);
         }
+        rooms_[i].gate_ = gate_.get();
     }
 }
 
@@ -324,7 +327,8 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
     std::int64_t older = 0;  // queued ahead of this visitor (FIFO)
     if (s.method == queueing_method::passthrough) {
         admit = true;
-    } else if (!ph.prequeueing && !s.queue_all && !(slowed && flood.flagged_now)) {
+    } else if (!ph.prequeueing && !s.queue_all && !s.origin_unavailable &&
+               !(slowed && flood.flagged_now)) {
         // (The request that flags a `slow` visitor draws nothing: its ticket was just refused.)
         const std::int64_t free = st.free_capacity();
         // After a top-up the first attempt's draw stands, unless its place was spent meanwhile

@@ -65,6 +65,7 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
     p.is_passthrough_queue = s.method == queueing_method::passthrough;
     p.is_reject_queue = s.method == queueing_method::reject;
     p.queue_all = s.queue_all;
+    p.origin_unavailable = s.origin_unavailable;
     p.last_updated_ms = st.known() ? st.counts().as_of_ms : now_ms;
     p.is_event_active = ph.active;
     p.is_event_prequeueing = ph.prequeueing;
@@ -167,10 +168,10 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
                 if (!by_schedule) {
                     return linear;
                 }
-                const double places = r * draining_minutes(r) + 1.0 -
-                                      static_cast<double>(st.free_capacity());
-                const double since = static_cast<double>(
-                    std::max<std::int64_t>(0, now_ms - c.as_of_ms));
+                const double places =
+                    r * draining_minutes(r) + 1.0 - static_cast<double>(st.free_capacity());
+                const double since =
+                    static_cast<double>(std::max<std::int64_t>(0, now_ms - c.as_of_ms));
                 const double wait = std::max(0.0, st.frees().wait_ms(places) - since) / 60'000.0;
                 const double by_rate =
                     places / static_cast<double>(std::max<std::int64_t>(1, s.new_users_per_minute));
@@ -198,10 +199,10 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
             } else {
                 // Nothing seen of the holds yet: the range from visitors who leave at once to
                 // visitors who stay twice as long as session_duration, around the estimate.
-                p.wait_time_25_percentile = std::min(
-                    p.wait_time, minutes_at(turnover_if(s, rules::fast_sessions), false));
-                p.wait_time_75_percentile = std::max(
-                    p.wait_time, minutes_at(turnover_if(s, rules::slow_sessions), false));
+                p.wait_time_25_percentile =
+                    std::min(p.wait_time, minutes_at(turnover_if(s, rules::fast_sessions), false));
+                p.wait_time_75_percentile =
+                    std::max(p.wait_time, minutes_at(turnover_if(s, rules::slow_sessions), false));
             }
         }
         // Adaptive refresh: come back about when the turn is expected, soon when it is near.
@@ -244,9 +245,9 @@ void engine::fill_page(const compiled_room& r, const settings& s, const event_ph
                 }
             }
             // (Clamped as a double: a tiny learned rate makes turn_ms larger than any integer.)
-            refresh_ms = static_cast<std::int64_t>(
-                std::clamp(turn_ms, static_cast<double>(std::min(win_.min_refresh_ms, s.refresh_ms)),
-                           static_cast<double>(s.refresh_ms)));
+            refresh_ms = static_cast<std::int64_t>(std::clamp(
+                turn_ms, static_cast<double>(std::min(win_.min_refresh_ms, s.refresh_ms)),
+                static_cast<double>(s.refresh_ms)));
         }
     }
     if (p.wait_time_known) {

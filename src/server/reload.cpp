@@ -62,8 +62,11 @@ void server::impl::reload() {
     if (old->testing.time_scale != now.testing.time_scale) {
         spdlog::warn("reload: 'testing.time_scale' changed; takes effect only on restart");
     }
-    if (old->origin.url != now.origin.url) {
-        spdlog::info("reload: origin {} -> {}", old->origin.url, now.origin.url);
+    if (old->origin.url != now.origin.url ||
+        old->origin.servers.size() != now.origin.servers.size()) {
+        spdlog::info("reload: origin {} ({} server(s)) -> {} ({} server(s))", old->origin.url,
+                     config::server_list(old->origin).size(), now.origin.url,
+                     config::server_list(now.origin).size());
     }
     if (old->state.backend != now.state.backend || old->state.url != now.state.url ||
         old->state.redis_password != now.state.redis_password) {
@@ -76,6 +79,8 @@ void server::impl::reload() {
     in.previous = old_runtime;
     in.overrides = overrides_;
     in.admin = admin_ != nullptr;
+    in.health = origin_health_;
+    in.metrics = metrics_.get();
     auto built = gateway::node_runtime::build(result.cfg, in);
     if (!built.runtime) {
         for (const auto& p : built.problems) {
@@ -105,6 +110,7 @@ void server::impl::reload() {
     // One switch: from here every worker, the sync task and the admin listener read the new
     // file's runtime.
     ctx_->runtimes()->publish(built.runtime);
+    origin_monitor_->watch(built.runtime->origins, now.origin);
     for (const auto& dropped : overrides_->reconcile(*old, now)) {
         spdlog::info("reload: the file changed {}; its run-time override is dropped", dropped);
     }

@@ -19,6 +19,8 @@
 #include "sync_timer.hpp"
 #include "waitroom/admin/admin_server.hpp"
 #include "waitroom/gateway/listener_tls.hpp"
+#include "waitroom/gateway/origin_group.hpp"
+#include "waitroom/gateway/origin_monitor.hpp"
 #include "waitroom/gateway/room_admin_backend.hpp"
 #include "waitroom/gateway/room_filter.hpp"
 #include "waitroom/gateway/worker.hpp"
@@ -70,6 +72,11 @@ struct server::impl {
     std::shared_ptr<metrics::metric_set> metrics_;
     std::shared_ptr<room::room_overrides> overrides_ = std::make_shared<room::room_overrides>();
     std::shared_ptr<gateway::room_admin_backend> admin_backend_;
+    // The health of the origin's servers (the node's, so it survives reloads), and its watch on
+    // control_: health checks, ejections' ends, the gate the rooms read.
+    std::shared_ptr<gateway::origin_health> origin_health_ =
+        std::make_shared<gateway::origin_health>();
+    std::shared_ptr<gateway::origin_monitor> origin_monitor_;
     std::unique_ptr<admin::admin_server> admin_;
 
     // The certificates of each listener (null for a plain one), parallel to the config's
@@ -83,6 +90,7 @@ struct server::impl {
     ~impl() {
         admin_.reset();
         stop_threads();
+        origin_monitor_.reset();
         sync_timer_.reset();
         // The shared context outlives this object in no one else, but make the order explicit:
         // the filter holds the workers' executors, so it goes before their io_contexts.

@@ -68,6 +68,9 @@ void server::impl::finish_shutdown() {
     if (admin_) {
         admin_->stop();
     }
+    if (origin_monitor_) {
+        origin_monitor_->stop();
+    }
     on_every_worker([](gateway::worker& w) { w.close_all(); },
                     [this] {
                         signals_.cancel();

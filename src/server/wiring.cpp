@@ -18,6 +18,8 @@ bool server::impl::start_rooms(const config::snapshot& cfg) {
     gateway::node_runtime::inputs in;
     in.overrides = overrides_;
     in.admin = !cfg->admin.listen.empty();
+    in.health = origin_health_;
+    in.metrics = metrics_.get();
     auto built = gateway::node_runtime::build(cfg, in);
     if (!built.runtime) {
         if (!built.error.empty()) {
@@ -30,6 +32,14 @@ bool server::impl::start_rooms(const config::snapshot& cfg) {
     }
     const auto& runtimes = ctx_->runtimes();
     runtimes->publish(built.runtime);
+    origin_monitor_ = std::make_shared<gateway::origin_monitor>(
+        control_.get_executor(), metrics_.get(), static_cast<unsigned>(iocs_.size()));
+    origin_health_->on_change([weak = std::weak_ptr(origin_monitor_)] {
+        if (auto monitor = weak.lock()) {
+            monitor->wake();
+        }
+    });
+    origin_monitor_->watch(built.runtime->origins, cfg->origin);
 
     auto opt = state::make_sync_options(*cfg);
     if (cfg->state.backend == config::state_backend::redis) {
@@ -84,14 +94,14 @@ bool server::impl::start_rooms(const config::snapshot& cfg) {
     // Every sync's round trip goes into the histogram from the control thread's metric slot
     // (shared by the rare sync a worker runs to renew a lapsed lease: the cells are atomic),
     // and each sync takes a reading of the rooms' analytics into their minute rows.
-    sync_->on_sync_complete([m = metrics_, slot = static_cast<unsigned>(iocs_.size()),
-                             backend = std::weak_ptr(admin_backend_)](
-                                std::chrono::nanoseconds took, std::error_code) {
-        m->store_sync_latency().observe(slot, std::chrono::duration<double>(took).count());
-        if (auto b = backend.lock()) {
-            b->record_history();
-        }
-    });
+    sync_->on_sync_complete(
+        [m = metrics_, slot = static_cast<unsigned>(iocs_.size()),
+         backend = std::weak_ptr(admin_backend_)](std::chrono::nanoseconds took, std::error_code) {
+            m->store_sync_latency().observe(slot, std::chrono::duration<double>(took).count());
+            if (auto b = backend.lock()) {
+                b->record_history();
+            }
+        });
 
     std::vector<worker_counters> counters;
     for (unsigned i = 0; i < iocs_.size(); ++i) {

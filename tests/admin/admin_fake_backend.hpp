@@ -186,6 +186,10 @@ class fake_admin_backend : public admin::admin_backend {
         std::lock_guard lock(mutex_);
         return metrics_;
     }
+    admin::admin_origins origins() override {
+        std::lock_guard lock(mutex_);
+        return origins_;
+    }
 
     // What the engine would report after a switch changed.
     static admin::room_queue_status restatus(const admin::admin_room_status& r) {
@@ -206,6 +210,7 @@ class fake_admin_backend : public admin::admin_backend {
     std::vector<preview_call> previews_;
     admin::admin_readiness ready_;
     std::string metrics_ = "# no metrics\n";
+    admin::admin_origins origins_;
     std::optional<std::string> fail_next_;
     std::int64_t now_ms_ = 1'800'000'000'000;
     std::map<std::string, std::vector<metrics::minute_row>> rows_;

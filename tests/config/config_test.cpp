@@ -1261,3 +1261,97 @@ TEST_F(Config, BadTlsSettingsAreErrorsAtTheirPlace) {
 
 }  // namespace
 }  // namespace waitroom::config
+
+namespace waitroom::config {
+namespace {
+
+TEST_F(Config, ReadsSeveralOriginServersWithTheirWeightsBalancingAndHealth) {
+    auto r = load_string(R"yaml(
+origin:
+  servers:
+    - {url: "http://10.0.0.1:8080", weight: 3}
+    - {url: "https://app-2.internal/base"}
+  balance: round_robin
+  eject_after: 4
+  eject_time: 2s
+  max_eject_time: 1m
+  health_check: {path: "/up?full=1", interval: 2s, timeout: 500ms, healthy: 3, unhealthy: 2}
+)yaml",
+                         "config.yaml", ".");
+    ASSERT_TRUE(r.ok()) << r.problems.front().to_string();
+    const auto& o = r.cfg->origin;
+    ASSERT_EQ(o.servers.size(), 2u);
+    EXPECT_EQ(o.servers[0].host, "10.0.0.1");
+    EXPECT_EQ(o.servers[0].port, 8080);
+    EXPECT_EQ(o.servers[0].weight, 3u);
+    EXPECT_TRUE(o.servers[1].tls);
+    EXPECT_EQ(o.servers[1].port, 443);
+    EXPECT_EQ(o.servers[1].base_path, "/base");
+    EXPECT_EQ(o.servers[1].weight, 1u);
+    EXPECT_EQ(o.url, "http://10.0.0.1:8080");  // the first server, for the logs
+    EXPECT_EQ(o.balance, balance_policy::round_robin);
+    EXPECT_EQ(o.eject_after, 4u);
+    EXPECT_EQ(o.eject_time, 2s);
+    EXPECT_EQ(o.max_eject_time, 60s);
+    EXPECT_TRUE(o.health_check.enabled);
+    EXPECT_EQ(o.health_check.path, "/up?full=1");
+    EXPECT_EQ(o.health_check.interval, 2s);
+    EXPECT_EQ(o.health_check.timeout, 500ms);
+    EXPECT_EQ(o.health_check.healthy, 3u);
+    EXPECT_EQ(o.health_check.unhealthy, 2u);
+}
+
+TEST_F(Config, AnOriginUrlAloneIsOneServerBalancedByLeastRequestWithoutHealthChecks) {
+    auto r = load_string("origin: {url: \"http://127.0.0.1:9000\"}\n", "config.yaml", ".");
+    ASSERT_TRUE(r.ok());
+    const auto servers = server_list(r.cfg->origin);
+    ASSERT_EQ(servers.size(), 1u);
+    EXPECT_EQ(servers[0].port, 9000);
+    EXPECT_EQ(r.cfg->origin.balance, balance_policy::least_request);
+    EXPECT_EQ(r.cfg->origin.eject_after, 5u);
+    EXPECT_FALSE(r.cfg->origin.health_check.enabled);
+}
+
+TEST_F(Config, RefusesBadOriginServersWithTheirPlaceAndKey) {
+    auto r = load_string(R"yaml(
+origin:
+  url: "http://127.0.0.1:3000"
+  servers:
+    - {url: "ftp://x"}
+    - {url: "http://a:1", weight: 0}
+    - {weight: 2}
+    - {url: "http://a:1"}
+  balance: fastest
+  health_check: {path: healthz, interval: 1s, timeout: 2s}
+)yaml",
+                         "config.yaml", ".");
+    EXPECT_FALSE(r.ok());
+    EXPECT_EQ(messages(r),
+              (std::vector<std::string>{
+                  "config.yaml:5:5: origin.servers: set only one of origin.url (one server) and "
+                  "origin.servers",
+                  "config.yaml:5:13: origin.servers[0].url: must be a URL like "
+                  "http://127.0.0.1:3000 or https://shop.internal/base (http or https, no query)",
+                  "config.yaml:6:35: origin.servers[1].weight: must be an integer from 1 to 1000",
+                  "config.yaml:7:7: origin.servers[2].url: is required",
+                  "config.yaml:8:13: origin.servers[3].url: names the same server as an earlier "
+                  "item",
+                  "config.yaml:9:12: origin.balance: must be one of round_robin, least_request",
+                  "config.yaml:10:24: origin.health_check.path: must be a path like /healthz (at "
+                  "most 1024 characters: letters, digits and / - . _ ~ % ? = & + : @ ! $ ' ( ) * "
+                  ", ;)",
+                  "config.yaml:10:56: origin.health_check.timeout: must not be longer than "
+                  "interval (1s): a probe ends before the next one starts",
+              }));
+}
+
+TEST_F(Config, RefusesAnEmptyListOfOriginServers) {
+    auto r = load_string("origin: {servers: []}\n", "config.yaml", ".");
+    EXPECT_FALSE(r.ok());
+    EXPECT_EQ(messages(r), (std::vector<std::string>{
+                               "config.yaml:1:19: origin.servers: must list at least one server "
+                               "({url: ..., weight: 1})"}));
+}
+
+}  // namespace
+}  // namespace waitroom::config

@@ -392,6 +392,37 @@ TEST(H2Codec, RefusesAnHpackBombWithoutKeepingItsFields) {
     EXPECT_EQ(peer.codec.stats().malformed, 1u);
 }
 
+// A header block split over frames is under way from its HEADERS frame until the frame with
+// END_HEADERS: the connection bounds that time (header_timeout), so the codec says when it began.
+TEST(H2Codec, TellsWhenTheHeaderBlockUnderWayBegan) {
+    raw_peer peer;
+    EXPECT_FALSE(peer.codec.header_block_since().has_value());
+    const std::string block = peer.block(raw_peer::get());
+    const auto began = peer.now;
+    ASSERT_TRUE(peer.send(frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_STREAM, 1, block.substr(0, 3))));
+    EXPECT_EQ(peer.codec.header_block_since(), std::optional(began));
+    EXPECT_TRUE(peer.events.requests.empty());
+    peer.now += std::chrono::seconds(1);
+    ASSERT_TRUE(
+        peer.send(frame(NGHTTP2_CONTINUATION, NGHTTP2_FLAG_END_HEADERS, 1, block.substr(3))));
+    EXPECT_FALSE(peer.codec.header_block_since().has_value());
+    EXPECT_EQ(peer.events.requests.size(), 1u);
+}
+
+// Ending the connection at once ends the streams the gateway was handed, with a GOAWAY.
+TEST(H2Codec, TerminateSendsGoawayAndClosesTheStreamsHandedOver) {
+    raw_peer peer;
+    ASSERT_TRUE(peer.send(peer.headers(1, raw_peer::get())));
+    ASSERT_EQ(peer.events.requests.size(), 1u);
+    peer.codec.terminate(h2_error::protocol_error);
+    peer.drain();
+    EXPECT_EQ(peer.goaway_code(), std::optional<std::uint32_t>(NGHTTP2_PROTOCOL_ERROR));
+    ASSERT_EQ(peer.events.closed.size(), 1u);
+    EXPECT_EQ(peer.events.closed[0].first, 1);
+    EXPECT_FALSE(peer.send(peer.headers(3, raw_peer::get())));
+    EXPECT_EQ(peer.events.requests.size(), 1u);
+}
+
 TEST(H2Codec, EndsAConnectionFloodedWithContinuationFrames) {
     raw_peer peer;
     std::string flood = frame(NGHTTP2_HEADERS, 0, 1, peer.block(raw_peer::get()));

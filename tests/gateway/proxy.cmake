@@ -7,7 +7,9 @@ waitroom_add_test(gateway_proxy_test
           ${CMAKE_CURRENT_LIST_DIR}/message_head_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/client_slots_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/worker_test.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/origin_balancing_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/request_filter_test.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/session_phase_test.cpp
           ${PROJECT_SOURCE_DIR}/tests/support/test_client.cpp
   LIBS waitroom_gateway waitroom_test_origin waitroom_test_certificates
   LABELS unit)

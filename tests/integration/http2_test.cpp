@@ -869,6 +869,35 @@ TEST_F(Http2, AnIdleConnectionGetsGoawayAtTheKeepaliveTimeout) {
     EXPECT_EQ(r.body, "slow\n") << describe(r);
 }
 
+// A header block left half sent (HEADERS without END_HEADERS, and no CONTINUATION) holds the
+// whole connection: it ends with a GOAWAY within header_timeout (2 s here), not at the far
+// keepalive_timeout, and the origin never sees the request. A request whose head is whole may
+// take longer than header_timeout.
+TEST_F(Http2, AHeaderBlockLeftHalfSentEndsTheConnectionWithinTheHeaderTimeout) {
+    start(config(", keepalive_timeout: 60s"));
+    h2_raw_client busy(port_);
+    ASSERT_TRUE(busy.request(1, "/slow?ms=2500")) << busy.error();
+    h2_raw_client c(port_);
+    ASSERT_TRUE(c.connected()) << c.error();
+    // A first request, answered: the server's SETTINGS are acknowledged before the block opens
+    // (nothing but CONTINUATION may follow it).
+    ASSERT_TRUE(c.request(1, "/hello"));
+    ASSERT_EQ(c.await(1).status, 200u);
+    const auto block = c.encode(
+        {{":method", "GET"}, {":scheme", "https"}, {":authority", "shop.test"}, {":path", "/"}});
+    ASSERT_TRUE(c.send_frame(h2_frame_type::headers, h2_flag::end_stream, 3, block));
+    const auto t0 = clock::now();
+    EXPECT_EQ(c.await_goaway(10s), h2_protocol_error);
+    const auto waited = clock::now() - t0;
+    EXPECT_GE(waited, 1800ms);
+    EXPECT_LT(waited, 6s);
+    EXPECT_TRUE(c.await_close(5s));
+    const auto r = busy.await(1);
+    EXPECT_EQ(r.body, "slow\n") << describe(r);
+    EXPECT_EQ(origin_.requests(), 2u);  // the first request and the slow one
+    EXPECT_TRUE(served());
+}
+
 TEST_F(Http2, SigtermSendsGoawayAndTheStreamInFlightFinishes) {
     start(config());
     h2_raw_client c(port_);

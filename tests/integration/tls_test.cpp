@@ -5,6 +5,7 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/http.hpp>
 
 #include <openssl/ssl.h>
@@ -77,6 +78,22 @@ class tls_client {
         return res.result_int();
     }
 
+    // POST `target` declaring a body of `length` bytes and sending only `sent` of them: the
+    // status of the answer, 0 when none came.
+    unsigned post_part(const std::string& target, std::size_t length, std::size_t sent) {
+        const std::string raw = "POST " + target + " HTTP/1.1\r\nHost: localhost\r\n" +
+                                "Content-Length: " + std::to_string(length) + "\r\n\r\n" +
+                                std::string(sent, 'b');
+        if (bounded([&](auto done) { asio::async_write(stream_, asio::buffer(raw), done); })) {
+            return 0;
+        }
+        http::response<http::string_body> res;
+        if (bounded([&](auto done) { http::async_read(stream_, buffer_, res, done); })) {
+            return 0;
+        }
+        return res.result_int();
+    }
+
   private:
     // Runs the operation `start` begins for at most 10 s; a late one is cancelled.
     template <class Start>
@@ -103,8 +120,11 @@ class tls_client {
 class Tls : public daemon_test {
   protected:
     // The daemon on one TLS listener with `tls` (a YAML mapping) and an admin listener.
-    void start_tls(const std::string& tls) {
+    // `limits`: more keys of the limits section (", key: value…").
+    void start_tls(const std::string& tls, const std::string& limits = "") {
         auto yaml = proxy_config(origin_.url(), "admin: {listen: \"127.0.0.1:0\"}\n");
+        const std::string drain = "drain_timeout: 10s";
+        yaml.replace(yaml.find(drain), drain.size(), drain + limits);
         const std::string plain = "listen: [\"127.0.0.1:0\"]\n";
         yaml.replace(yaml.find(plain), plain.size(),
                      "listen: [{address: \"127.0.0.1:0\", tls: " + tls + "}]\n");
@@ -207,6 +227,19 @@ TEST_F(Tls, TheDefaultMinimumVersionServesATls12Client) {
     tls_client c(port_, "a.test", TLS1_2_VERSION);
     ASSERT_TRUE(c.connected()) << c.error();
     EXPECT_EQ(c.get("/hello"), 200u);
+}
+
+// A request body that stalls over TLS is answered as over plain TCP: 408 once body_timeout has
+// passed, and the origin's connection is not kept for it.
+TEST_F(Tls, ARequestBodyThatStallsIsAnsweredWithRequestTimeout) {
+    write("a", "a.test");
+    start_tls("{cert: a.pem, key: a.key}", ", body_timeout: 1s");
+    tls_client c(port_, "a.test");
+    ASSERT_TRUE(c.connected()) << c.error();
+    EXPECT_EQ(c.post_part("/echo", 100, 10), 408u);
+    tls_client next(port_, "a.test");
+    ASSERT_TRUE(next.connected()) << next.error();
+    EXPECT_EQ(next.get("/hello"), 200u);
 }
 
 std::string check_config_text(const std::string& cert, const std::string& key) {

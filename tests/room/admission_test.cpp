@@ -37,6 +37,26 @@ TEST(Admission, AdmitsUpToTheLimitThenQueuesTheNextVisitor) {
     EXPECT_EQ(h.state("shop").waiting_total(), 1);
 }
 
+TEST(Admission, QueuesNewVisitorsWhileNoOriginServerIsHealthyAndLetsAdmittedOnesPass) {
+    harness h({make_room("shop", 10, 100)});
+    visitor admitted;
+    ASSERT_EQ(h.visit(admitted).what, action::admit);
+    h.gate().set_open(false);
+    const int top_ups = h.top_ups();
+    visitor newcomer;
+    auto d = h.visit(newcomer);
+    EXPECT_EQ(d.what, action::queue);
+    EXPECT_TRUE(d.page.origin_unavailable);
+    EXPECT_EQ(h.top_ups(), top_ups) << "a closed origin asks the store for nothing";
+    EXPECT_EQ(h.visit(admitted).what, action::admit);
+    // At once when a server is back: the queued visitor's next refresh lets it in.
+    h.gate().set_open(true);
+    h.advance(std::chrono::milliseconds{d.refresh_seconds * 1000});
+    auto back = h.visit(newcomer);
+    EXPECT_EQ(back.what, action::admit);
+    EXPECT_FALSE(back.page.origin_unavailable);
+}
+
 TEST(Admission, NeverQueuesBelowTheLimits) {
     auto r = make_room("shop", 10, 1000);
     r.session_duration = 1min;

@@ -66,7 +66,7 @@ class harness {
 
     void set_config(std::shared_ptr<config::config> cfg) {
         cfg_ = cfg;
-        engine_ = std::make_shared<room::engine>(cfg_);
+        engine_ = std::make_shared<room::engine>(cfg_, room::windowing{}, nullptr, gate_);
         sync_.set_engine(engine_);
     }
     config::config& cfg() { return *cfg_; }
@@ -118,6 +118,8 @@ class harness {
     }
 
     room::engine& engine() { return *engine_; }
+    // The origin's health as the engine reads it (open unless a test closes it).
+    room::origin_gate& gate() { return *gate_; }
     room::worker_state& worker() { return ws_; }
     room::node_state& node() { return node_; }
     state::local_store& store() { return store_; }
@@ -151,6 +153,7 @@ class harness {
             solved);
     }
 
+    std::shared_ptr<room::origin_gate> gate_ = std::make_shared<room::origin_gate>();
     util::manual_clock clock_;
     std::int64_t start_ = util::unix_ms(clock_.now());
     std::shared_ptr<config::config> cfg_;

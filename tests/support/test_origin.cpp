@@ -136,8 +136,11 @@ struct test_origin::impl {
     std::uint16_t port = 0;
     std::atomic<std::size_t> connections{0};
     std::atomic<std::size_t> requests{0};
+    std::atomic<unsigned> health{200};
+    std::atomic<std::int64_t> hello_delay_ms{0};
     mutable std::mutex mu;
     recorded_request last;
+    std::map<std::string, std::size_t, std::less<>> by_path;
     std::set<std::shared_ptr<connection>> open;  // io thread only
     bool stopped = false;
 
@@ -153,6 +156,7 @@ struct test_origin::impl {
             r.headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
         }
         std::lock_guard lock(mu);
+        ++by_path[r.target.substr(0, r.target.find('?'))];
         last = std::move(r);
     }
 
@@ -426,7 +430,15 @@ struct test_origin::impl {
             co_return false;
         }
         if (t.path == "/hello") {
+            if (const auto ms = hello_delay_ms.load(); ms > 0) {
+                asio::steady_timer timer{co_await asio::this_coro::executor};
+                timer.expires_after(std::chrono::milliseconds(ms));
+                co_await timer.async_wait(nothrow);
+            }
             co_return co_await send(*c, p, http::status::ok, "hello, world\n");
+        }
+        if (t.path == "/healthz") {
+            co_return co_await send(*c, p, http::int_to_status(health.load()), "");
         }
         if (t.path == "/bytes") {
             co_return co_await bytes(*c, p, t.number("n").value_or(1024));
@@ -546,9 +558,23 @@ std::size_t test_origin::requests() const {
     return impl_->requests.load();
 }
 
+std::size_t test_origin::requests_for(std::string_view path) const {
+    std::lock_guard lock(impl_->mu);
+    auto it = impl_->by_path.find(path);
+    return it == impl_->by_path.end() ? 0 : it->second;
+}
+
 recorded_request test_origin::last_request() const {
     std::lock_guard lock(impl_->mu);
     return impl_->last;
+}
+
+void test_origin::set_health(unsigned status) {
+    impl_->health.store(status);
+}
+
+void test_origin::set_hello_delay(std::chrono::milliseconds delay) {
+    impl_->hello_delay_ms.store(delay.count());
 }
 
 void test_origin::close_idle_connections() {

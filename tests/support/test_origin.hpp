@@ -4,7 +4,7 @@
 // routes (see below) so that tests can check what a proxy in front of it really forwarded.
 //
 // Routes (query parameters in brackets):
-//   /hello               "hello, world\n" with Content-Length
+//   /hello               "hello, world\n" with Content-Length (after set_hello_delay's wait)
 //   /echo                the request body streamed back (chunked unless the request had a
 //                        Content-Length, then the same length)
 //   /sink                reads the whole body, answers "<bytes received>" (for big uploads)
@@ -15,10 +15,12 @@
 //   /headers?A=B&C=D     "ok\n" with the response headers A: B and C: D
 //   /ws                  WebSocket echo (text and binary)
 //   /drop                closes the connection right after reading the request header
+//   /healthz             an empty answer with the status set_health gave (200 at first)
 //   anything else        404
 // Every response answers `Expect: 100-continue` with an interim 100 before reading the body.
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -61,6 +63,7 @@ class test_origin {
     std::size_t connections() const;       // TCP connections accepted so far
     std::size_t open_connections() const;  // connections it holds open now
     std::size_t requests() const;          // request headers read so far (any route)
+    std::size_t requests_for(std::string_view path) const;  // those for one path (no query)
     bool saw_any_request() const { return requests() > 0; }
     recorded_request last_request() const;  // empty when none yet
 
@@ -68,6 +71,11 @@ class test_origin {
     // would), so a proxy's pooled connection goes stale. A connection still busy with a request
     // closes as soon as its response is out.
     void close_idle_connections();
+
+    // The status /healthz answers with from now on.
+    void set_health(unsigned status);
+    // How long /hello waits before its answer from now on (a slow server).
+    void set_hello_delay(std::chrono::milliseconds delay);
 
     // Stops early (the destructor calls it too).
     void stop();

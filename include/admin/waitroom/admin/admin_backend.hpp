@@ -87,6 +87,28 @@ struct admin_event_span {
     std::int64_t to_ms = 0;
 };
 
+// GET /origins: one origin server as this node sees it.
+struct admin_origin_server {
+    std::string url;
+    unsigned weight = 1;
+    bool healthy = true;              // takes new requests: not ejected, passing its checks
+    bool ejected = false;             // out after failures in a row
+    bool checks_pass = true;          // its health checks' verdict (true without checks)
+    std::int64_t ejected_for_ms = 0;  // left of its ejection
+    std::uint64_t ejections = 0;      // since the node started
+    std::int64_t requests = 0;        // answered or failed, since the node started
+    std::int64_t errors = 0;          // connect failures, timeouts, 5xx
+    double response_p50_seconds = 0;  // time to the response head, since the node started
+    double response_p90_seconds = 0;  // (0 without answers)
+};
+
+// GET /origins: the servers, and whether the rooms admit (some server takes requests).
+struct admin_origins {
+    bool available = true;
+    std::vector<admin_origin_server> servers;
+};
+nlohmann::json to_json(const admin_origins& o);
+
 struct admin_readiness {
     bool ready = true;
     std::string reason;  // when not ready: "draining", "degraded: store unreachable"…
@@ -123,6 +145,8 @@ class admin_backend {
     virtual std::int64_t now_ms() = 0;
     // The body of GET /metrics (e.g. metrics::metric_set::text()).
     virtual std::string metrics_text() = 0;
+    // The origin's servers and their health.
+    virtual admin_origins origins() = 0;
 };
 
 }  // namespace waitroom::admin

@@ -85,7 +85,34 @@ enum class unknown_hosts_policy {
     pass,    // forwarded as any unmatched request
 };
 
-// The origin every admitted request is forwarded to.
+// One origin server: an item of YAML origin.servers, or origin.url alone.
+struct origin_server {
+    std::string url;         // as written
+    bool tls = false;        // https://
+    std::string host;        // host part of url
+    std::uint16_t port = 0;  // port of url (80/443 by default)
+    std::string base_path;   // path prefix of url, "" for none
+    unsigned weight = 1;     // its share of requests against the others' (1 … 1000)
+};
+
+// How a request's server is chosen among the healthy ones (YAML origin.balance).
+enum class balance_policy {
+    round_robin,    // in turn, weighted (smooth: a heavy server's turns are spread out)
+    least_request,  // the one with fewer requests in flight of two drawn by weight
+};
+
+// Probes of each server from one place per node (YAML origin.health_check); off by default.
+struct health_check {
+    bool enabled = false;                         // set by writing the key
+    std::string path = "/healthz";                // GET with the server's Host; 2xx or 3xx = up
+    duration interval = std::chrono::seconds{5};  // between two probes of one server
+    duration timeout = std::chrono::seconds{2};   // connect and answer; longer = a failed probe
+    unsigned healthy = 2;                         // passes in a row that bring a server back
+    unsigned unhealthy = 3;                       // failures in a row that take it out
+};
+
+// The origin every admitted request is forwarded to: one server (url) or several (servers),
+// all reached with these settings.
 struct origin {
     std::string url = "http://127.0.0.1:3000";           // as written
     bool tls = false;                                    // https:// origin
@@ -110,7 +137,37 @@ struct origin {
     std::string server_name;  // SNI and verified name ("" = host)
     host_header_mode host_header = host_header_mode::client;            // Host sent to the origin
     unknown_hosts_policy unknown_hosts = unknown_hosts_policy::reject;  // Host no room names
+    // Several servers (YAML origin.servers); empty: the one server of url. With servers, url and
+    // the fields after it name the first one.
+    std::vector<origin_server> servers;
+    balance_policy balance = balance_policy::least_request;
+    // Consecutive connect failures, timeouts or 5xx answers of a server that take it out of the
+    // balancing for a while (0 = never).
+    unsigned eject_after = 5;
+    duration eject_time = std::chrono::seconds{10};       // the first time out; doubles on each
+    duration max_eject_time = std::chrono::seconds{300};  // ejection in a row, up to this
+    ::waitroom::config::health_check health_check;
 };
+
+// The servers of an origin: its `servers`, or the one of its url.
+inline std::vector<origin_server> server_list(const origin& o) {
+    if (!o.servers.empty()) {
+        return o.servers;
+    }
+    return {origin_server{o.url, o.tls, o.host, o.port, o.base_path, 1}};
+}
+
+// The settings of `o` with the address of server `s`: what one server's pool connects with.
+inline origin for_server(const origin& o, const origin_server& s) {
+    origin out = o;
+    out.url = s.url;
+    out.tls = s.tls;
+    out.host = s.host;
+    out.port = s.port;
+    out.base_path = s.base_path;
+    out.servers.clear();
+    return out;
+}
 
 // The cap max_connections_per_client stands for (0 = none).
 inline std::size_t client_connection_cap(const origin& o) {

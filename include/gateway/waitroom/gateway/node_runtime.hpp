@@ -14,6 +14,8 @@
 #include "waitroom/config/config.hpp"
 #include "waitroom/config/load.hpp"
 #include "waitroom/cookie/key_ring.hpp"
+#include "waitroom/gateway/origin_group.hpp"
+#include "waitroom/metrics/metrics.hpp"
 #include "waitroom/pages/page_renderer.hpp"
 #include "waitroom/room/engine.hpp"
 #include "waitroom/room/overrides.hpp"
@@ -33,6 +35,8 @@ struct node_runtime {
     std::vector<std::string> secret_fields;
     // The admin listener's token and Host names (null when the node runs no admin listener).
     std::shared_ptr<const admin::admin_access> admin;
+    // The origin's servers, with the node's health of each (never null).
+    std::shared_ptr<const origin_group> origins;
     // Set by runtime_slot::publish: 1 for the first runtime published, then one more per reload.
     std::uint64_t generation = 0;
 
@@ -45,6 +49,11 @@ struct node_runtime {
         std::shared_ptr<room::room_overrides> overrides;
         // The node runs an admin listener: read admin.token_file / admin.token_env.
         bool admin = false;
+        // The node's health of the origin's servers, whose gate the rooms read (null: a health
+        // of this runtime's own, and rooms that never close).
+        std::shared_ptr<origin_health> health;
+        // The per-server metrics' home (null: none).
+        metrics::metric_set* metrics = nullptr;
     };
     struct build_result {
         std::shared_ptr<node_runtime> runtime;  // null on problems or error

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "waitroom/admin/admin_backend.hpp"
+#include "waitroom/gateway/room_filter.hpp"
 #include "waitroom/metrics/metrics.hpp"
 #include "waitroom/metrics/room_history.hpp"
-#include "waitroom/gateway/room_filter.hpp"
 #include "waitroom/room/overrides.hpp"
 #include "waitroom/room/room_state.hpp"
 #include "waitroom/state/store.hpp"
@@ -45,7 +45,8 @@ class room_admin_backend final : public admin::admin_backend {
 
     std::vector<admin::admin_room_status> rooms() override;
     std::optional<admin::admin_room_status> room_status(std::string_view id) override;
-    void patch_room(std::string_view id, const admin::admin_room_patch& patch, patch_done done) override;
+    void patch_room(std::string_view id, const admin::admin_room_patch& patch,
+                    patch_done done) override;
     admin::admin_preview preview_page(std::string_view id, admin::admin_preview_state state,
                                       std::string_view language) override;
     admin::admin_readiness readiness() override;
@@ -55,6 +56,7 @@ class room_admin_backend final : public admin::admin_backend {
     std::optional<admin::admin_event_span> event_span(std::string_view id,
                                                       std::string_view event) override;
     std::int64_t now_ms() override;
+    admin::admin_origins origins() override;
 
     // Takes a reading of every room into its minute rows (metrics::room_history). Called after
     // every sync, on the thread that completed it; skipped, not waited for, while a scrape or an
@@ -63,8 +65,8 @@ class room_admin_backend final : public admin::admin_backend {
 
   private:
     admin::admin_room_status status_of(const room::engine& eng, const room::compiled_room& r,
-                                const room::state_snapshot& snap, std::int64_t now_ms,
-                                bool degraded) const;
+                                       const room::state_snapshot& snap, std::int64_t now_ms,
+                                       bool degraded) const;
 
     const room_filter& filter_;
     room::node_state& node_;
@@ -77,7 +79,7 @@ class room_admin_backend final : public admin::admin_backend {
     std::atomic<bool> draining_{false};
     std::mutex scrape_mu_;                 // one scrape at a time updates the gauges below
     std::uint64_t failures_reported_ = 0;  // sync failures already added to the counter
-    std::map<std::string, std::uint64_t> top_ups_reported_;  // room → top-ups already counted
+    std::map<std::string, std::uint64_t> top_ups_reported_;    // room → top-ups already counted
     std::map<std::string, std::uint64_t> abandoned_reported_;  // room → abandonments counted
     std::map<std::string, std::uint64_t> room_failures_reported_;  // room → its failures counted
     // The rooms' minute rows, by room id: the rooms of the running config only, each bounded

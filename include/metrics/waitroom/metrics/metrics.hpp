@@ -224,6 +224,16 @@ struct room_metrics {
     histogram session_duration;     // waitroom_room_session_duration_seconds
 };
 
+// The handles of one origin server (label server="<url>"). What its answers took and how many
+// failed, read by whoever sizes a room from the origin's health as well as by Prometheus.
+struct origin_server_metrics {
+    counter requests;    // waitroom_origin_server_requests_total: answered or failed
+    counter errors;      // waitroom_origin_server_errors_total: connect, timeout, 5xx
+    histogram response;  // waitroom_origin_server_response_seconds: to the response head
+    gauge healthy;       // waitroom_origin_server_healthy: 1 when it takes requests
+    counter ejections;   // waitroom_origin_server_ejections_total
+};
+
 // Every metric of waitroomd, named once. Request-path code keeps a reference to this object and
 // `room_metrics` pointers resolved at config time, then bumps handles with its worker index:
 //     m.requests(metrics::status_class_of(status)).inc(worker);
@@ -238,6 +248,8 @@ class metric_set {
     // The handles of a room, created on first call (startup or reload; takes a lock). The
     // reference stays valid for the life of the set, also after a reload drops the room.
     const room_metrics& room(std::string_view id);
+    // The handles of an origin server, by its URL: created on first call, as room().
+    const origin_server_metrics& origin_server(std::string_view url);
 
     counter requests(status_class c) const { return requests_[static_cast<std::size_t>(c)]; }
     counter origin_errors(origin_error e) const {
@@ -268,8 +280,9 @@ class metric_set {
 
   private:
     registry reg_;
-    std::mutex rooms_mutex_;
+    std::mutex handles_mutex_;  // rooms_ and servers_
     std::unordered_map<std::string, std::unique_ptr<room_metrics>> rooms_;
+    std::unordered_map<std::string, std::unique_ptr<origin_server_metrics>> servers_;
     std::array<counter, status_class_count> requests_;
     std::array<counter, origin_error_count> origin_errors_;
     std::array<counter, http_protocol_count> requests_by_protocol_;

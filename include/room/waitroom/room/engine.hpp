@@ -17,6 +17,7 @@
 #include "waitroom/room/analytics.hpp"
 #include "waitroom/room/counters.hpp"
 #include "waitroom/room/limits.hpp"
+#include "waitroom/room/origin_gate.hpp"
 #include "waitroom/room/overrides.hpp"
 #include "waitroom/room/page_model.hpp"
 #include "waitroom/room/payload.hpp"
@@ -36,6 +37,8 @@ struct settings {
     config::queueing_method method = config::queueing_method::fifo;
     bool suspended = false;
     bool queue_all = false;
+    // No origin server is healthy (origin_gate): nobody new is admitted, the page says so.
+    bool origin_unavailable = false;
     std::int64_t refresh_ms = 20'000;
     const std::string* custom_page_html = nullptr;  // the room's or the event's template file
 };
@@ -102,6 +105,7 @@ class compiled_room {
     bypass_matcher bypass_{{}};
     windowing win_;
     const room_switches* switches_ = nullptr;  // run-time overrides (admin PATCH); null = none
+    const origin_gate* gate_ = nullptr;        // the node's origin health; null = always open
 };
 
 enum class action {
@@ -249,8 +253,10 @@ class worker_state {
 class engine {
   public:
     // `overrides`: the node's run-time room switches, which win over the config and events.
+    // `gate`: the node's origin health; while it is closed nobody new is admitted.
     explicit engine(config::snapshot cfg, windowing win = {},
-                    std::shared_ptr<room_overrides> overrides = nullptr);
+                    std::shared_ptr<room_overrides> overrides = nullptr,
+                    std::shared_ptr<const origin_gate> gate = nullptr);
     engine(const engine&) = delete;
     engine& operator=(const engine&) = delete;
 
@@ -317,6 +323,7 @@ class engine {
     // at once: two sync intervals, one for a worker that missed a sync's flush, and a second.
     std::int64_t late_renewal_ms_ = 0;
     std::shared_ptr<room_overrides> overrides_;
+    std::shared_ptr<const origin_gate> gate_;
     std::uint64_t generation_;
     router router_;
     std::vector<compiled_room> rooms_;

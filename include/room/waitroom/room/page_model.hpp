@@ -28,6 +28,8 @@ struct page_model {
 
     bool queue_is_full = false;  // queueIsFull: the room is at its limits (visitors are queued)
     bool queue_all = false;      // queueAll: the room queues everyone (queue_all or prequeue)
+    // originUnavailable (ours): no origin server is healthy, so nobody new is let in for now.
+    bool origin_unavailable = false;
 
     // lastUpdated: the instant of the room state used, unix ms; pages and JSON write it as ISO
     // 8601 UTC when they render (a cache miss), so a queued answer formats no date and
