@@ -1,7 +1,7 @@
 // waitroom_sim: runs the accuracy scenarios against the real room/ and state/ code
 // in virtual time and reports the DESIGN.md §5 metrics as a table and as JSON.
 //   waitroom_sim [--scenario NAME|FILE.yaml]... [--seeds N] [--seed S] [--out DIR] [--json]
-//                [--visitors]
+//                [--visitors] [--attacks]
 
 #include <cstdint>
 #include <cstdlib>
@@ -20,7 +20,7 @@ namespace {
 
 void usage(std::ostream& o) {
     o << "usage: waitroom_sim [--scenario NAME|FILE.yaml]... [--seeds N] [--seed S] [--out DIR]"
-         " [--json] [--visitors]\n"
+         " [--json] [--visitors] [--attacks]\n"
          "  --scenario  a built-in scenario or a YAML file; repeatable (default: all built-ins)\n"
          "  --seeds N   run each scenario with N seeds (its seed, +1, ...) and report min /\n"
          "              median / max of each metric (default 1: one run, the full table)\n"
@@ -28,11 +28,17 @@ void usage(std::ostream& o) {
          "  --out DIR   write report.txt, report.json and the plots there (default: sim-out)\n"
          "  --json      print the JSON report on stdout instead of the table\n"
          "  --visitors  also write every visitor's record to DIR/visitors/NAME-SEED.json\n"
+         "  --attacks   run the attacker's scenarios below, each beside its calm twin\n"
          "built-in scenarios:";
     for (const auto& n : waitroom::sim::builtin_names()) {
         o << ' ' << n;
     }
     o << " (and smoke-quiet, smoke-spike)\n";
+    o << "attacker's scenarios:";
+    for (const auto& n : waitroom::sim::attack_names()) {
+        o << ' ' << n;
+    }
+    o << '\n';
 }
 
 }  // namespace
@@ -68,6 +74,10 @@ int main(int argc, char** argv) {
             json = true;
         } else if (a == "--visitors") {
             dump_visitors = true;
+        } else if (a == "--attacks") {
+            for (const auto& n : attack_names()) {
+                names.push_back(n);
+            }
         } else if (a == "--help" || a == "-h") {
             usage(std::cout);
             return 0;

@@ -70,14 +70,13 @@ struct truth {
         return upto(admit_at, t) - upto(admit_at, t - 60'000);
     }
     // Waiting is [first queue page, admitted or gave up).
-    std::int64_t waiting(std::int64_t t) const {
-        return upto(queue_from, t) - upto(queue_to, t);
-    }
+    std::int64_t waiting(std::int64_t t) const { return upto(queue_from, t) - upto(queue_to, t); }
     std::pair<double, double> limits_at(std::int64_t t) const {
         if (limits.empty()) {
             return {1, 1};
         }
-        auto i = std::clamp<std::int64_t>(t / 1000, 0, static_cast<std::int64_t>(limits.size()) - 1);
+        auto i =
+            std::clamp<std::int64_t>(t / 1000, 0, static_cast<std::int64_t>(limits.size()) - 1);
         const auto& l = limits[static_cast<std::size_t>(i)];
         return {static_cast<double>(std::max<std::int64_t>(1, l.first)),
                 static_cast<double>(std::max<std::int64_t>(1, l.second))};
@@ -337,11 +336,16 @@ nlohmann::json to_json(const scenario& s, const metrics& m) {
         {"fifo_inversions", le(m.fifo_inversions, targets::fifo)},
         {"eta_error_median", le(m.eta_error_median, targets::eta)},
     };
-    j["counts"] = {{"arrivals", m.arrivals},         {"admitted", m.admitted},
-                   {"queued", m.queued},             {"abandoned", m.abandoned},
-                   {"rejected", m.rejected},         {"still_waiting", m.still_waiting},
-                   {"lost_sessions", m.lost_sessions}, {"max_queue", m.max_queue},
-                   {"top_ups", m.top_ups},           {"decisions", m.decisions}};
+    j["counts"] = {{"arrivals", m.arrivals},
+                   {"admitted", m.admitted},
+                   {"queued", m.queued},
+                   {"abandoned", m.abandoned},
+                   {"rejected", m.rejected},
+                   {"still_waiting", m.still_waiting},
+                   {"lost_sessions", m.lost_sessions},
+                   {"max_queue", m.max_queue},
+                   {"top_ups", m.top_ups},
+                   {"decisions", m.decisions}};
     j["waits"] = {{"median_s", m.wait_median_s},
                   {"p95_s", m.wait_p95_s},
                   {"eta_bias_median", opt(m.eta_bias_median)},
@@ -389,6 +393,9 @@ nlohmann::json visitors_json(const scenario& s, const sim_result& r) {
 
 nlohmann::json diagnostics(const sim_result& r) {
     nlohmann::json j;
+    if (r.attack_requests > 0) {
+        j["attack"] = {{"requests", r.attack_requests}, {"admitted", r.attack_admitted}};
+    }
     const auto& f = r.first_queue;
     if (r.first_queue_ms >= 0) {
         j["first_queue"] = {{"at_s", static_cast<double>(r.first_queue_ms) / 1000.0},
@@ -423,9 +430,9 @@ nlohmann::json diagnostics(const sim_result& r) {
 std::string table(const std::vector<std::pair<scenario, metrics>>& rows) {
     std::ostringstream o;
     const std::vector<std::pair<std::string, std::size_t>> cols = {
-        {"scenario", 18}, {"overshoot_act", 14}, {"overshoot_rate", 15}, {"onset", 9},
-        {"idle", 8},      {"fifo_inv", 9},       {"eta_err", 9},         {"calls/node/min", 15},
-        {"arrivals", 9},  {"admitted", 9},       {"queued", 7},          {"abandoned", 10},
+        {"scenario", 18},  {"overshoot_act", 14}, {"overshoot_rate", 15}, {"onset", 9},
+        {"idle", 8},       {"fifo_inv", 9},       {"eta_err", 9},         {"calls/node/min", 15},
+        {"arrivals", 9},   {"admitted", 9},       {"queued", 7},          {"abandoned", 10},
         {"max_queue", 10}, {"wait_p50_s", 11}};
     for (std::size_t i = 0; i < cols.size(); ++i) {
         o << (i == 0 ? cols[i].first + std::string(cols[i].second - cols[i].first.size(), ' ')
@@ -441,10 +448,10 @@ std::string table(const std::vector<std::pair<scenario, metrics>>& rows) {
         o << pad(mark(fmt_pct(m.queue_onset_utilization, 1),
                       m.queue_onset_utilization && *m.queue_onset_utilization < targets::onset),
                  9);
-        o << pad(mark(fmt_pct(m.idle_capacity_while_queued, 1),
-                      m.idle_capacity_while_queued &&
-                          *m.idle_capacity_while_queued > targets::idle),
-                 8);
+        o << pad(
+            mark(fmt_pct(m.idle_capacity_while_queued, 1),
+                 m.idle_capacity_while_queued && *m.idle_capacity_while_queued > targets::idle),
+            8);
         o << pad(mark(fmt_pct(m.fifo_inversions, 2),
                       m.fifo_inversions && *m.fifo_inversions > targets::fifo),
                  9);
@@ -506,8 +513,8 @@ const std::vector<seed_metric>& seed_metrics() {
          targets::onset, true},
         {"idle", [](const metrics& m) { return m.idle_capacity_while_queued; }, 2, false,
          targets::idle, true},
-        {"fifo_inv", [](const metrics& m) { return m.fifo_inversions; }, 2, false,
-         targets::fifo, true},
+        {"fifo_inv", [](const metrics& m) { return m.fifo_inversions; }, 2, false, targets::fifo,
+         true},
         {"eta_err", [](const metrics& m) { return m.eta_error_median; }, 1, false, targets::eta,
          true},
         {"calls/node/min",
@@ -566,9 +573,9 @@ nlohmann::json seed_summary(const scenario& s, const std::vector<metrics>& runs)
         j["metrics"][m.name] = {{"min", opt(sp.lo)}, {"median", opt(sp.mid)}, {"max", opt(sp.hi)}};
         if (m.target < 1e300) {
             j["targets_met"][m.name] =
-                sp.mid ? nlohmann::json(m.higher_is_better ? *sp.lo >= m.target
-                                                           : *sp.hi <= m.target)
-                       : nlohmann::json(nullptr);
+                sp.mid
+                    ? nlohmann::json(m.higher_is_better ? *sp.lo >= m.target : *sp.hi <= m.target)
+                    : nlohmann::json(nullptr);
         }
     }
     return j;

@@ -15,11 +15,10 @@ constexpr std::int64_t sec = 1'000;
 constexpr std::int64_t minute = 60'000;
 
 // A step curve: base, then `peak` during [at, at + length), then `after`.
-arrival_curve spike(double base, double peak, std::int64_t at, std::int64_t length,
-                    double after) {
+arrival_curve spike(double base, double peak, std::int64_t at, std::int64_t length, double after) {
     arrival_curve c;
-    c.points = {{0, base}, {at - 1, base}, {at, peak}, {at + length - 1, peak},
-                {at + length, after}};
+    c.points = {
+        {0, base}, {at - 1, base}, {at, peak}, {at + length - 1, peak}, {at + length, after}};
     return c;
 }
 
@@ -68,11 +67,68 @@ double arrival_curve::peak() const {
 }
 
 std::vector<std::string> builtin_names() {
-    return {"spike-single", "spike-4-nodes", "ramp",          "spike-after-quiet",
+    return {"spike-single", "spike-4-nodes", "ramp",         "spike-after-quiet",
             "abandon-30",   "outage-30s",    "event-shuffle"};
 }
 
+namespace {
+
+// A small room (3 places, 20 s sessions, 10 s refresh) with a steady trickle of visitors over
+// 10 minutes, as the queue-count attacks against the daemon run it: `method`, and `attack` at
+// 25 requests a second from 1:00 to 9:00 (none: the same crowd without it).
+scenario attacked(std::string name, config::queueing_method method, attack_kind attack) {
+    auto s = base(name,
+                  "1 node, 2 workers; room 3 / 20 s sessions / 10 s refresh, 12/min for "
+                  "10 min; an attacker from 1:00 to 9:00 at 25 requests/s");
+    s.duration_ms = 10 * minute;
+    s.total_active_users = 3;
+    s.new_users_per_minute = 1000;
+    s.session_ms = 20 * sec;
+    s.refresh_ms = 10 * sec;
+    s.browse_mean_ms = 10 * sec;
+    s.page_interval_ms = 5 * sec;
+    s.method = method;
+    s.arrivals.points = {{0, 12}};
+    s.attack = {attack, 25, 1 * minute, 9 * minute};
+    return s;
+}
+
+}  // namespace
+
+// The attacker's scenarios, each beside its calm twin (the same crowd, no attacker): the
+// visitors' waits with and without it.
+std::vector<std::string> attack_names() {
+    return {"flood-fifo",        "flood-fifo-calm",  "flood-random",
+            "flood-random-calm", "back-once-random", "replay-fifo"};
+}
+
+std::optional<scenario> attack_builtin(const std::string& name) {
+    using config::queueing_method;
+    if (name == "flood-fifo") {
+        return attacked(name, queueing_method::fifo, attack_kind::cookieless);
+    }
+    if (name == "flood-fifo-calm") {
+        return attacked(name, queueing_method::fifo, attack_kind::none);
+    }
+    if (name == "flood-random") {
+        return attacked(name, queueing_method::random, attack_kind::cookieless);
+    }
+    if (name == "flood-random-calm") {
+        return attacked(name, queueing_method::random, attack_kind::none);
+    }
+    if (name == "back-once-random") {
+        return attacked(name, queueing_method::random, attack_kind::back_once);
+    }
+    if (name == "replay-fifo") {
+        return attacked(name, queueing_method::fifo, attack_kind::replay);
+    }
+    return std::nullopt;
+}
+
 std::optional<scenario> builtin(const std::string& name) {
+    if (auto a = attack_builtin(name)) {
+        return a;
+    }
     if (name == "spike-single") {
         auto s = base(name, "1 node; 50/min, then 2000/min (10x new_users_per_minute) for 3 min");
         s.arrivals = spike(50, 2000, 10 * minute, 3 * minute, 50);
@@ -88,8 +144,9 @@ std::optional<scenario> builtin(const std::string& name) {
         return s;
     }
     if (name == "ramp") {
-        auto s = base(name, "2 nodes 50/50 spreading; 0 -> 300/min over 45 min, active limit "
-                            "1000 binds near 140/min");
+        auto s = base(name,
+                      "2 nodes 50/50 spreading; 0 -> 300/min over 45 min, active limit "
+                      "1000 binds near 140/min");
         s.total_active_users = 1000;
         s.new_users_per_minute = 300;
         s.node_shares = {50, 50};
@@ -125,8 +182,9 @@ std::optional<scenario> builtin(const std::string& name) {
         return s;
     }
     if (name == "event-shuffle") {
-        auto s = base(name, "2 nodes spreading; room 500/100, event 2000/300 at 20:00 with "
-                            "prequeue from 10:00 (600/min) and shuffle");
+        auto s = base(name,
+                      "2 nodes spreading; room 500/100, event 2000/300 at 20:00 with "
+                      "prequeue from 10:00 (600/min) and shuffle");
         s.total_active_users = 500;
         s.new_users_per_minute = 100;
         s.node_shares = {50, 50};
@@ -282,13 +340,13 @@ scenario load_node(const YAML::Node& root, const std::string& stem) {
     }
     if (auto e = root["event"]) {
         check_keys(e, "event",
-                   {"prequeue_start", "start", "end", "total_active_users",
-                    "new_users_per_minute", "shuffle_at_event_start"});
+                   {"prequeue_start", "start", "end", "total_active_users", "new_users_per_minute",
+                    "shuffle_at_event_start"});
         event_spec ev;
         ev.start_ms = dur(e["start"], "event.start");
         ev.end_ms = dur(e["end"], "event.end");
-        ev.prequeue_ms = e["prequeue_start"] ? dur(e["prequeue_start"], "event.prequeue_start")
-                                             : ev.start_ms;
+        ev.prequeue_ms =
+            e["prequeue_start"] ? dur(e["prequeue_start"], "event.prequeue_start") : ev.start_ms;
         if (e["total_active_users"]) {
             ev.total_active_users = e["total_active_users"].as<std::uint32_t>();
         }
@@ -322,7 +380,8 @@ scenario load_node(const YAML::Node& root, const std::string& stem) {
             s.sticky = lb == "sticky";
         }
         if (n["sync_interval"]) {
-            s.sync_interval_ms = std::max<std::int64_t>(1, dur(n["sync_interval"], "nodes.sync_interval"));
+            s.sync_interval_ms =
+                std::max<std::int64_t>(1, dur(n["sync_interval"], "nodes.sync_interval"));
         }
         if (n["sync_delay"]) {
             s.sync_delay_ms = dur(n["sync_delay"], "nodes.sync_delay");
@@ -340,8 +399,8 @@ scenario load_node(const YAML::Node& root, const std::string& stem) {
     if (auto o = root["outages"]) {
         for (const auto& x : o) {
             check_keys(x, "outages[]", {"start", "length"});
-            s.outages.push_back({dur(x["start"], "outages[].start"),
-                                 dur(x["length"], "outages[].length")});
+            s.outages.push_back(
+                {dur(x["start"], "outages[].start"), dur(x["length"], "outages[].length")});
         }
     }
     if (auto v = root["visitors"]) {

@@ -47,6 +47,18 @@ struct replay_visitor {
     int node = -1;                  // the sticky node; -1: drawn by the shares
 };
 
+// A client beside the visitors that tries to stretch the queue: cookieless requests, tickets
+// that come back once with the cookie they were given (and never again), or copies of one queued
+// cookie replayed. Its requests are no visitors: every figure of the report is the visitors'.
+enum class attack_kind { none, cookieless, back_once, replay };
+
+struct attack_spec {
+    attack_kind kind = attack_kind::none;
+    double per_second = 25;    // requests (a ticket back once: two requests)
+    std::int64_t from_ms = 0;  // since the start of the run
+    std::int64_t to_ms = -1;   // -1: until the end
+};
+
 struct scenario {
     std::string name;
     std::string description;
@@ -77,6 +89,7 @@ struct scenario {
 
     // Visitors.
     arrival_curve arrivals;
+    attack_spec attack;                     // none by default
     std::int64_t browse_mean_ms = 120'000;  // admission to last page view, uniform 0..2×mean
     std::int64_t page_interval_ms = 30'000;
     double abandon_share = 0.0;               // share of queued visitors who give up
@@ -109,8 +122,12 @@ struct scenario {
 
 // The built-in accuracy scenarios, run when none is named.
 std::vector<std::string> builtin_names();
-// The built-in scenarios plus the two short smoke scenarios ("smoke-quiet", "smoke-spike").
+// The built-in scenarios plus the two short smoke scenarios ("smoke-quiet", "smoke-spike") and
+// the attacker's (attack_names).
 std::optional<scenario> builtin(const std::string& name);
+// The scenarios with an attacker, each beside its calm twin (`NAME-calm`: the same crowd without
+// it), run with --attacks.
+std::vector<std::string> attack_names();
 
 // Loads a scenario file; on error returns nullopt and sets `error` ("file: what").
 std::optional<scenario> load_scenario(const std::string& path, std::string& error);

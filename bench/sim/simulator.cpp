@@ -58,8 +58,7 @@ class event_loop {
 // timeout. The store itself is the real local_store, so leases and counts are the real ones.
 class link_store final : public state::store {
   public:
-    link_store(event_loop& loop, state::local_store& inner, const scenario& s,
-               std::int64_t& calls)
+    link_store(event_loop& loop, state::local_store& inner, const scenario& s, std::int64_t& calls)
         : loop_(loop), inner_(inner), s_(s), calls_(calls) {}
 
     void sync(state::node_report report, sync_handler done) override {
@@ -78,33 +77,30 @@ class link_store final : public state::store {
             report.now_ms = loop_.now();  // the store's clock
             state::sync_result res;
             inner_.sync(std::move(report), [&res](state::sync_result r) { res = std::move(r); });
-            loop_.at(sent + s_.sync_delay_ms,
-                     [done = std::move(done), res = std::move(res)]() mutable {
-                         done(std::move(res));
-                     });
+            loop_.at(
+                sent + s_.sync_delay_ms,
+                [done = std::move(done), res = std::move(res)]() mutable { done(std::move(res)); });
         });
     }
 
     void top_up(state::top_up_request req, top_up_handler done) override {
         ++calls_;
         const std::int64_t sent = loop_.now();
-        loop_.at(sent + s_.sync_delay_ms / 2,
-                 [this, sent, req = std::move(req), done = std::move(done)]() mutable {
-                     if (down(loop_.now())) {
-                         fail_later(sent, [done]() {
-                             state::top_up_result r;
-                             r.ec = state::errc::unavailable;
-                             done(r);
-                         });
-                         return;
-                     }
-                     req.now_ms = loop_.now();
-                     state::top_up_result res;
-                     inner_.top_up(std::move(req), [&res](state::top_up_result r) { res = r; });
-                     loop_.at(sent + s_.sync_delay_ms, [done = std::move(done), res]() {
-                         done(res);
-                     });
-                 });
+        loop_.at(sent + s_.sync_delay_ms / 2, [this, sent, req = std::move(req),
+                                               done = std::move(done)]() mutable {
+            if (down(loop_.now())) {
+                fail_later(sent, [done]() {
+                    state::top_up_result r;
+                    r.ec = state::errc::unavailable;
+                    done(r);
+                });
+                return;
+            }
+            req.now_ms = loop_.now();
+            state::top_up_result res;
+            inner_.top_up(std::move(req), [&res](state::top_up_result r) { res = r; });
+            loop_.at(sent + s_.sync_delay_ms, [done = std::move(done), res]() { done(res); });
+        });
     }
 
   private:
@@ -137,12 +133,12 @@ struct node {
 // What a visitor's browser holds between requests, beside the record.
 struct visitor_state {
     std::optional<cookie::payload> cookie;
-    int node = 0;                    // the sticky node (first request's node when spreading)
-    std::int64_t give_up_at = -1;    // absolute ms; -1 = waits forever
-    std::int64_t pages_left = 0;     // page views still to make once admitted
-    std::int64_t browse_end = -1;    // browse range: no page after this (absolute ms)
-    int refresh_kind = 0;            // refresh_mix: 0 punctual, 1 late, 2 early
-    std::int64_t browse_ms = -1;     // a replayed visitor's browse time; -1: drawn
+    int node = 0;                  // the sticky node (first request's node when spreading)
+    std::int64_t give_up_at = -1;  // absolute ms; -1 = waits forever
+    std::int64_t pages_left = 0;   // page views still to make once admitted
+    std::int64_t browse_end = -1;  // browse range: no page after this (absolute ms)
+    int refresh_kind = 0;          // refresh_mix: 0 punctual, 1 late, 2 early
+    std::int64_t browse_ms = -1;   // a replayed visitor's browse time; -1: drawn
     // The worker of its connection to each node (-1: none yet). A browser keeps its connection
     // between requests (the daemon keeps an idle one 75 s), and each of the daemon's workers
     // accepts its own connections (SO_REUSEPORT), so all of a visitor's requests to a node
@@ -228,6 +224,9 @@ class simulation {
             }
         }
         loop_.at(epoch_ms, [this]() { sample_tick(); });
+        if (s_.attack.kind != attack_kind::none) {
+            loop_.at(epoch_ms + s_.attack.from_ms, [this]() { attack_tick(); });
+        }
         schedule_arrivals();
         loop_.run_until(end);
         return std::move(out_);
@@ -242,6 +241,41 @@ class simulation {
         nodes_[n]->sync->run_once(loop_.now());
         loop_.at(loop_.now() + s_.sync_interval_ms, [this, n]() { sync_tick(n); });
     }
+    // One request of the attacker, on a node and worker of its own random choice (a fresh
+    // connection each time), then the next.
+    void attack_tick() {
+        const std::int64_t now = loop_.now();
+        if (s_.attack.to_ms >= 0 && now - epoch_ms >= s_.attack.to_ms) {
+            return;
+        }
+        std::uniform_int_distribution<std::size_t> pick_node(0, nodes_.size() - 1);
+        auto& n = *nodes_[pick_node(attack_rng_)];
+        std::uniform_int_distribution<std::size_t> pick_worker(0, n.workers.size() - 1);
+        room::worker_state& w = *n.workers[pick_worker(attack_rng_)];
+        auto ask = [&](const cookie::payload* c) {
+            ++out_.attack_requests;
+            room::decision d = engine_->decide(*room_, w, c, now, rng_);
+            out_.attack_admitted += d.what == room::action::admit ? 1 : 0;
+            return d;
+        };
+        const bool replaying = s_.attack.kind == attack_kind::replay && attack_cookie_;
+        if (replaying) {
+            ask(&*attack_cookie_);
+        } else {
+            room::decision d = ask(nullptr);
+            if (s_.attack.kind != attack_kind::cookieless && d.what == room::action::queue &&
+                d.cookie_changed) {
+                const cookie::payload given = d.cookie;
+                room::decision back = ask(&given);
+                if (s_.attack.kind == attack_kind::replay && back.what == room::action::queue) {
+                    attack_cookie_ = back.cookie_changed ? back.cookie : given;
+                }
+            }
+        }
+        const auto gap = static_cast<std::int64_t>(1000.0 / std::max(0.01, s_.attack.per_second));
+        loop_.at(now + std::max<std::int64_t>(1, gap), [this]() { attack_tick(); });
+    }
+
     void sample_tick() {
         const std::int64_t now = loop_.now();
         room::room_limits l = room_->limits_at(now);
@@ -254,9 +288,9 @@ class simulation {
         for (auto& nd : nodes_) {
             pooled += nd->state.pool(room_->id()).available();
         }
-        const std::int64_t cap = std::max<std::int64_t>(
-            0, std::min(l.total_active_users - c.active,
-                        l.new_users_per_minute - c.admitted_last_minute));
+        const std::int64_t cap =
+            std::max<std::int64_t>(0, std::min(l.total_active_users - c.active,
+                                               l.new_users_per_minute - c.admitted_last_minute));
         out_.store_view.push_back({now - epoch_ms, c.active, waiting, c.held,
                                    std::max<std::int64_t>(0, cap - c.held), pooled});
         out_.limits.emplace_back(l.total_active_users, l.new_users_per_minute);
@@ -275,7 +309,8 @@ class simulation {
         }
         std::exponential_distribution<double> gap(std::max(peak, 1e-9) / 60'000.0);
         std::uniform_real_distribution<double> u(0.0, 1.0);
-        std::exponential_distribution<double> patience(1.0 / std::max<double>(1, s_.patience_mean_ms));
+        std::exponential_distribution<double> patience(1.0 /
+                                                       std::max<double>(1, s_.patience_mean_ms));
         std::discrete_distribution<int> pick(shares_.begin(), shares_.end());
         // A crowd of a fixed size: uniform arrival times over crowd_over, as the harness draws.
         std::vector<double> crowd;
@@ -314,9 +349,9 @@ class simulation {
             rec.node = v.node;
             if (s_.refresh_mix) {
                 const double k = u(visitors_rng_);
-                v.refresh_kind = k < s_.refresh_late_share                           ? 1
+                v.refresh_kind = k < s_.refresh_late_share                            ? 1
                                  : k < s_.refresh_late_share + s_.refresh_early_share ? 2
-                                                                                       : 0;
+                                                                                      : 0;
                 rec.refresh_kind = v.refresh_kind;
             }
             if (u(visitors_rng_) < s_.abandon_share) {
@@ -450,7 +485,8 @@ class simulation {
                 next_page(id);
                 return;
             }
-            std::uniform_real_distribution<double> browse(0.0, 2.0 * static_cast<double>(s_.browse_mean_ms));
+            std::uniform_real_distribution<double> browse(
+                0.0, 2.0 * static_cast<double>(s_.browse_mean_ms));
             auto pages = static_cast<std::int64_t>(browse(visitors_rng_)) / s_.page_interval_ms;
             if (s_.disable_session_renewal) {
                 pages = std::min(pages, (s_.session_ms - 1) / s_.page_interval_ms);
@@ -474,7 +510,7 @@ class simulation {
     void next_page(std::size_t id) {
         const double p = static_cast<double>(s_.page_interval_ms);
         std::uniform_real_distribution<double> gap(p * (1.0 - s_.page_jitter),
-                                                    p * (1.0 + s_.page_jitter));
+                                                   p * (1.0 + s_.page_jitter));
         const std::int64_t next = loop_.now() + static_cast<std::int64_t>(gap(visitors_rng_));
         if (next <= visitors_[id].browse_end) {
             loop_.at(next, [this, id]() { request(id); });
@@ -544,9 +580,9 @@ class simulation {
         f.node = n;
         f.pool_available = nodes_[n]->state.pool(room_->id()).available();
         f.store_held = c.held;
-        f.store_capacity = std::max<std::int64_t>(
-            0, std::min(l.total_active_users - c.active,
-                        l.new_users_per_minute - c.admitted_last_minute));
+        f.store_capacity =
+            std::max<std::int64_t>(0, std::min(l.total_active_users - c.active,
+                                               l.new_users_per_minute - c.admitted_last_minute));
         for (auto& nd : nodes_) {
             f.held_by_node.push_back(nd->state.pool(room_->id()).available());
         }
@@ -562,6 +598,8 @@ class simulation {
     std::vector<visitor_state> visitors_;
     room::rng rng_;
     std::mt19937_64 visitors_rng_;
+    std::mt19937_64 attack_rng_{0xA77AC4};          // its own: the visitors' crowd stays the same
+    std::optional<cookie::payload> attack_cookie_;  // replay: the queued cookie it replays
     sim_result out_;
     std::int64_t waiting_now_ = 0;  // visitors queued and neither admitted nor gone
 };

@@ -60,6 +60,8 @@ struct sim_result {
     std::vector<std::int64_t> store_calls;  // per node: syncs + top-ups sent to the store
     std::vector<std::int64_t> top_ups;      // per node
     std::int64_t decisions = 0;
+    std::int64_t attack_requests = 0;  // the attacker's requests (scenario::attack)
+    std::int64_t attack_admitted = 0;  // its requests that were admitted (places it took)
     std::vector<store_sample> store_view;
     // Limits in force, sampled each second: (total_active_users, new_users_per_minute).
     std::vector<std::pair<std::int64_t, std::int64_t>> limits;

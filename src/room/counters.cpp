@@ -1,5 +1,7 @@
 #include "waitroom/room/counters.hpp"
 
+#include <algorithm>
+
 namespace waitroom::room {
 
 void room_deltas::merge(const room_deltas& o) {
@@ -12,6 +14,34 @@ void room_deltas::merge(const room_deltas& o) {
     taken_behind += o.taken_behind;
     for (const auto& r : o.revoked) {
         revoke(r);
+    }
+    for (const auto& c : o.checked_in) {
+        check_in_ticket(c);
+    }
+    for (std::uint64_t t : o.left_queue) {
+        leave_queue(t);
+    }
+    for (std::uint64_t t : o.flagged) {
+        flag(t);
+    }
+}
+
+void room_deltas::leave_queue(std::uint64_t ticket) {
+    if (left_queue.size() < max_check_ins) {
+        left_queue.push_back(ticket);
+    }
+}
+
+void room_deltas::flag(std::uint64_t ticket) {
+    if (flagged.size() < max_check_ins &&
+        std::find(flagged.begin(), flagged.end(), ticket) == flagged.end()) {
+        flagged.push_back(ticket);
+    }
+}
+
+void room_deltas::check_in_ticket(const check_in& c) {
+    if (checked_in.size() < max_check_ins) {
+        checked_in.push_back(c);
     }
 }
 
@@ -32,7 +62,8 @@ bool room_deltas::revoking(std::uint64_t ticket) const {
 
 bool room_deltas::empty() const {
     return admitted.empty() && active.empty() && waiting.empty() && slots_used == 0 &&
-           demand == 0 && queued == 0 && taken_behind == 0 && revoked.empty();
+           demand == 0 && queued == 0 && taken_behind == 0 && revoked.empty() &&
+           checked_in.empty() && left_queue.empty() && flagged.empty();
 }
 
 void room_deltas::reset() {
@@ -44,6 +75,9 @@ void room_deltas::reset() {
     queued = 0;
     taken_behind = 0;
     revoked.clear();
+    checked_in.clear();
+    left_queue.clear();
+    flagged.clear();
 }
 
 }  // namespace waitroom::room

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <limits>
 
 namespace waitroom::room {
 
@@ -23,6 +24,10 @@ using rules::trusted;
 
 namespace {
 
+// The longest a `random` room holds a free place for its draws (room_state keeps 15 s of
+// snapshots to judge it by).
+constexpr std::int64_t random_hold_most_ms = 15'000;
+
 // A number in [0, 1) from two 64-bit values, uniform when either is (splitmix64's finalizer).
 double unit_draw(std::uint64_t a, std::uint64_t b) {
     auto mix = [](std::uint64_t z) {
@@ -35,6 +40,36 @@ double unit_draw(std::uint64_t a, std::uint64_t b) {
 }
 
 std::atomic<std::uint64_t> next_generation{1};
+
+// Whether a request of a `random` room may try for a place. `queued`: its cookie while it holds a
+// place in the queue (null: a new arrival, into a room nobody waits in, or `retry`); `counted`:
+// that place was counted before; `retry`: a decision again after a top-up, whose first draw
+// stands.
+bool random_eligible(const room_state& st, std::int64_t refresh_ms, const payload* queued,
+                     bool counted, bool retry) {
+    const std::int64_t free = st.free_capacity();
+    const std::int64_t waiting = st.waiting_total();
+    if (waiting == 0 || retry) {
+        return true;
+    }
+    if (queued != nullptr) {
+        // A queued visitor's draw is a function of its ticket and its last check-in, both
+        // sealed in its cookie and unseen by the client: copies of one due cookie, sent many
+        // times at once or to several nodes, all draw alike, so replaying a cookie buys no extra
+        // chances. Its next counted refresh draws anew.
+        const double p = std::min(1.0, static_cast<double>(free) / static_cast<double>(waiting));
+        if (unit_draw(queued->ticket, static_cast<std::uint64_t>(queued->last_check_in)) < p) {
+            return true;
+        }
+    }
+    // A free place nobody took for a whole refresh (up to the snapshots kept) while tickets are
+    // counted waiting: the draws were diluted (tickets that stopped coming back, counted until
+    // their windows lapse), and the next ticket holder due takes it. So a place is never left
+    // idle longer than that while someone with a ticket waits.
+    return counted && free > 0 &&
+           st.free_unclaimed_for(std::numeric_limits<std::int64_t>::min(),
+                                 std::min(refresh_ms, random_hold_most_ms));
+}
 
 }  // namespace
 
@@ -217,19 +252,23 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
     }
 
     // The refresh-rate watch (abuse_action, rooms that queue): each request of a queued visitor
-    // is counted in its cookie, and one far faster than its Refresh is flagged for good.
+    // is counted in its cookie, and one far faster than its Refresh is flagged for good. It
+    // begins with the first request that carries the cookie: a new arrival holds no ticket yet.
     const config::abuse_action abuse = queues ? r.config().abuse : config::abuse_action::off;
     flood_reading flood;
-    if (abuse != config::abuse_action::off) {
-        flood = count_request(queued_cookie ? c : nullptr, s.refresh_ms, now_ms, win_);
+    if (abuse != config::abuse_action::off && queued_cookie) {
+        flood = count_request(c, s.refresh_ms, now_ms, win_);
         d.flagged_now = flood.flagged_now;
         if (flood.flagged_now && abuse != config::abuse_action::log) {
-            // The place keeps a new ticket and this worker refuses the old one for a while, so a
-            // cookie kept back from before the flag is a new arrival here. Not through the
-            // store's list of refused tickets: that list is bounded and also holds spent places
-            // and revoked sessions, which mass flagging would push out (a bot that replays a
-            // pre-flag cookie elsewhere is flagged again after as many requests).
+            // The place keeps a new ticket and the old one is refused on every worker and node
+            // for as long as a cookie carrying it could keep a place: a cookie kept back from
+            // before the flag is a new arrival's. This worker refuses it at once; the store lists
+            // it to every node from their next syncs, in a list of its own, so that mass flagging
+            // cannot push spent places and revoked sessions out of theirs. The old ticket leaves
+            // the counts at once: it is one ticket, however many copies of it are flagged.
             ws.flag_refused_.remember(ticket);
+            deltas.flag(ticket);
+            deltas.leave_queue(ticket);
             ticket = random();
         }
     }
@@ -242,10 +281,8 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
     };
 
     // infinite_queue: a flagged visitor sees the queue page as anyone and is not admitted. It
-    // draws nothing, and its check-ins move no count: its place in the waiting counts lapses
-    // with its last counted window (abandon_after_ms), so it holds back the admission front for
-    // about two refreshes at most. (Not taken out at once: copies of one cookie flagged on
-    // several workers would each take one out, and the counts of other visitors with them.)
+    // draws nothing, and its check-ins move no count: its ticket left the counts when it was
+    // flagged, and the new one is never counted.
     if (flood.flagged && abuse == config::abuse_action::infinite_queue) {
         d.what = action::queue;
         d.cookie = *c;
@@ -281,6 +318,9 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
         return d;
     }
 
+    // Only a ticket counted before may take a place through a hold: it is held to the Refresh
+    // sealed in its cookie. A new arrival's first return is not, and could come at once.
+    const bool counted_before = queued_cookie && counted_waiting(*c);
     bool admit = false;
     bool took_slot = false;
     bool eligible = false;
@@ -291,26 +331,18 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
                !(slowed && flood.flagged_now)) {
         // (The request that flags a `slow` visitor draws nothing: its ticket was just refused.)
         const std::int64_t free = st.free_capacity();
-        if (s.method == queueing_method::random) {
-            std::int64_t waiting = st.waiting_total();
-            // After a top-up the first attempt's draw stands, unless its place was spent
-            // meanwhile (a copy of its cookie was admitted): then it is a new arrival.
-            if (waiting == 0 || (at != attempt::first && !refused)) {
-                eligible = true;
-            } else if (queued_cookie || free >= waiting) {
-                // A new arrival while others wait joins the queue and draws at its first
-                // refresh, like them: a cookieless request is no free ticket in the lottery.
-                // With room for everyone waiting there is nothing to draw for.
-                // A queued visitor's draw is a function of its ticket and its last check-in,
-                // both sealed in its cookie and unseen by the client: copies of one due cookie,
-                // sent many times at once or to several nodes, all draw alike, so replaying a
-                // cookie buys no extra chances. Its next counted refresh draws anew.
-                double p = std::min(1.0, static_cast<double>(free) / static_cast<double>(waiting));
-                const double u =
-                    queued_cookie ? unit_draw(ticket, static_cast<std::uint64_t>(c->last_check_in))
-                                  : std::uniform_real_distribution<double>(0.0, 1.0)(random);
-                eligible = u < p;
-            }
+        // After a top-up the first attempt's draw stands, unless its place was spent meanwhile
+        // (a copy of its cookie was admitted): then it is a new arrival.
+        const bool retry = at != attempt::first && !refused;
+        // A new arrival is behind everyone counted, whatever the method: in a `random` room it
+        // takes only the places beyond them (there is nothing to draw for), as a later bucket
+        // does in a `fifo` one. A flood of new arrivals can take no place a ticket holder
+        // waits for.
+        const bool random_draw = s.method == queueing_method::random &&
+                                 (queued_cookie || retry || st.waiting_total() == 0);
+        if (random_draw) {
+            eligible = random_eligible(st, s.refresh_ms, queued_cookie ? c : nullptr,
+                                       counted_before, retry);
         } else {
             // The admission front: the oldest waiting bucket may always try; a later bucket when
             // the free capacity covers everyone ahead of it, or when places have stayed free for
@@ -320,9 +352,10 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
             // refreshed first take it, and passed the front's visitors who had not come back
             // yet (1-5 % FIFO inversions against real processes, issue 16). Buckets are arrival
             // windows in sealed cookies: no visitor can move itself into an earlier one. Only a
-            // queued visitor may take a place through the hold: it is held to the Refresh sealed
-            // in its cookie, where a request without a place (no cookie, a lapsed one) could ask
-            // every few milliseconds and pass everyone waiting (and any challenge).
+            // queued visitor counted before may take a place through the hold: it is held to the
+            // Refresh sealed in its cookie, where a request without a place (no cookie, a lapsed
+            // one, or a new arrival's first return) could ask every few milliseconds and pass
+            // everyone waiting (and any challenge).
             // The free capacity is the snapshot's less the places this node gave later buckets
             // that the store's answer behind the snapshot does not hold yet (still in a worker's
             // deltas, or given since): with two places free for one visitor ahead, every later
@@ -346,7 +379,8 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
             // idle 2.76 -> 3.44 %), where the rate-bound scenarios showed no inversions worth
             // that (worst seed 0.08 %). Nodes live in the store that serve nobody count in the
             // split too (the counts carry no node's share of the traffic).
-            older = st.waiting_before(bucket);
+            older = queued_cookie ? st.waiting_before(bucket)
+                                  : st.waiting_before(bucket) + st.waiting_in(bucket);
             const std::int64_t given_since =
                 std::max<std::int64_t>(0, v.pool->taken_behind() - st.taken_behind_mark());
             const std::int64_t sharing =
@@ -355,7 +389,7 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
                     : 1;
             const std::int64_t spare = free - older;
             eligible = older == 0 || (spare > 0 && given_since < spare / sharing) ||
-                       (queued_cookie && st.free_unclaimed_for(bucket, win_.front_hold_ms));
+                       (counted_before && st.free_unclaimed_for(bucket, win_.front_hold_ms));
         }
         if (eligible) {
             if (v.pool->try_take(now_ms)) {
@@ -384,6 +418,9 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
     if (admit) {
         if (old_w >= 0) {
             deltas.waiting.add({bucket, old_w}, -1);
+        }
+        if (queued_cookie || joining) {
+            deltas.leave_queue(ticket);  // out of the store's distinct counts, wherever it is
         }
         if (queued_cookie) {
             d.admission = assess_admission(*c, st, now_ms);
@@ -424,6 +461,7 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
     if (s.method == queueing_method::reject) {
         if (old_w >= 0) {
             deltas.waiting.add({bucket, old_w}, -1);
+            deltas.leave_queue(ticket);
         }
         d.what = action::reject;
         fill_page(r, s, ph, st, bucket, now_ms, false, d);
@@ -447,18 +485,18 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
     d.cookie.ticket = ticket;
     d.cookie.event_id = event_id;
     d.cookie_max_age_seconds = ceil_div_ms(win_.queue_rejoin_ms, 1000);
-    // A join counts once on this worker: a copy of the solved challenge sent again is its place.
-    const bool joined_before = joining && ws.joined_.written > 0 && ws.joined_.contains(ticket);
-    if (joining && !joined_before) {
-        ws.joined_.remember(ticket);
-    }
-    // A queued cookie moves into this window once per worker: its copies are the same place.
-    if (old_w != now_w && !joined_before &&
-        (!queued_cookie || ws.counted_.first_in(ticket, now_w))) {
+    // A new arrival holds no ticket yet: it is counted once it comes back with the cookie it is
+    // given (a flood of cookieless requests counts nowhere). A queued cookie, or a solved
+    // challenge joining, checks its ticket into this window: the store counts each ticket once,
+    // in its latest window, whatever the copies, workers and nodes. This worker hands each
+    // (ticket, window) over once, which only saves the store the copies.
+    const bool arriving = !queued_cookie && !joining;
+    if (old_w != now_w && !arriving && ws.counted_.first_in(ticket, now_w)) {
         deltas.waiting.add({bucket, now_w}, 1);
         if (old_w >= 0) {
             deltas.waiting.add({bucket, old_w}, -1);
         }
+        deltas.check_in_ticket({ticket, bucket, now_w});
     }
     ++deltas.queued;
     fill_page(r, s, ph, st, bucket, now_ms, eligible, d);
@@ -479,9 +517,19 @@ decision engine::decide(const compiled_room& r, worker_state& ws, const payload*
         d.page.refresh_interval_seconds = d.refresh_seconds;
     }
     d.cookie.last_check_in = now_ms;
+    if (arriving) {
+        // Counted from its first refresh: brought forward, so that a visitor who follows it is
+        // in the counts (and ahead of later arrivals) within seconds.
+        d.refresh_seconds = std::min(
+            d.refresh_seconds, std::max<std::int64_t>(1, ceil_div_ms(win_.min_refresh_ms, 1000)));
+        d.page.refresh_interval_seconds = d.refresh_seconds;
+    }
     d.cookie.flags =
         static_cast<std::uint32_t>(std::min<std::int64_t>(d.refresh_seconds, std::int64_t{1} << 23)
                                    << visitor_flags::refresh_shift);
+    if (arriving) {
+        d.cookie.flags |= visitor_flags::uncounted;
+    }
     stamp_watch(d.cookie);
     d.cookie_changed = true;
     return d;
@@ -568,7 +616,8 @@ payload engine::revoke(const compiled_room& r, worker_state& ws, const payload& 
 }
 
 bool engine::refused_ticket(const worker_state& ws, const room_state& st, const payload& c) {
-    return st.revoked(c.ticket) || (ws.revoked_.written > 0 && ws.revoked_.contains(c.ticket)) ||
+    return st.revoked(c.ticket) || st.flagged(c.ticket) ||
+           (ws.revoked_.written > 0 && ws.revoked_.contains(c.ticket)) ||
            (ws.flag_refused_.written > 0 && ws.flag_refused_.contains(c.ticket));
 }
 

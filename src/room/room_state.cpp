@@ -16,6 +16,7 @@ room_state::room_state(room_counts counts, const room_limits& limits)
     free_ = std::max<std::int64_t>(0, std::min(by_active, by_rate));
     std::sort(counts_.waiting.begin(), counts_.waiting.end());
     std::sort(counts_.revoked.begin(), counts_.revoked.end());
+    std::sort(counts_.flagged.begin(), counts_.flagged.end());
     prefix_.reserve(counts_.waiting.size() + 1);
     prefix_.push_back(0);
     for (const auto& [bucket, n] : counts_.waiting) {
@@ -33,8 +34,8 @@ room_state::room_state(room_counts counts, const room_limits& limits)
     queueing_since_ms_ = waiting_total_ > 0 ? counts_.as_of_ms : 0;
     // A room that filled within the last minute frees no place before a session has passed:
     // the admissions of that session measure no turnover.
-    const bool filled_lately = rules::filled_lately(limits.total_active_users,
-                                                    limits.new_users_per_minute, counts_);
+    const bool filled_lately =
+        rules::filled_lately(limits.total_active_users, limits.new_users_per_minute, counts_);
     // A room that admits nobody (prequeue, queue_all, suspended) has no turnover to learn: its
     // measure starts when it admits again.
     turnover_from_ms_ = queueing_since_ms_ > 0 && limits.needs_slots
@@ -45,9 +46,9 @@ room_state::room_state(room_counts counts, const room_limits& limits)
     rate_limit_ = limits.new_users_per_minute;
     prior_turnover_ = rules::turnover_if(limits.total_active_users, limits.new_users_per_minute,
                                          limits.session_ms, rules::prior_sessions);
-    schedule_limits_ = {limits.total_active_users, limits.session_ms, limits.rate_span_ms,
-                        limits.new_users_per_minute, active_window_ms(limits),
-                        active_run_ms(limits)};
+    schedule_limits_ = {limits.total_active_users, limits.session_ms,
+                        limits.rate_span_ms,       limits.new_users_per_minute,
+                        active_window_ms(limits),  active_run_ms(limits)};
 }
 
 bool room_state::free_unclaimed_for(std::int64_t bucket, std::int64_t span_ms) const {
@@ -109,11 +110,11 @@ void room_state::follow(const room_state& previous, std::int64_t window_ms) {
     // The schedule follows every count (its history is the room's admissions) but tabulates
     // only when someone may ask: its places bind (fill_page's own test) and it queues, or is
     // full (the first of a queue are queued before a snapshot shows them).
-    frees_.follow(counts_.as_of_ms, counts_.admitted_last_minute, counts_.active,
-                  counts_.active_windows, schedule_limits_, window_ms,
-                  (waiting_total_ > 0 || free_ == 0) &&
-                      rules::places_bind(schedule_limits_.places, schedule_limits_.new_users,
-                                         counts_));
+    frees_.follow(
+        counts_.as_of_ms, counts_.admitted_last_minute, counts_.active, counts_.active_windows,
+        schedule_limits_, window_ms,
+        (waiting_total_ > 0 || free_ == 0) &&
+            rules::places_bind(schedule_limits_.places, schedule_limits_.new_users, counts_));
     const std::int64_t dt = counts_.as_of_ms - previous.counts_.as_of_ms;
     // Across a gap (store outage) the store forgot the windows nobody could refresh: that is
     // no departure, and capacity seen free before it says nothing of now.

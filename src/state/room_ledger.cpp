@@ -30,8 +30,8 @@ void room_ledger::expire_nodes(std::int64_t now_ms, std::int64_t node_ttl_ms) {
     }
 }
 
-void room_ledger::apply(const room::room_deltas& deltas, const room_limits& l,
-                        std::int64_t now_ms) {
+void room_ledger::apply(const room::room_deltas& deltas, const room_limits& l, std::int64_t now_ms,
+                        bool full) {
     // Deltas for windows that stopped counting change nothing: skip them rather than resurrect.
     for (const auto& [w, d] : deltas.admitted.entries()) {
         if (room::rate_window_live(w, l, now_ms)) {
@@ -43,12 +43,33 @@ void room_ledger::apply(const room::room_deltas& deltas, const room_limits& l,
             active_[w] += d;
         }
     }
-    for (const auto& [bw, d] : deltas.waiting.entries()) {
-        if (room::waiting_window_live(bw.window, l, now_ms)) {
-            waiting_[{bw.bucket, bw.window}] += d;
+    // The queue counts tickets (queued_tickets): a re-report, whose tickets the node does not
+    // keep, adds its live counts as they are, and they lapse with their windows.
+    if (full) {
+        for (const auto& [bw, d] : deltas.waiting.entries()) {
+            queued_.add_count(bw, d, l, now_ms);
         }
     }
+    for (const auto& c : deltas.checked_in) {
+        queued_.check_in(c, l, now_ms);
+    }
+    for (std::uint64_t t : deltas.left_queue) {
+        queued_.leave(t, l, now_ms);
+    }
+    queued_.bound(l, now_ms);
     apply_revocations(deltas, l, now_ms);
+    apply_flags(deltas, l, now_ms);
+}
+
+void room_ledger::apply_flags(const room::room_deltas& deltas, const room_limits& l,
+                              std::int64_t now_ms) {
+    // As refused tickets are (apply_revocations), in a list of their own, bounded alike.
+    std::erase_if(flagged_,
+                  [&](const auto& e) { return !room::revocation_live(e.second.since, l, now_ms); });
+    for (std::uint64_t t : deltas.flagged) {
+        flagged_.emplace(t, flagged_ticket{room::floor_to(now_ms, l.window_ms)});
+    }
+    forget_oldest(flagged_, room::max_flagged_tickets);
 }
 
 void room_ledger::apply_revocations(const room::room_deltas& deltas, const room_limits& l,
@@ -89,15 +110,7 @@ std::int64_t room_ledger::prune(const room_limits& l, std::int64_t now_ms) {
                   [&](const auto& e) { return !room::rate_window_live(e.first, l, now_ms); });
     std::erase_if(active_,
                   [&](const auto& e) { return !room::active_window_live(e.first, l, now_ms); });
-    std::int64_t lapsed = 0;
-    std::erase_if(waiting_, [&](const auto& e) {
-        if (room::waiting_window_live(e.first.second, l, now_ms)) {
-            return false;
-        }
-        lapsed += std::max<std::int64_t>(0, e.second);  // floored, as every count (see below)
-        return true;
-    });
-    return lapsed;
+    return queued_.prune(l, now_ms);
 }
 
 namespace {
@@ -148,21 +161,15 @@ room::room_counts room_ledger::counts(const room_limits& l, std::int64_t now_ms)
             }
         }
     }
-    for (const auto& [bw, n] : waiting_) {
-        if (!room::waiting_window_live(bw.second, l, now_ms)) {
-            continue;
-        }
-        const std::int64_t held = std::max<std::int64_t>(0, n);  // floored as above
-        if (!c.waiting.empty() && c.waiting.back().first == bw.first) {
-            c.waiting.back().second += held;
-        } else {
-            c.waiting.emplace_back(bw.first, held);
-        }
-    }
-    std::erase_if(c.waiting, [](const auto& e) { return e.second <= 0; });
+    c.waiting = queued_.by_bucket(l, now_ms);
     for (const auto& [ticket, r] : revoked_) {
         if (room::revocation_live(r.since, l, now_ms)) {
             c.revoked.push_back(ticket);
+        }
+    }
+    for (const auto& [ticket, f] : flagged_) {
+        if (room::revocation_live(f.since, l, now_ms)) {
+            c.flagged.push_back(ticket);
         }
     }
     c.held = held_total();
@@ -200,8 +207,7 @@ double room_ledger::share_of(const node_entry& me) const {
 
 bool room_ledger::near_limit(std::int64_t cap) const {
     return nodes_.size() > 1 &&
-           static_cast<double>(cap) <=
-               2 * demand_total() + 2 * static_cast<double>(nodes_.size());
+           static_cast<double>(cap) <= 2 * demand_total() + 2 * static_cast<double>(nodes_.size());
 }
 
 std::int64_t room_ledger::held_total() const {
@@ -311,8 +317,7 @@ std::pair<std::int64_t, std::int64_t> room_ledger::ghost_reserve(const room_limi
 }
 
 std::int64_t room_ledger::free_unheld(const room_limits& l, std::int64_t now_ms,
-                                      const std::string& asking,
-                                      std::int64_t unseen_active) const {
+                                      const std::string& asking, std::int64_t unseen_active) const {
     const std::int64_t active =
         floored_sum(active_, room::active_window_live, l, now_ms) + unseen_active;
     const std::int64_t admitted = floored_sum(admitted_, room::rate_window_live, l, now_ms);
@@ -366,7 +371,7 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
         if (prev_seen && report.epoch.empty() && !report.full) {
             charge_restarted(l, seen_[node_id], *prev_seen, forgotten, report.held_exact, now_ms);
         }
-        apply(report.full ? report.live : report.deltas, l, now_ms);
+        apply(report.full ? report.live : report.deltas, l, now_ms, report.full);
     }
     g.abandoned = prune(l, now_ms);
     if (!applied_before && report.held_exact && !report.full) {
@@ -494,8 +499,8 @@ room_grant room_ledger::sync(const std::string& node_id, const std::string& data
 
 std::int64_t room_ledger::top_up(const std::string& node_id, const std::string& datacenter,
                                  const room_limits& limits, std::int64_t want, std::int64_t now_ms,
-                                 const std::string& epoch, std::uint64_t id,
-                                 std::int64_t need, std::int64_t unreported) {
+                                 const std::string& epoch, std::uint64_t id, std::int64_t need,
+                                 std::int64_t unreported) {
     expire_nodes(now_ms, node_ttl_ms_);
     node_entry& me = touch(node_id, datacenter, now_ms);
     // Remembered until the node's next sync, which may say that it never got this answer.

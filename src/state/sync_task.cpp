@@ -41,6 +41,7 @@ room::room_deltas live_windows(const room::room_deltas* before, const room::room
     out.active.merge(d.active);
     out.waiting.merge(d.waiting);
     out.revoked = d.revoked;
+    out.flagged = d.flagged;
     return out;
 }
 
@@ -54,6 +55,11 @@ room::room_deltas live_only(room::room_deltas d, const room::room_limits& l, std
     out.queued = d.queued;
     out.taken_behind = d.taken_behind;
     out.revoked = std::move(d.revoked);
+    std::erase_if(d.checked_in,
+                  [&](const auto& c) { return !room::waiting_window_live(c.window, l, now_ms); });
+    out.checked_in = std::move(d.checked_in);
+    out.left_queue = std::move(d.left_queue);
+    out.flagged = std::move(d.flagged);
     return out;
 }
 
@@ -238,6 +244,11 @@ void sync_task::run_once(std::int64_t now_ms, std::function<void(std::error_code
                     if (!rr.deltas.revoking(ticket)) {
                         rr.live.revoked.push_back({ticket, k.window});
                     }
+                }
+            }
+            if (auto known = flagged_.find(r.id()); known != flagged_.end()) {
+                for (const auto& [ticket, k] : known->second) {
+                    rr.live.flag(ticket);
                 }
             }
         }
@@ -496,6 +507,7 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
         // lists only what the nodes re-reported so far). The snapshot refuses all of them.
         std::lock_guard lock(mu_);
         std::map<std::string, std::map<std::uint64_t, known_revocation>> revoked;
+        std::map<std::string, std::map<std::uint64_t, known_flag>> known_flags;
         for (std::size_t i = 0; i < sent.size(); ++i) {
             const room::room_limits& l = limits[sent[i].room];
             auto& known = revoked[sent[i].room];
@@ -521,6 +533,27 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
             for (std::uint64_t ticket : list) {
                 add(ticket, -1);
             }
+            // The flags: this node's own, refused on all of its workers from this answer on, and
+            // the store's list (every node's), kept as the revoked sessions are.
+            auto& flags = known_flags[sent[i].room];
+            if (auto it = flagged_.find(sent[i].room); it != flagged_.end()) {
+                flags = std::move(it->second);
+            }
+            std::erase_if(flags, [&](const auto& e) {
+                return !room::revocation_live(e.second.since, l, now_ms);
+            });
+            auto& flagged = res.rooms[i].counts.flagged;
+            for (std::uint64_t ticket : sent[i].deltas.flagged) {
+                flags.emplace(ticket, known_flag{since});
+            }
+            for (std::uint64_t ticket : flagged) {
+                flags.emplace(ticket, known_flag{since});
+            }
+            forget_oldest(flags, room::max_flagged_tickets);
+            flagged.clear();
+            for (const auto& e : flags) {
+                flagged.push_back(e.first);  // ascending, as room_state::flagged wants
+            }
             forget_oldest(known, room::max_revoked_sessions);
             list.clear();
             list.reserve(known.size());
@@ -532,8 +565,12 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
             if (auto it = revoked_.find(r.room); it != revoked_.end()) {
                 revoked[r.room] = std::move(it->second);
             }
+            if (auto it = flagged_.find(r.room); it != flagged_.end()) {
+                known_flags[r.room] = std::move(it->second);
+            }
         }
         revoked_ = std::move(revoked);
+        flagged_ = std::move(known_flags);
     }
     for (const auto& r : failing) {
         // The last state the store gave of it stays (degraded mode sizes its allowance by it).
@@ -603,6 +640,7 @@ void sync_task::on_synced(std::int64_t now_ms, std::map<std::string, room::room_
             epochs_[sent[i].room] = std::move(res.rooms[i].epoch);
             reported_[sent[i].room] = std::move(sent[i].live);
             reported_[sent[i].room].revoked.clear();  // windows only: revocations are revoked_
+            reported_[sent[i].room].flagged.clear();  // and flags flagged_
             uses_reported_[sent[i].room] += adj[i].slots_used;
         }
         top_up_asked_.clear();  // the lease now follows the demand: top-ups start small again

@@ -37,6 +37,33 @@ TEST(Simulator, TrafficFarBelowTheLimitsQueuesNobodyAndNeverOvershoots) {
     EXPECT_LT(m.store_calls_per_node_minute, 120.0);
 }
 
+// The attacker's scenarios beside their calm twins: its requests are made and none is a
+// visitor's; a flood of cookieless requests and a replayed cookie leave a fifo room's visitors
+// waiting as long as without them, and in a random room the visitors all get in either way.
+TEST(Simulator, AnAttackerFloodsBesideTheVisitorsAndTheirWaitsAreReportedWithAndWithoutIt) {
+    for (const char* name : {"flood-fifo", "replay-fifo", "flood-random", "back-once-random"}) {
+        SCOPED_TRACE(name);
+        auto attacked = builtin(name);
+        ASSERT_TRUE(attacked);
+        const bool fifo = attacked->method == config::queueing_method::fifo;
+        auto calm = builtin(fifo ? "flood-fifo-calm" : "flood-random-calm");
+        ASSERT_TRUE(calm);
+        sim_result a = run(*attacked);
+        sim_result c = run(*calm);
+        EXPECT_GT(a.attack_requests, 10'000);
+        EXPECT_EQ(c.attack_requests, 0);
+        ASSERT_EQ(a.visitors.size(), c.visitors.size()) << "the same crowd";
+        metrics ma = compute(*attacked, a);
+        metrics mc = compute(*calm, c);
+        if (fifo) {
+            // One refresh (10 s) at most, and no more than the attacker's places (one each).
+            EXPECT_LE(ma.wait_median_s, mc.wait_median_s + 10);
+            EXPECT_LE(a.attack_admitted, 1);
+        }
+        EXPECT_GE(ma.admitted, mc.admitted * 8 / 10);
+    }
+}
+
 TEST(Simulator, SmallSpikeReportsEveryMetricWithinSaneBounds) {
     auto s = builtin("smoke-spike");
     ASSERT_TRUE(s);

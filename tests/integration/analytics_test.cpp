@@ -86,7 +86,9 @@ TEST_F(Analytics, QueuedAndAdmittedVisitorsShowInTheMetricsAndTheCsv) {
 
     cookie_jar inside, gone, waiting;
     ASSERT_TRUE(from_origin(inside.get(port_, "/hello")));
-    // Two queued visitors: one never comes back (an abandonment), one keeps refreshing.
+    // Two queued visitors: one leaves after its first refresh, which counted it (an
+    // abandonment), one keeps refreshing.
+    ASSERT_TRUE(is_queue_page(gone.get(port_, "/hello")));
     ASSERT_TRUE(is_queue_page(gone.get(port_, "/hello")));
     ASSERT_TRUE(is_queue_page(waiting.get(port_, "/hello")));
     // The visitor inside leaves: its session ends and the waiting one is let in.

@@ -84,7 +84,8 @@ class MultiNode : public ::testing::Test {
             state << "state: {backend: redis, url: \"redis://127.0.0.1:1/0\", master_name: "
                   << sentinels_->name() << ", sentinels: [";
             for (std::size_t i = 0; i < 3; ++i) {
-                state << (i ? ", " : "") << "\"127.0.0.1:" << sentinels_->sentinel(i).port() << "\"";
+                state << (i ? ", " : "") << "\"127.0.0.1:" << sentinels_->sentinel(i).port()
+                      << "\"";
             }
             state << "], sync_interval: 200ms, timeout: 400ms}\n";
         } else {
@@ -103,8 +104,7 @@ class MultiNode : public ::testing::Test {
               << "limits: {header_timeout: 1s, max_header_bytes: 8192, drain_timeout: 10s}\n"
               << "logging: {level: info}\n"
               << "cookie: {keys: [{id: k1, secret_file: \"" << key_file << "\"}]}\n"
-              << state.str()
-              << "testing: {time_scale: " << time_scale << "}\n"
+              << state.str() << "testing: {time_scale: " << time_scale << "}\n"
               << "rooms:\n  - {id: shop, name: Shop, host: shop.test, " << room << "}\n"
               << more_rooms;
             nodes_[i].config_path = dir_.write("node-" + std::to_string(i + 1) + ".yaml", c.str());
@@ -677,8 +677,8 @@ TEST_F(MultiNode, FollowsASentinelFailoverUnderLoadAndFillsTheRoomExactly) {
                              << nodes_[0].proc->output();
     EXPECT_EQ(sentinels_->named_master(), sentinels_->server(1).port());
     EXPECT_EQ(fresh_in, 2u) << "the two free places were not filled exactly; the store's nodes: "
-                            << sentinels_->server(1).cli("HGETALL wr:{shop}:nodes") << "\nstatus: "
-                            << admin(0, http::verb::get, "/rooms/shop/status").body
+                            << sentinels_->server(1).cli("HGETALL wr:{shop}:nodes")
+                            << "\nstatus: " << admin(0, http::verb::get, "/rooms/shop/status").body
                             << admin(1, http::verb::get, "/rooms/shop/status").body
                             << admin(2, http::verb::get, "/rooms/shop/status").body;
     ASSERT_TRUE(first_in);
@@ -692,9 +692,9 @@ TEST_F(MultiNode, FollowsASentinelFailoverUnderLoadAndFillsTheRoomExactly) {
         return std::chrono::duration_cast<std::chrono::milliseconds>(t - killed).count();
     };
     std::cout << "[ failover ] after the master's SIGKILL: degraded at " << ms(degraded)
-              << " ms, every node ready again at " << ms(*ready_again)
-              << " ms, first admission at " << ms(*first_in) << " ms, room full again at "
-              << (filled ? ms(*filled) : -1) << " ms\n";
+              << " ms, every node ready again at " << ms(*ready_again) << " ms, first admission at "
+              << ms(*first_in) << " ms, room full again at " << (filled ? ms(*filled) : -1)
+              << " ms\n";
 }
 
 // Redis killed and restarted empty (no persistence): the store forgets the five sessions and
@@ -756,6 +756,57 @@ TEST_F(MultiNode, CountsEveryoneAgainWithinASyncWhenRedisRestartsEmpty) {
     // Node 2's snapshot is a sync behind the check-ins that just moved windows: it shows the
     // five again within a sync or two.
     EXPECT_TRUE(poll_until(5s, 50ms, [&] { return active_on(1) == 5; })) << active_on(1);
+    EXPECT_TRUE(all_running());
+}
+
+// abuse_action: infinite_queue across nodes. A visitor flagged on node 1 keeps its earlier
+// cookie back and replays it on every node in turn: the earlier ticket is refused on every node,
+// and neither cookie is ever admitted, while the freed place goes to a polite visitor.
+TEST_F(MultiNode, AFlaggedVisitorsEarlierCookieReplayedOnEveryNodeIsNeverAdmitted) {
+    ASSERT_NO_FATAL_FAILURE(
+        start_nodes("total_active_users: 1, new_users_per_minute: 1000, session_duration: 10s, "
+                    "refresh_interval: 20s, abuse_action: infinite_queue"));
+    visitor holder;
+    ASSERT_TRUE(from_origin(holder.get(nodes_[0].port)));
+    cookie_jar bot;
+    ASSERT_TRUE(is_queue_page(bot.get(nodes_[0].port, "/hello")));
+    ASSERT_TRUE(is_queue_page(bot.get(nodes_[0].port, "/hello")));
+    const std::string pre_flag = bot.cookie();
+    for (int i = 0; i < 200; ++i) {
+        auto r = bot.get(nodes_[0].port, "/hello");
+        ASSERT_TRUE(is_queue_page(r)) << i << ": " << describe(r);
+    }
+    ASSERT_TRUE(nodes_[0].proc->process().wait_for_output("flagged for refreshing far faster", 5s))
+        << nodes_[0].proc->output();
+    visitor polite;
+    ASSERT_TRUE(is_queue_page(send(polite)));
+    int replays = 0;
+    bool polite_in = false;
+    bool done = poll_until(60s, 20ms, [&] {
+        cookie_jar copy;
+        copy.set_cookie(pre_flag);
+        auto r = copy.get(next_port(), "/hello");
+        ++replays;
+        if (from_origin(r)) {
+            ADD_FAILURE() << "the cookie kept from before the flag was admitted after " << replays
+                          << " replays";
+            return true;
+        }
+        if (from_origin(bot.get(next_port(), "/hello"))) {
+            ADD_FAILURE() << "the flagged cookie was admitted";
+            return true;
+        }
+        if (replays % 10 == 0) {
+            polite_in = from_origin(send(polite));
+        }
+        return polite_in;
+    });
+    EXPECT_TRUE(done && polite_in) << "the polite visitor was never admitted";
+    for (std::size_t i = 0; i < 3 * node_count; ++i) {
+        cookie_jar copy;
+        copy.set_cookie(pre_flag);
+        EXPECT_FALSE(from_origin(copy.get(nodes_[i % node_count].port, "/hello"))) << i;
+    }
     EXPECT_TRUE(all_running());
 }
 

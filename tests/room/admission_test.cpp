@@ -470,7 +470,7 @@ TEST(Admission, ARequestWithoutAPlaceNeverTakesAPlaceThroughTheHold) {
     const std::int64_t freed = f.h.now();
     while (f.h.now() - freed < 2 * windowing{}.front_hold_ms) {
         visitor bot;  // no cookie, every 250 ms
-        ASSERT_EQ(f.h.visit(bot).what, action::queue) << f.h.now() - freed;
+        ASSERT_EQ(f.h.visit_once(bot).what, action::queue) << f.h.now() - freed;
         f.h.advance(250ms);
         if ((f.h.now() - freed) % 1000 == 0) {
             f.h.sync();

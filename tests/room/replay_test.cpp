@@ -380,7 +380,7 @@ TEST(Replay, ARandomRoomGivesACookielessRequestNoDrawWhileOthersWait) {
     // would win with a chance of 2 in 10).
     for (int i = 0; i < 1000; ++i) {
         visitor bot;
-        auto d = room.h.visit(bot);
+        auto d = room.h.visit_once(bot);
         ASSERT_EQ(d.what, action::queue) << i;
         EXPECT_GT(d.refresh_seconds, 0);
     }

@@ -24,7 +24,7 @@ using namespace test_values;
 
 TEST(RedisProtocol, EveryKeyOfARoomCarriesItsHashTag) {
     auto keys = room_keys("wr", "shop");
-    ASSERT_EQ(keys.size(), 7u);
+    ASSERT_EQ(keys.size(), 10u);
     for (const auto& k : keys) {
         EXPECT_TRUE(k.starts_with("wr:{shop}:")) << k;
     }
@@ -48,34 +48,61 @@ TEST(RedisProtocol, SyncCommandCarriesLimitsAndEveryDelta) {
     r.deltas.demand = 7;
     r.slots_returned = 1;
     r.deltas.revoke({18'446'744'073'709'551'615ull, -10'000});
+    r.deltas.check_in_ticket({9'223'372'036'854'775'808ull, 0, 10'000});
+    r.deltas.leave_queue(5);
+    r.deltas.flag(6);
     r.lost_top_up = 77;
     auto c = sync_command("wr", n, r);
-    ASSERT_GE(c.size(), 10u + 18u);
+    ASSERT_GE(c.size(), 13u + 18u);
     EXPECT_EQ(c[0], "EVALSHA");
     EXPECT_EQ(c[1], room_script_sha());
-    EXPECT_EQ(c[2], "7");
+    EXPECT_EQ(c[2], "10");
     EXPECT_EQ(c[3], "wr:{shop}:admitted");
     EXPECT_EQ(c[8], "wr:{shop}:overrides");
     EXPECT_EQ(c[9], "wr:{shop}:revoked");
-    EXPECT_EQ(c[10], "sync");
-    EXPECT_EQ(c[11], "edge-1");
-    EXPECT_EQ(c[12], "fra");
-    EXPECT_EQ(c[13], "1000");
-    EXPECT_EQ(c[14], "200");
-    EXPECT_EQ(c[21], "0");       // needs_slots
-    EXPECT_EQ(c[22], "600000");  // rejoin_ms
-    EXPECT_EQ(c[23], "3000");
-    EXPECT_EQ(c[24], "2");   // slots_used
-    EXPECT_EQ(c[25], "1");   // returned
-    EXPECT_EQ(c[26], "7");   // demand
-    EXPECT_EQ(c[27], "0");   // batch
-    EXPECT_EQ(c[28], "");    // no epoch known yet
-    EXPECT_EQ(c[29], "-1");  // the windows are deltas
-    std::vector<std::string> tail(c.begin() + 30, c.end());
-    EXPECT_EQ(tail,
-              (std::vector<std::string>{"1", "0", "2", "2", "0", "2", "-10000", "-1", "1", "0", "0",
-                                        "4", "1", "18446744073709551615", "-10000",
-                                        "-1", "77"}));  // not exact; the lost top-up
+    EXPECT_EQ(c[10], "wr:{shop}:queued");
+    EXPECT_EQ(c[11], "wr:{shop}:levels");
+    EXPECT_EQ(c[12], "wr:{shop}:flagged");
+    EXPECT_EQ(c[13], "sync");
+    EXPECT_EQ(c[14], "edge-1");
+    EXPECT_EQ(c[15], "fra");
+    EXPECT_EQ(c[16], "1000");
+    EXPECT_EQ(c[17], "200");
+    EXPECT_EQ(c[24], "0");       // needs_slots
+    EXPECT_EQ(c[25], "600000");  // rejoin_ms
+    EXPECT_EQ(c[26], "3000");
+    EXPECT_EQ(c[27], "2");   // slots_used
+    EXPECT_EQ(c[28], "1");   // returned
+    EXPECT_EQ(c[29], "7");   // demand
+    EXPECT_EQ(c[30], "0");   // batch
+    EXPECT_EQ(c[31], "");    // no epoch known yet
+    EXPECT_EQ(c[32], "-1");  // the windows are deltas
+    std::vector<std::string> tail(c.begin() + 33, c.end());
+    // The waiting counts go only with a re-report: the queue's tickets go instead (one check-in,
+    // rank 0 for a ticket with its top bit set; one out of the queue; one flag).
+    EXPECT_EQ(tail, (std::vector<std::string>{"1",
+                                              "0",
+                                              "2",
+                                              "2",
+                                              "0",
+                                              "2",
+                                              "-10000",
+                                              "-1",
+                                              "0",
+                                              "1",
+                                              "18446744073709551615",
+                                              "-10000",
+                                              "1",
+                                              "9223372036854775808",
+                                              "0",
+                                              "10000",
+                                              "0",
+                                              "1",
+                                              "5",
+                                              "1",
+                                              "6",
+                                              "-1",
+                                              "77"}));  // not exact; the lost top-up
 }
 
 TEST(RedisProtocol, FullSyncCommandCarriesTheLiveWindowsAndTheHeldSlotsInsteadOfTheDeltas) {
@@ -90,26 +117,26 @@ TEST(RedisProtocol, FullSyncCommandCarriesTheLiveWindowsAndTheHeldSlotsInsteadOf
     r.live.admitted.add(0, 6);
     r.held = 3;
     auto c = sync_command("wr", n, r);
-    ASSERT_GE(c.size(), 30u);
-    EXPECT_EQ(c[28], "500/edge-2");
-    EXPECT_EQ(c[29], "-1");
+    ASSERT_GE(c.size(), 33u);
+    EXPECT_EQ(c[31], "500/edge-2");
+    EXPECT_EQ(c[32], "-1");
     r.full = true;
     c = sync_command("wr", n, r);
-    EXPECT_EQ(c[28], "500/edge-2");
-    EXPECT_EQ(c[29], "3");
-    std::vector<std::string> tail(c.begin() + 30, c.end());
-    EXPECT_EQ(tail,
-              (std::vector<std::string>{"1", "0", "6", "1", "0", "5", "0", "0", "-1", "0"}));
+    EXPECT_EQ(c[31], "500/edge-2");
+    EXPECT_EQ(c[32], "3");
+    std::vector<std::string> tail(c.begin() + 33, c.end());
+    EXPECT_EQ(tail, (std::vector<std::string>{"1", "0", "6", "1", "0", "5", "0", "0", "0", "0", "0",
+                                              "-1", "0"}));
     r.full = false;
     r.held_exact = true;
     c = sync_command("wr", n, r);
-    EXPECT_EQ(c[29], "-1");
+    EXPECT_EQ(c[32], "-1");
     EXPECT_EQ(c[c.size() - 2], "3");  // exact held slots
     // A re-report leaving degraded mode says so too: the script keeps the node reserved until
     // a report shows that it got an answer.
     r.full = true;
     c = sync_command("wr", n, r);
-    EXPECT_EQ(c[29], "3");
+    EXPECT_EQ(c[32], "3");
     EXPECT_EQ(c[c.size() - 2], "3");
 }
 
@@ -205,8 +232,8 @@ TEST(RedisProtocol, RefusesCountsNoStoreCouldHave) {
                       text("1000/edge-1"), array({}), counts[5], array({}),
                       array({integer(10'000), counts[6]})});
     };
-    const std::vector<value> fine{integer(most), integer(most),  integer(-most), integer(-most),
-                                  integer(most), integer(most),  integer(most)};
+    const std::vector<value> fine{integer(most), integer(most), integer(-most), integer(-most),
+                                  integer(most), integer(most), integer(most)};
     room_grant g;
     ASSERT_FALSE(parse_grant(grant(fine, array({integer(100), integer(most)})), "shop", 42, g));
     EXPECT_EQ(g.counts.waiting.at(0).second, most);
@@ -333,7 +360,8 @@ TEST(RedisProtocol, BoundsTheWindowsOfAnOverlongList) {
     room_grant full;
     ASSERT_FALSE(parse_grant(v, "shop", 42, full));
     ASSERT_EQ(full.counts.active_windows.size(), 2 * max_active_windows);
-    EXPECT_TRUE(std::is_sorted(full.counts.active_windows.begin(), full.counts.active_windows.end()));
+    EXPECT_TRUE(
+        std::is_sorted(full.counts.active_windows.begin(), full.counts.active_windows.end()));
 }
 
 TEST(RedisProtocol, OverridesCommandSaysWhatToDoWithEachSwitch) {
@@ -343,17 +371,17 @@ TEST(RedisProtocol, OverridesCommandSaysWhatToDoWithEachSwitch) {
     w.suspended = switch_write::unset;
     w.keep_ms = 5000;
     auto c = overrides_command("wr", w);
-    ASSERT_EQ(c.size(), 14u);
+    ASSERT_EQ(c.size(), 17u);
     EXPECT_EQ(c[0], "EVALSHA");
-    EXPECT_EQ(c[2], "7");
+    EXPECT_EQ(c[2], "10");
     EXPECT_EQ(c[8], "wr:{shop}:overrides");
-    EXPECT_EQ(std::vector<std::string>(c.begin() + 10, c.end()),
+    EXPECT_EQ(std::vector<std::string>(c.begin() + 13, c.end()),
               (std::vector<std::string>{"overrides", "1", "unset", "5000"}));
     w.queue_all = switch_write::keep;
     w.suspended = switch_write::off;
     c = overrides_command("wr", w);
-    EXPECT_EQ(c[11], "keep");
-    EXPECT_EQ(c[12], "0");
+    EXPECT_EQ(c[14], "keep");
+    EXPECT_EQ(c[15], "0");
 }
 
 TEST(RedisProtocol, DecodesOverridesAndRefusesOtherValues) {

@@ -41,18 +41,26 @@ room_report busy_report(const room::room_limits& l, std::int64_t demand = 100) {
     return r;
 }
 
+// `n` queued tickets numbered from `first` checked into (bucket, window).
+void check_in(room::room_deltas& d, std::uint64_t first, int n, std::int64_t bucket,
+              std::int64_t window) {
+    for (int i = 0; i < n; ++i) {
+        d.check_in_ticket({first + static_cast<std::uint64_t>(i), bucket, window});
+    }
+}
+
 TEST(Ledger, DeltasFromTwoNodesSum) {
     room_ledger ledger;
     auto l = limits(100, 100);
     auto a = report(l);
     a.deltas.admitted.add(t0, 3);
     a.deltas.active.add(t0, 3);
-    a.deltas.waiting.add({t0, t0}, 2);
+    check_in(a.deltas, 1, 2, t0, t0);
     auto b = report(l);
     b.deltas.admitted.add(t0 + 1000, 4);
     b.deltas.active.add(t0, 4);
-    b.deltas.waiting.add({t0, t0}, 1);
-    b.deltas.waiting.add({t0 + 10'000, t0}, 5);
+    check_in(b.deltas, 3, 1, t0, t0);
+    check_in(b.deltas, 10, 5, t0 + 10'000, t0);
     ledger.sync("a", "dc1", a, t0 + 1500, 3000);
     auto g = ledger.sync("b", "dc2", b, t0 + 1500, 3000);
     EXPECT_EQ(g.counts.active, 7);
@@ -740,16 +748,70 @@ TEST(Ledger, AMinusOneThatArrivesBeforeItsPlusOneStillMeetsIt) {
     EXPECT_EQ(ledger.sync("b", "dc", b, w1 + 10'600, 60'000).counts.active, 1);
 }
 
-TEST(Ledger, WaitingWindowsCountAtLeastZeroToo) {
+// Seven tickets queued; five move on to the next window, and older copies of them come after;
+// one is admitted (twice, on two workers): each ticket counts once, in its latest window.
+TEST(Ledger, AQueuedTicketCountsOnceInItsLatestWindow) {
     room_ledger ledger;
     auto l = limits(100, 100);
     auto r = report(l);
-    r.deltas.waiting.add({t0, t0}, 2);
-    r.deltas.waiting.add({t0, t0 + 10'000}, 5);
-    r.deltas.waiting.add({t0, t0}, -9);  // copies of one queued cookie moving on
+    check_in(r.deltas, 1, 7, t0, t0);
+    check_in(r.deltas, 1, 5, t0, t0 + 10'000);
+    check_in(r.deltas, 1, 5, t0, t0);  // copies of the cookies of t0
+    r.deltas.leave_queue(6);
+    r.deltas.leave_queue(6);
     auto g = ledger.sync("a", "dc", r, t0 + 10'500, 60'000);
     ASSERT_EQ(g.counts.waiting.size(), 1u);
-    EXPECT_EQ(g.counts.waiting[0], (std::pair<std::int64_t, std::int64_t>{t0, 5}));
+    EXPECT_EQ(g.counts.waiting[0], (std::pair<std::int64_t, std::int64_t>{t0, 6}));
+    auto again = report(l);
+    check_in(again.deltas, 1, 7, t0, t0 + 10'000);  // on another node
+    EXPECT_EQ(ledger.sync("b", "dc", again, t0 + 10'600, 60'000).counts.waiting.at(0).second, 7)
+        << "the admitted ticket's copies check in as any: a spent place is refused by the node";
+}
+
+// Past the bound, the largest bucket is sampled: the count stays within a few percent, the
+// store keeps at most the bound, and a small bucket beside it stays exact.
+TEST(Ledger, CountsAFloodOfDistinctTicketsWithinAFewPercentInBoundedMemory) {
+    room_ledger ledger;
+    auto l = limits(100, 100);
+    std::mt19937_64 rng(7);
+    auto small = report(l);
+    check_in(small.deltas, 1, 40, t0, t0);
+    ledger.sync("a", "dc", small, t0 + 100, 60'000);
+    std::int64_t counted = 0;
+    for (int k = 0; k < 25; ++k) {
+        auto r = report(l);
+        for (int i = 0; i < 2'000; ++i) {
+            r.deltas.check_in_ticket({rng(), t0 + 10'000, t0 + 10'000});
+        }
+        auto g = ledger.sync("a", "dc", r, t0 + 10'100 + k, 60'000);
+        ASSERT_EQ(g.counts.waiting.size(), 2u);
+        EXPECT_EQ(g.counts.waiting[0].second, 40);
+        counted = g.counts.waiting[1].second;
+    }
+    EXPECT_NEAR(static_cast<double>(counted), 50'000.0, 4'000.0);
+}
+
+// A flag's ticket is listed to every node for as long as it lasts, within its bound.
+TEST(Ledger, ListsFlaggedTicketsToEveryNodeWithinTheirBound) {
+    room_ledger ledger;
+    auto l = limits(100, 100);
+    auto a = report(l);
+    a.deltas.flag(0xF1A6ull);
+    ledger.sync("a", "dc", a, t0 + 100, 60'000);
+    EXPECT_EQ(ledger.sync("b", "dc", report(l), t0 + 200, 60'000).counts.flagged,
+              std::vector<std::uint64_t>{0xF1A6ull});
+    auto many = report(l);
+    for (std::uint64_t t = 1; t <= room::max_flagged_tickets + 10; ++t) {
+        many.deltas.flag(t << 20);
+    }
+    auto g = ledger.sync("b", "dc", many, t0 + 20'000, 60'000);
+    EXPECT_EQ(g.counts.flagged.size(), room::max_flagged_tickets);
+    EXPECT_TRUE(std::binary_search(g.counts.flagged.begin(), g.counts.flagged.end(),
+                                   std::uint64_t{0xF1A6}) == false)
+        << "the oldest goes first";
+    // Refused for as long as a cookie carrying it could keep a place, then forgotten.
+    EXPECT_TRUE(
+        ledger.sync("a", "dc", report(l), t0 + 20'000 + 700'000, 60'000).counts.flagged.empty());
 }
 
 // Visitors still counted in a waiting window when it lapses stopped refreshing: the sync that
@@ -758,17 +820,17 @@ TEST(Ledger, ReportsTheVisitorsOfALapsedWaitingWindowOnceAsAbandoned) {
     room_ledger ledger;
     auto l = limits(100, 100);  // a waiting window lives window + abandon_after = 35 s
     auto a = report(l);
-    a.deltas.waiting.add({t0, t0}, 4);           // four queued on node a
-    a.deltas.waiting.add({t0, t0 + 10'000}, 1);  // one of them moves on...
+    check_in(a.deltas, 1, 4, t0, t0);           // four queued on node a
+    check_in(a.deltas, 1, 1, t0, t0 + 10'000);  // one of them moves on...
     auto b = report(l);
-    b.deltas.waiting.add({t0, t0}, -1);  // ...through node b, which takes it out of t0
-    b.deltas.waiting.add({t0 + 10'000, t0}, 2);
-    b.deltas.waiting.add({t0 + 10'000, t0}, -3);  // replayed copies: floored at zero
+    check_in(b.deltas, 1, 1, t0, t0 + 10'000);  // ...and a copy of it through node b
+    check_in(b.deltas, 11, 2, t0 + 10'000, t0);
+    check_in(b.deltas, 11, 1, t0 + 10'000, t0);  // a replayed copy: the same ticket
     EXPECT_EQ(ledger.sync("a", "dc", a, t0 + 1'000, 60'000).abandoned, 0);
     EXPECT_EQ(ledger.sync("b", "dc", b, t0 + 2'000, 60'000).abandoned, 0);
-    // At t0 + 35 s the windows of t0 lapse: 3 left in (t0, t0), none in (t0 + 10 s, t0).
+    // At t0 + 35 s the windows of t0 lapse: 3 left in (t0, t0), 2 in (t0 + 10 s, t0).
     auto g = ledger.sync("b", "dc", report(l), t0 + 35'000, 60'000);
-    EXPECT_EQ(g.abandoned, 3);
+    EXPECT_EQ(g.abandoned, 5);
     EXPECT_EQ(ledger.sync("a", "dc", report(l), t0 + 35'500, 60'000).abandoned, 0);
     // The window of t0 + 10 s lapses 10 s later, with its one visitor.
     EXPECT_EQ(ledger.sync("a", "dc", report(l), t0 + 45'000, 60'000).abandoned, 1);

@@ -31,10 +31,17 @@ void add_demand(room::node_state& node, std::int64_t n) {
     node.submit(d);
 }
 
+// A new visitor's request; one queued comes back with the cookie it was given (it is counted
+// from then on).
 room::decision decide(room::engine& e, room::worker_state& ws, sync_task& sync, std::int64_t now,
                       room::rng& rng) {
-    return test::decide_with_top_ups(e, e.rooms()[0], ws, nullptr, now, rng,
-                                     [&] { sync.top_up("shop", now, [](bool) {}); });
+    auto top_up = [&] { sync.top_up("shop", now, [](bool) {}); };
+    room::decision d = test::decide_with_top_ups(e, e.rooms()[0], ws, nullptr, now, rng, top_up);
+    if (d.what != room::action::queue) {
+        return d;
+    }
+    const auto given = d.cookie;
+    return test::decide_with_top_ups(e, e.rooms()[0], ws, &given, now, rng, top_up);
 }
 
 TEST(SyncTask, TwoWorkersOnOneNodeAdmitExactlyTheLimitAndTheirDeltasMerge) {
@@ -1117,22 +1124,20 @@ TEST(SyncTask, ARenewalTheStoreHasNotHadYetHoldsItsPlaceAgainstATopUp) {
     room::worker_state w1(node), w2(node);
     room::rng rng(3);
     sync.run_once(t0);
-    const auto admitted_a = test::decide_with_top_ups(
-        *eng, eng->rooms()[0], w2, nullptr, t0 + 100, rng,
-        [&] { sync.top_up("shop", t0 + 100, [](bool) {}); });
+    const auto admitted_a =
+        test::decide_with_top_ups(*eng, eng->rooms()[0], w2, nullptr, t0 + 100, rng,
+                                  [&] { sync.top_up("shop", t0 + 100, [](bool) {}); });
     ASSERT_EQ(admitted_a.what, room::action::admit);
     w2.flush();
     sync.run_once(t0 + 1000);
     sync.run_once(t0 + 5500);
     const auto again = eng->decide(eng->rooms()[0], w2, &admitted_a.cookie, t0 + 5800, rng);
     ASSERT_EQ(again.what, room::action::admit) << "a's session is alive";
-    EXPECT_EQ(node.unreported_renewals("shop", eng->rooms()[0].limits_at(t0 + 6100), t0 + 6100),
-              1)
+    EXPECT_EQ(node.unreported_renewals("shop", eng->rooms()[0].limits_at(t0 + 6100), t0 + 6100), 1)
         << "a's renewal was handed over at once, and the store let its window go at 6000";
     ASSERT_EQ(eng->decide(eng->rooms()[0], w2, &admitted_a.cookie, t0 + 5900, rng).what,
               room::action::admit);
-    EXPECT_EQ(node.unreported_renewals("shop", eng->rooms()[0].limits_at(t0 + 6100), t0 + 6100),
-              1)
+    EXPECT_EQ(node.unreported_renewals("shop", eng->rooms()[0].limits_at(t0 + 6100), t0 + 6100), 1)
         << "a copy of a's old cookie, replayed, is not handed over again";
     EXPECT_EQ(decide(*eng, w1, sync, t0 + 6100, rng).what, room::action::queue)
         << "a still holds the one place: b waits";

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "waitroom/state/error.hpp"
+#include "waitroom/state/queued_tickets.hpp"
 
 namespace waitroom::state::redis {
 
@@ -39,8 +40,9 @@ command script_call(std::string_view prefix, std::string_view room, const char* 
     c.reserve(32);
     c.emplace_back("EVALSHA");
     c.push_back(room_script_sha());
-    c.emplace_back("7");
-    for (auto& k : room_keys(prefix, room)) {
+    auto keys = room_keys(prefix, room);
+    c.push_back(std::to_string(keys.size()));
+    for (auto& k : keys) {
         c.push_back(std::move(k));
     }
     c.emplace_back(op);
@@ -116,6 +118,25 @@ bool as_windows(const value& v, std::size_t most,
     return true;
 }
 
+// A reply's list of tickets (decimal strings: the script keeps them as it was sent them), sorted
+// into `out`. False for anything else.
+bool as_tickets(const value& v, std::vector<std::uint64_t>& out) {
+    if (v.type != value::kind::array) {
+        return false;
+    }
+    for (const value& t : v.elements) {
+        std::uint64_t ticket = 0;
+        const char* end = t.str.data() + t.str.size();
+        if (t.type != value::kind::string ||
+            std::from_chars(t.str.data(), end, ticket) != std::from_chars_result{end, {}}) {
+            return false;
+        }
+        out.push_back(ticket);
+    }
+    std::sort(out.begin(), out.end());
+    return true;
+}
+
 bool as_switch(const value& v, std::optional<bool>& out) {
     std::int64_t n = 0;
     if (!as_int(v, n) || n < -1 || n > 1) {
@@ -160,7 +181,8 @@ std::vector<std::string> room_keys(std::string_view prefix, std::string_view roo
     return {key(prefix, room, "admitted"), key(prefix, room, "active"),
             key(prefix, room, "waiting"),  key(prefix, room, "nodes"),
             key(prefix, room, "meta"),     key(prefix, room, "overrides"),
-            key(prefix, room, "revoked")};
+            key(prefix, room, "revoked"),  key(prefix, room, "queued"),
+            key(prefix, room, "levels"),   key(prefix, room, "flagged")};
 }
 
 command sync_command(std::string_view prefix, const node_report& node, const room_report& r) {
@@ -185,8 +207,11 @@ command sync_command(std::string_view prefix, const node_report& node, const roo
         c.push_back(std::to_string(w));
         c.push_back(std::to_string(d));
     }
-    c.push_back(std::to_string(windows.waiting.entries().size()));
-    for (const auto& [bw, d] : windows.waiting.entries()) {
+    // The queue counts tickets: its counts go only with a re-report (they come without them).
+    const std::size_t counts = r.full ? windows.waiting.entries().size() : 0;
+    c.push_back(std::to_string(counts));
+    for (std::size_t i = 0; i < counts; ++i) {
+        const auto& [bw, d] = windows.waiting.entries()[i];
         c.push_back(std::to_string(bw.bucket));
         c.push_back(std::to_string(bw.window));
         c.push_back(std::to_string(d));
@@ -195,6 +220,21 @@ command sync_command(std::string_view prefix, const node_report& node, const roo
     for (const auto& rev : windows.revoked) {
         c.push_back(std::to_string(rev.ticket));
         c.push_back(std::to_string(rev.window));
+    }
+    c.push_back(std::to_string(windows.checked_in.size()));
+    for (const auto& ci : windows.checked_in) {
+        c.push_back(std::to_string(ci.ticket));
+        c.push_back(std::to_string(ci.bucket));
+        c.push_back(std::to_string(ci.window));
+        c.push_back(std::to_string(queued_tickets::rank(ci.ticket)));
+    }
+    c.push_back(std::to_string(windows.left_queue.size()));
+    for (std::uint64_t t : windows.left_queue) {
+        c.push_back(std::to_string(t));
+    }
+    c.push_back(std::to_string(windows.flagged.size()));
+    for (std::uint64_t t : windows.flagged) {
+        c.push_back(std::to_string(t));
     }
     // The last two arguments (the script reads them from the end).
     // A re-report sends it too, leaving degraded mode: the script keeps the node reserved until
@@ -218,11 +258,12 @@ command top_up_command(std::string_view prefix, const top_up_request& req) {
 
 command overrides_command(std::string_view prefix, const override_write& w) {
     command c;
-    c.reserve(14);
+    c.reserve(17);
     c.emplace_back("EVALSHA");
     c.push_back(room_script_sha());
-    c.emplace_back("7");
-    for (auto& k : room_keys(prefix, w.room)) {
+    auto keys = room_keys(prefix, w.room);
+    c.push_back(std::to_string(keys.size()));
+    for (auto& k : keys) {
         c.push_back(std::move(k));
     }
     c.emplace_back("overrides");
@@ -371,10 +412,10 @@ std::error_code parse_grant(const value& v, const std::string& room, std::int64_
         out.stale = true;
         return {};
     }
-    // 13 elements; 12 from a script without the places by check-in window, 11 from one without
-    // the minute's sub-windows either (its degraded allowance then dates the minute's sum at the
-    // answer, see sync_degraded.cpp).
-    if (v.type != value::kind::array || v.elements.size() < 11 || v.elements.size() > 13 ||
+    // 14 elements; 13 from a script without the flagged tickets, 12 from one without the places
+    // by check-in window either, 11 from one without the minute's sub-windows too (its degraded
+    // allowance then dates the minute's sum at the answer, see sync_degraded.cpp).
+    if (v.type != value::kind::array || v.elements.size() < 11 || v.elements.size() > 14 ||
         v.elements[8].type != value::kind::string) {
         return bad;
     }
@@ -411,21 +452,10 @@ std::error_code parse_grant(const value& v, const std::string& room, std::int64_
         }
         out.counts.datacenters.push_back({dcs.elements[i].str, static_cast<std::uint32_t>(n)});
     }
-    // Tickets are 64-bit: the script keeps them as the decimal strings it was sent.
-    const value& revoked = e[9];
-    if (revoked.type != value::kind::array) {
+    if (!as_tickets(e[9], out.counts.revoked) ||
+        (e.size() >= 14 && !as_tickets(e[13], out.counts.flagged))) {
         return bad;
     }
-    for (const value& t : revoked.elements) {
-        std::uint64_t ticket = 0;
-        const char* end = t.str.data() + t.str.size();
-        if (t.type != value::kind::string ||
-            std::from_chars(t.str.data(), end, ticket) != std::from_chars_result{end, {}}) {
-            return bad;
-        }
-        out.counts.revoked.push_back(ticket);
-    }
-    std::sort(out.counts.revoked.begin(), out.counts.revoked.end());
     if (e.size() >= 12 && !as_windows(e[11], max_admitted_windows, out.counts.admitted_windows)) {
         return bad;
     }
@@ -538,9 +568,9 @@ std::optional<std::vector<slot_range>> parse_cluster_slots(const value& v,
     }
     std::vector<slot_range> out;
     for (const value& e : v.elements) {
-        if (e.type != kind::array || e.elements.size() < 3 ||
-            e.elements[0].type != kind::integer || e.elements[1].type != kind::integer ||
-            e.elements[2].type != kind::array || e.elements[2].elements.size() < 2) {
+        if (e.type != kind::array || e.elements.size() < 3 || e.elements[0].type != kind::integer ||
+            e.elements[1].type != kind::integer || e.elements[2].type != kind::array ||
+            e.elements[2].elements.size() < 2) {
             return std::nullopt;
         }
         const std::int64_t first = e.elements[0].integer;
@@ -555,9 +585,10 @@ std::optional<std::vector<slot_range>> parse_cluster_slots(const value& v,
         if (host.str == "?") {
             continue;
         }
-        out.push_back({static_cast<std::uint16_t>(first), static_cast<std::uint16_t>(last),
-                       {host.str.empty() ? from.host : host.str,
-                        static_cast<std::uint16_t>(port.integer)}});
+        out.push_back(
+            {static_cast<std::uint16_t>(first),
+             static_cast<std::uint16_t>(last),
+             {host.str.empty() ? from.host : host.str, static_cast<std::uint16_t>(port.integer)}});
     }
     return out;
 }
@@ -568,8 +599,8 @@ std::optional<redis_endpoint> parse_master_address(const value& v) {
     }
     const value& host = v.elements[0];
     const value& port = v.elements[1];
-    if (host.type != value::kind::string || port.type != value::kind::string ||
-        host.str.empty() || host.str.size() > 255) {
+    if (host.type != value::kind::string || port.type != value::kind::string || host.str.empty() ||
+        host.str.size() > 255) {
         return std::nullopt;
     }
     auto p = to_port(port.str);

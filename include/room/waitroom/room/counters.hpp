@@ -3,6 +3,7 @@
 // worker (no lock, no atomic on the decision path); handed to the node's inbox at flush time and
 // merged by the sync task into one push to the store.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -52,6 +53,21 @@ struct revocation {
     bool operator==(const revocation&) const = default;
 };
 
+// A queued visitor counted into a waiting window: the store counts each ticket once, in the
+// latest window it checked in (state::room_ledger), however many requests, copies, workers or
+// nodes carry it.
+struct check_in {
+    std::uint64_t ticket = 0;
+    std::int64_t bucket = 0;  // arrival bucket, unix ms
+    std::int64_t window = 0;  // window of the check-in, unix ms (start)
+    bool operator==(const check_in&) const = default;
+};
+
+// The most check-ins one worker hands over per room between two flushes, and a node sends per
+// room and sync: each costs a request that carried a ticket into a new window, so a flood of
+// them reaches this bound first. Past it, a check-in waits for the visitor's next window.
+inline constexpr std::size_t max_check_ins = 16'384;
+
 // The deltas of one room.
 struct room_deltas {
     delta_map<std::int64_t> admitted;  // rate sub-window start → new admissions
@@ -64,7 +80,20 @@ struct room_deltas {
     // to the store; once its answer counts them, the node's snapshot no longer needs to take
     // them off its free capacity (slot_pool::reported_behind).
     std::int64_t taken_behind = 0;
-    std::vector<revocation> revoked;   // sessions revoked, each ticket once
+    std::vector<revocation> revoked;  // sessions revoked, each ticket once
+    // Queued tickets into a new waiting window (the store's distinct counts). `waiting` above
+    // keeps the node's own count of them, which only a re-report to a store that lost its
+    // memory sends.
+    std::vector<check_in> checked_in;
+    std::vector<std::uint64_t> left_queue;  // queued tickets admitted or refused: out of the counts
+    // Tickets a flag refused (abuse_action): the store lists them to every node, each refusing
+    // them for as long as a cookie carrying them could keep a place.
+    std::vector<std::uint64_t> flagged;
+
+    // Records a check-in, a departure from the queue and a flag (each within max_check_ins).
+    void check_in_ticket(const check_in& c);
+    void leave_queue(std::uint64_t ticket);
+    void flag(std::uint64_t ticket);
 
     // Records a revocation unless this ticket's is already here.
     void revoke(const revocation& r);

@@ -219,17 +219,15 @@ class worker_state {
 
     node_state& node_;
     ticket_ring revoked_;
-    // The pre-flag tickets of visitors flagged here (abuse_action): a ring of their own, so that
-    // mass flagging cannot push spent places and revoked sessions out of `revoked_`.
+    // The pre-flag tickets of visitors flagged here (abuse_action), refused here at once: the
+    // store's list of flagged tickets is the record, which every worker and node refuses from
+    // its next sync. A ring of its own, so that mass flagging cannot push spent places and
+    // revoked sessions out of `revoked_`.
     ticket_ring flag_refused_;
-    // The challenge tickets that joined the queue here lately: the same solved challenge sent
-    // again to this worker is the place it already took, not one more in the waiting counts.
-    ticket_ring joined_;
-    // The queued tickets this worker counted into a waiting window: a copy of one queued cookie
-    // sent again in the same window (a bot replaying it, a retried request) is the visitor
-    // already counted there, not one more ahead of everyone behind it. Direct-mapped and fixed
-    // in size: a ticket pushed out by another is counted again (as copies all were before), so
-    // copies count at most once per worker and window however many are sent.
+    // The tickets this worker checked into a waiting window: a copy of one queued cookie, or of
+    // a solved challenge, sent again in the same window is handed over once. The store counts
+    // each ticket once whatever is handed over; this only spares it the copies. Direct-mapped and
+    // fixed in size: a ticket pushed out by another is handed over again.
     struct window_tickets {
         struct entry {
             std::uint64_t ticket = 0;

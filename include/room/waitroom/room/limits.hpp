@@ -11,30 +11,30 @@ namespace waitroom::room {
 
 // Granularity of the counters. The defaults are the tuned values; the simulator may vary them.
 struct windowing {
-    std::int64_t window_ms = 10'000;         // active/waiting windows and arrival buckets
-    std::int64_t rate_window_ms = 250;       // sub-windows of the sliding minute (admitted);
-                                             // the oldest counts whole, so the minute is in
-                                             // effect span + this (1 s left ~3% idle)
-    std::int64_t rate_span_ms = 60'000;      // new_users_per_minute is per this span
-    std::int64_t abandon_margin_ms = 5'000;  // slack over refresh_interval before a queued
-                                             // visitor who stopped refreshing is dropped
-    std::int64_t min_refresh_ms = 2'000;     // adaptive refresh: visitors near the front
-                                             // (3 s left the simulator's rooms 0.2-0.5 points
-                                             // idler: issue 16, bench/README.md)
-    std::int64_t front_hold_ms = 8'000;      // a freed place is held this long for the oldest
-                                             // waiting bucket before a later one may take it:
-                                             // a front visitor back at 2.5 times a 3 s
-                                             // Refresh (a background tab; one whose window
-                                             // just became the front may be on a longer one
-                                             // than min_refresh) and a sync (issue 16)
-    std::int64_t queue_rejoin_ms = 600'000;  // a queued cookie silent longer than this starts
-                                             // over at the back
-    std::int64_t refresh_slack_ms = 1'000;   // a refresh this much before its due time still
-                                             // counts (clock skew between nodes)
-    std::int64_t flood_span_ms = 60'000;     // abuse_action: requests are counted per this span
-    std::int64_t flood_factor = 5;           // abuse_action: more than this many times the
-                                             // refreshes the Refresh allows in a span flags;
-                                             // `slow` also stretches the Refresh by it
+    std::int64_t window_ms = 10'000;          // active/waiting windows and arrival buckets
+    std::int64_t rate_window_ms = 250;        // sub-windows of the sliding minute (admitted);
+                                              // the oldest counts whole, so the minute is in
+                                              // effect span + this (1 s left ~3% idle)
+    std::int64_t rate_span_ms = 60'000;       // new_users_per_minute is per this span
+    std::int64_t abandon_margin_ms = 5'000;   // slack over refresh_interval before a queued
+                                              // visitor who stopped refreshing is dropped
+    std::int64_t min_refresh_ms = 2'000;      // adaptive refresh: visitors near the front
+                                              // (3 s left the simulator's rooms 0.2-0.5 points
+                                              // idler: issue 16, bench/README.md)
+    std::int64_t front_hold_ms = 8'000;       // a freed place is held this long for the oldest
+                                              // waiting bucket before a later one may take it:
+                                              // a front visitor back at 2.5 times a 3 s
+                                              // Refresh (a background tab; one whose window
+                                              // just became the front may be on a longer one
+                                              // than min_refresh) and a sync (issue 16)
+    std::int64_t queue_rejoin_ms = 600'000;   // a queued cookie silent longer than this starts
+                                              // over at the back
+    std::int64_t refresh_slack_ms = 1'000;    // a refresh this much before its due time still
+                                              // counts (clock skew between nodes)
+    std::int64_t flood_span_ms = 60'000;      // abuse_action: requests are counted per this span
+    std::int64_t flood_factor = 5;            // abuse_action: more than this many times the
+                                              // refreshes the Refresh allows in a span flags;
+                                              // `slow` also stretches the Refresh by it
     std::int64_t challenge_ttl_ms = 600'000;  // challenge: a solution is taken this long after
                                               // the challenge was issued; later, a new one
 };
@@ -106,6 +106,12 @@ inline bool revocation_live(std::int64_t start, const room_limits& l, std::int64
 // replayed revoke of a forgotten session may free its window once more (windows count for at
 // least zero). The Redis script holds the same number.
 inline constexpr std::size_t max_revoked_sessions = 4096;
+
+// The most tickets refused by a flag (abuse_action) a store remembers per room, in a list of
+// their own (so that mass flagging pushes no spent place out of the refused tickets), each for
+// as long as a refused ticket is (revocation_live). Past it the oldest are forgotten first. The
+// Redis script holds the same number.
+inline constexpr std::size_t max_flagged_tickets = 4096;
 
 // The most entries a store lists per room of the places by last check-in window
 // (room_counts::active_windows). A room has session / active_window_ms + 1 windows live: about

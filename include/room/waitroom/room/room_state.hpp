@@ -42,6 +42,8 @@ struct room_counts {
     std::vector<std::pair<std::int64_t, std::int64_t>> waiting;  // (bucket, queued) ascending
     std::vector<datacenter_nodes> datacenters;                   // live nodes
     std::vector<std::uint64_t> revoked;  // tickets of revoked sessions still refused, ascending
+    // Tickets refused by a flag (abuse_action) on any node, still refused, ascending.
+    std::vector<std::uint64_t> flagged;
 };
 
 // One room in a snapshot: the counts plus what the decision needs precomputed.
@@ -58,6 +60,11 @@ class room_state {
     std::int64_t waiting_total() const { return waiting_total_; }
     // Queued visitors in buckets strictly older than `bucket`.
     std::int64_t waiting_before(std::int64_t bucket) const;
+    // A flag (abuse_action, on any node) refused `ticket`: its cookies hold no place.
+    bool flagged(std::uint64_t ticket) const {
+        return !counts_.flagged.empty() &&
+               std::binary_search(counts_.flagged.begin(), counts_.flagged.end(), ticket);
+    }
     // Queued visitors in `bucket` itself.
     std::int64_t waiting_in(std::int64_t bucket) const;
     std::uint32_t nodes() const;
@@ -123,7 +130,7 @@ class room_state {
     double abandon_per_minute_ = 0;
     bool abandon_measured_ = false;  // false: abandon_per_minute_ is the prior, per snapshot
     std::int64_t abandon_measured_at_ms_ = 0;  // the snapshot of the last sample
-    double prior_abandon_per_minute() const;  // faded by the queueing so far
+    double prior_abandon_per_minute() const;   // faded by the queueing so far
     // A session, at least a minute: the span the abandonment prior fades over and the turnover
     // is averaged over.
     double fade_ms() const;

@@ -2,12 +2,12 @@
 // The counting and lease arithmetic of one room inside a store: sums the counter windows, forgets
 // dead windows and silent nodes, and sizes leases by each node's recent demand (about one
 // interval of it; with other nodes live also at most half a share, which binds only a node of
-// little demand, so the rest stays free for top-ups) without ever leasing more than is free. While other nodes are
-// live, a node without demand for an interval leases nothing (its node hands the unused slots
-// back in the same report), no grant exceeds the node's share of the unheld slots, and near the
-// limit nobody leases: the last free places go by top-ups of what the waiting visitors need.
-// It also keeps the room's run-time switches, which every sync answer carries.
-// The local store uses it directly; the Redis script mirrors it.
+// little demand, so the rest stays free for top-ups) without ever leasing more than is free. While
+// other nodes are live, a node without demand for an interval leases nothing (its node hands the
+// unused slots back in the same report), no grant exceeds the node's share of the unheld slots, and
+// near the limit nobody leases: the last free places go by top-ups of what the waiting visitors
+// need. It also keeps the room's run-time switches, which every sync answer carries. The local
+// store uses it directly; the Redis script mirrors it.
 
 #include <array>
 #include <cstdint>
@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "waitroom/state/queued_tickets.hpp"
 #include "waitroom/state/store.hpp"
 
 namespace waitroom::state {
@@ -58,8 +59,8 @@ class room_ledger {
     // `id` (0: none) is remembered with the grant until a sync names it lost.
     std::int64_t top_up(const std::string& node_id, const std::string& datacenter,
                         const room::room_limits& limits, std::int64_t want, std::int64_t now_ms,
-                        const std::string& epoch = {}, std::uint64_t id = 0,
-                        std::int64_t need = 0, std::int64_t unreported = 0);
+                        const std::string& epoch = {}, std::uint64_t id = 0, std::int64_t need = 0,
+                        std::int64_t unreported = 0);
 
     // Current aggregated state (also what the admin API of a node sees after a sync).
     room::room_counts counts(const room::room_limits& limits, std::int64_t now_ms) const;
@@ -84,7 +85,10 @@ class room_ledger {
         std::uint64_t top_up_id = 0;
         std::int64_t top_up_granted = 0;
     };
-    void apply(const room::room_deltas& d, const room::room_limits& l, std::int64_t now_ms);
+    // `full`: a re-report of the node's live windows (its waiting counts come without tickets).
+    void apply(const room::room_deltas& d, const room::room_limits& l, std::int64_t now_ms,
+               bool full);
+    void apply_flags(const room::room_deltas& d, const room::room_limits& l, std::int64_t now_ms);
     void apply_revocations(const room::room_deltas& d, const room::room_limits& l,
                            std::int64_t now_ms);
     // Drops dead windows; returns the queued visitors the lapsed waiting windows still held.
@@ -148,7 +152,12 @@ class room_ledger {
 
     std::map<std::int64_t, std::int64_t> admitted_;  // rate sub-window → admissions
     std::map<std::int64_t, std::int64_t> active_;    // window → admitted visitors
-    std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> waiting_;  // (bucket, window)
+    queued_tickets queued_;  // the queue: distinct tickets by (bucket, window)
+    struct flagged_ticket {
+        std::int64_t since = 0;  // window of the store's first word of it
+    };
+    // Tickets a flag refused (abuse_action), at most room::max_flagged_tickets.
+    std::map<std::uint64_t, flagged_ticket> flagged_;
     struct revoked_session {
         std::int64_t since = 0;  // window of the store's first word of it
         bool freed = false;      // its place was freed (a revocation named a live window)

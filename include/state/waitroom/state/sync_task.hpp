@@ -181,8 +181,8 @@ class sync_task {
     std::uint64_t overrides_seen_ = 0;  // overrides_->writes() when the sync in flight left
     bool in_flight_ = false;
     std::int64_t in_flight_since_ms_ = 0;  // when the sync in flight started
-    std::uint64_t next_batch_;           // the next report's id (random start, see store.hpp)
-    std::uint64_t in_flight_batch_ = 0;  // the id of the report in flight
+    std::uint64_t next_batch_;             // the next report's id (random start, see store.hpp)
+    std::uint64_t in_flight_batch_ = 0;    // the id of the report in flight
     std::map<std::string, unknown_room> unknown_;  // room → sent again before any new report
     std::int64_t last_success_ms_ = 0;
     // room → the last sync that settled it (its report applied and answered); a room the store
@@ -220,6 +220,13 @@ class sync_task {
         std::int64_t since = 0;    // window in which this node first knew of it
     };
     std::map<std::string, std::map<std::uint64_t, known_revocation>> revoked_;
+    // The tickets refused by a flag (abuse_action) of each room this node knows, kept alike: the
+    // store's last list and the node's own flags, each for as long as the store keeps it, at
+    // most room::max_flagged_tickets, and all sent again with a re-report.
+    struct known_flag {
+        std::int64_t since = 0;  // window in which this node first knew of it
+    };
+    std::map<std::string, std::map<std::uint64_t, known_flag>> flagged_;
     std::function<void(std::chrono::nanoseconds, std::error_code)> on_sync_complete_;
 
     // --- Top-ups ------------------------------------------------------------------------------

@@ -31,6 +31,13 @@
 --   6 overrides hash  queue_all, suspended -> "0" | "1" (run-time switches; absent = unset)
 --   7 revoked   hash  ticket (decimal) -> "since:freed": the window of the store's first word of
 --                     the revoked session (ms), and 1 once its place was freed, else 0
+--   8 queued    hash  ticket (decimal) -> "bucket:window:rank": the queued tickets counted in
+--                     `waiting`, each in its latest window (state/queued_tickets.hpp); rank: its
+--                     leading zero bits, which place it in its bucket's sample
+--   9 levels    hash  bucket -> sampling level: only tickets of rank >= level are kept, each
+--                     counting as 2^level visitors (absent: 0, every ticket)
+--  10 flagged   hash  ticket (decimal) -> since: tickets a flag refused (abuse_action), from
+--                     the window of the store's first word of them (ms)
 -- ARGV:
 --   1 "sync" | "top_up" | "overrides"
 --   overrides: 2 queue_all  3 suspended (each "keep" | "unset" | "0" | "1")  4 keep_ms
@@ -47,6 +54,10 @@
 --           then m, then m pairs (window, delta) for active
 --           then k, then k triples (bucket, window, delta) for waiting
 --           then r, then r pairs (ticket, window) of revocations (window -1 = none live)
+--           then c, then c quadruples (ticket, bucket, window, rank) of queued tickets checked
+--              into a waiting window (the waiting triples come only with a re-report)
+--           then q, then q tickets out of the queue (admitted, refused)
+--           then f, then f tickets refused by a flag
 --           next to last: the node's exact held slots after this report's returns, sent by
 --              a node leaving degraded mode ("-1" = none: take slots_used and slots_returned
 --              off the count instead; with a re-report, held is ARGV[20] either way)
@@ -62,7 +73,8 @@
 --                   {sub-window, admissions, ...} (the live admitted windows above zero,
 --                   ascending: when the minute's admissions leave it),
 --                   {window, visitors, ...} (the live active windows above zero, ascending:
---                   when each place frees if its visitor does not come back)}
+--                   when each place frees if its visitor does not come back),
+--                   {flagged ticket, ...}}
 --                  or "stale" when ARGV[19] is another epoch and ARGV[20] is "-1": nothing
 --                  was applied (no node touched), the node sends its live totals instead
 --          top_up: granted (0 while ARGV[15] is set and is not the room's epoch, and
@@ -106,7 +118,7 @@ end
 -- again. So the keys are checked first, before any write: such a sync (or top-up) fails whole,
 -- and the node resends it under its batch until the key is fixed. Redis out of memory also
 -- refuses the first write, which comes after these checks.
-for i = 1, 7 do
+for i = 1, 10 do
     local t = redis.call('TYPE', KEYS[i])['ok']
     if t ~= 'hash' and t ~= 'none' then
         return redis.error_reply('WRONGTYPE ' .. KEYS[i] .. ' holds a ' .. t .. ', not a hash')
@@ -158,6 +170,11 @@ local function incr(key, field, d)
 end
 -- room::max_revoked_sessions
 local MAX_REVOKED = 4096
+-- room::max_flagged_tickets
+local MAX_FLAGGED = 4096
+-- state::max_queued_tickets, and queued_tickets.cpp's highest level
+local MAX_QUEUED = 4096
+local MAX_LEVEL = 40
 
 -- std::map orders node ids by bytes; Lua's string '<' follows the server's locale. Sorting
 -- by bytes keeps the demand sum (floating point) and the datacenter order identical.
@@ -296,7 +313,7 @@ local function keys_ttl(node_ttl)
 end
 local function set_ttls(node_ttl)
     local ttl = keys_ttl(node_ttl)
-    for i = 1, 7 do redis.call('PEXPIRE', KEYS[i], ttl) end
+    for i = 1, 10 do redis.call('PEXPIRE', KEYS[i], ttl) end
 end
 
 -- The space-separated counts of a meta value as this script writes them (see count), or nil
@@ -515,6 +532,117 @@ if seen[node_id] ~= nil then prev_seen = seen[node_id].ls end
 if seen[node_id] == nil then seen[node_id] = {ls = now, held = 0, peers = 1, free = 0} end
 seen[node_id].ls = now
 
+-- The queue's distinct tickets (state/queued_tickets.cpp, step for step).
+local function level_of(bucket)
+    return count(redis.call('HGET', KEYS[9], bucket)) or 0
+end
+-- A `queued` value: bucket, window, rank; nil for anything this script did not write.
+local function queued_entry(v)
+    local b, w, r = string.match(v or '', '^(%-?%d+):(%-?%d+):(%d+)$')
+    if b == nil then return nil end
+    return count(b), count(w), tonumber(r)
+end
+local function bw_field(b, w) return string.format('%d:%d', b, w) end
+
+-- queued_tickets::check_in: counted once, in its latest window; out of its bucket's sample, not
+-- kept at all.
+local function queue_check_in(ticket, b, w, rank)
+    local wn = tonumber(w)
+    if not waiting_live(wn) then return end
+    local sampled = rank >= level_of(b)
+    local eb, ew = queued_entry(redis.call('HGET', KEYS[8], ticket))
+    if eb ~= nil and ew ~= nil then
+        local live = waiting_live(ew)
+        if live and ew >= wn then return end
+        if live then incr(KEYS[3], bw_field(eb, ew), -1) end
+        if not sampled then
+            redis.call('HDEL', KEYS[8], ticket)
+            return
+        end
+    elseif not sampled then
+        return
+    end
+    redis.call('HSET', KEYS[8], ticket, b .. ':' .. w .. ':' .. rank)
+    incr(KEYS[3], b .. ':' .. w, 1)
+end
+
+-- queued_tickets::leave
+local function queue_leave(ticket)
+    local eb, ew = queued_entry(redis.call('HGET', KEYS[8], ticket))
+    if eb ~= nil and ew ~= nil and waiting_live(ew) then incr(KEYS[3], bw_field(eb, ew), -1) end
+    redis.call('HDEL', KEYS[8], ticket)
+end
+
+-- queued_tickets::bound: past MAX_QUEUED, dead entries go, then the largest bucket (the oldest
+-- of equals) is sampled one level further until three quarters of it remain.
+local function bound_queue()
+    if redis.call('HLEN', KEYS[8]) <= MAX_QUEUED then return end
+    local raw = redis.call('HGETALL', KEYS[8])
+    local entries, size = {}, 0
+    for k = 1, #raw, 2 do
+        local b, w, r = queued_entry(raw[k + 1])
+        if b == nil or w == nil or not waiting_live(w) then
+            redis.call('HDEL', KEYS[8], raw[k])
+        else
+            entries[raw[k]] = {b, w, r}
+            size = size + 1
+        end
+    end
+    while size > MAX_QUEUED / 4 * 3 do
+        local sizes = {}
+        for _, e in pairs(entries) do sizes[e[1]] = (sizes[e[1]] or 0) + 1 end
+        local best, most = nil, -1
+        for b, c in pairs(sizes) do
+            if level_of(string.format('%d', b)) < MAX_LEVEL and
+               (c > most or (c == most and b < best)) then
+                best, most = b, c
+            end
+        end
+        if best == nil then break end
+        local to = level_of(string.format('%d', best)) + 1
+        redis.call('HSET', KEYS[9], string.format('%d', best), to)
+        for t, e in pairs(entries) do
+            if e[1] == best and e[3] < to then
+                incr(KEYS[3], bw_field(e[1], e[2]), -1)
+                redis.call('HDEL', KEYS[8], t)
+                entries[t] = nil
+                size = size - 1
+            end
+        end
+    end
+end
+
+-- room_ledger::apply_flags: live entries kept, new ones from now's window, the oldest forgotten
+-- past MAX_FLAGGED (by since, then ticket as numbers).
+local function apply_flags(fresh)
+    local known, ages = {}, {}
+    local raw = redis.call('HGETALL', KEYS[10])
+    for k = 1, #raw, 2 do
+        local since = count(raw[k + 1])
+        if since ~= nil and revocation_live(since) then
+            known[raw[k]] = true
+            ages[#ages + 1] = {since, raw[k]}
+        else
+            redis.call('HDEL', KEYS[10], raw[k])
+        end
+    end
+    local since = floor_to(now, L.window)
+    for _, t in ipairs(fresh) do
+        if not known[t] then
+            known[t] = true
+            ages[#ages + 1] = {since, t}
+            redis.call('HSET', KEYS[10], t, string.format('%d', since))
+        end
+    end
+    if #ages > MAX_FLAGGED then
+        table.sort(ages, function(x, y)
+            if x[1] ~= y[1] then return x[1] < y[1] end
+            return ticket_less(x[2], y[2])
+        end)
+        for k = 1, #ages - MAX_FLAGGED do redis.call('HDEL', KEYS[10], ages[k][2]) end
+    end
+end
+
 -- Deltas for windows that stopped counting change nothing: skip them rather than resurrect.
 -- merge_windows(i, live, key): the count at ARGV[i], then that many (window, delta) pairs
 -- added to hash `key` where `live(window)`; returns the index after them.
@@ -553,7 +681,8 @@ if not applied_before then
     local n = tonumber(ARGV[i])
     for j = 1, n do
         local b, w, d = ARGV[i + 3 * j - 2], ARGV[i + 3 * j - 1], ARGV[i + 3 * j]
-        if waiting_live(tonumber(w)) then incr(KEYS[3], b .. ':' .. w, d) end
+        -- Counts without tickets: a re-report's (queued_tickets::add_count)
+        if full and waiting_live(tonumber(w)) then incr(KEYS[3], b .. ':' .. w, d) end
     end
     i = i + 3 * n + 1
     -- Revocations (room_ledger::apply_revocations): a ticket's place is freed once, by its
@@ -625,6 +754,22 @@ if not applied_before then
             redis.call('HSET', KEYS[7], ticket, string.format('%d:0', since))
         end
     end
+    i = i + 2 * n + 1
+    -- The queue's tickets (queued_tickets.cpp): checked in, out, then held to the bound.
+    n = tonumber(ARGV[i])
+    for j = 1, n do
+        local k = i + 4 * (j - 1)
+        queue_check_in(ARGV[k + 1], ARGV[k + 2], ARGV[k + 3], tonumber(ARGV[k + 4]))
+    end
+    i = i + 4 * n + 1
+    n = tonumber(ARGV[i])
+    for j = 1, n do queue_leave(ARGV[i + j]) end
+    i = i + n + 1
+    bound_queue()
+    n = tonumber(ARGV[i])
+    local flags = {}
+    for j = 1, n do flags[#flags + 1] = ARGV[i + j] end
+    apply_flags(flags)
 end
 
 -- The minute's admissions by sub-window and the places by check-in window, as
@@ -661,7 +806,9 @@ for k = 1, #raw, 2 do
     b, w = count(b), count(w)
     local v = count(raw[k + 1])
     if b == nil or w == nil or v == nil or not waiting_live(w) then
-        if b ~= nil and w ~= nil and v ~= nil then abandoned = abandoned + math.max(0, v) end
+        if b ~= nil and w ~= nil and v ~= nil then
+            abandoned = abandoned + math.max(0, v) * 2 ^ level_of(string.format('%d', b))
+        end
         redis.call('HDEL', KEYS[3], raw[k])
     else
         if per_bucket[b] == nil then
@@ -672,6 +819,21 @@ for k = 1, #raw, 2 do
     end
 end
 table.sort(buckets)
+-- Each bucket's count stands for 2^level visitors a ticket; a bucket none of whose windows
+-- counts any more keeps no level (queued_tickets::prune).
+do
+    local lv = redis.call('HGETALL', KEYS[9])
+    local levels = {}
+    for k = 1, #lv, 2 do
+        local b = count(lv[k])
+        if b == nil or per_bucket[b] == nil then
+            redis.call('HDEL', KEYS[9], lv[k])
+        else
+            levels[b] = count(lv[k + 1]) or 0
+        end
+    end
+    for _, b in ipairs(buckets) do per_bucket[b] = per_bucket[b] * 2 ^ (levels[b] or 0) end
+end
 
 if not applied_before then
     -- The node's exact held slots: sent only by a node leaving degraded mode (with a re-report
@@ -823,6 +985,12 @@ local rev = redis.call('HGETALL', KEYS[7])
 for k = 1, #rev, 2 do
     if revocation_live(revoked_since(rev[k + 1])) then revoked[#revoked + 1] = rev[k] end
 end
+local flagged = {}
+local fl = redis.call('HGETALL', KEYS[10])
+for k = 1, #fl, 2 do
+    local since = count(fl[k + 1])
+    if since ~= nil and revocation_live(since) then flagged[#flagged + 1] = fl[k] end
+end
 return {granted, release, active, admitted,
         held_total(nodes, ids), waiting, dcs, read_overrides(), epoch, revoked, abandoned,
-        ascending_pairs(admitted_windows), ascending_pairs(active_windows)}
+        ascending_pairs(admitted_windows), ascending_pairs(active_windows), flagged}
