@@ -28,7 +28,7 @@ sanitize="${FUZZ_SANITIZE:-address,undefined}"
 # compilation, needed by whatever includes gateway headers.
 cookie_src="src/cookie/base64.cpp src/cookie/codec.cpp src/cookie/error.cpp
   src/cookie/http_cookie.cpp src/cookie/key_ring.cpp src/config/secret_file.cpp"
-gateway_head_src="src/gateway/forward_headers.cpp src/gateway/message_head.cpp
+gateway_head_src="src/gateway/chunk_line.cpp src/gateway/forward_headers.cpp src/gateway/message_head.cpp
   src/gateway/outgoing_message.cpp src/net/asio_impl.cpp"
 # A whole module's sources, read from its CMakeLists.txt (add_library's list), so that a file
 # added to the library is linked here too; those generated into the build tree come out as
@@ -41,7 +41,7 @@ module_sources() {
 config_src="$(module_sources src/config) $(module_sources src/util)"
 room_src="src/room/page_model.cpp"
 pages_src="$(module_sources src/pages)"
-state_src="src/state/redis/redis_protocol.cpp src/state/error.cpp
+state_src="src/state/redis/redis_protocol.cpp src/state/error.cpp src/state/queued_tickets.cpp
   @gen/src/state/redis/redis_scripts.cpp"
 net_libs="-lssl -lcrypto -lspdlog -lfmt -pthread"
 
