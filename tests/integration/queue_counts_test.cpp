@@ -221,13 +221,16 @@ TEST_F(QueueCounts, CopiesOfOneQueuedCookieOnManyConnectionsCountAsOneVisitor) {
     EXPECT_EQ(most, 1);
 }
 
+// Three places of 20 s sessions drawn at random, refreshed every 10 s.
+constexpr const char* small_random_room =
+    "total_active_users: 3, new_users_per_minute: 1000, session_duration: 20s, "
+    "refresh_interval: 10s, queueing_method: random";
+
 // A `random` room of 3 places under a flood of cookieless requests (about 100 a second): the
 // flood holds no ticket, so it dilutes no draw, and the polite visitors are all admitted as the
 // places free.
 TEST_F(QueueCounts, InARandomRoomACookielessFloodLeavesNoFreePlaceIdleWhileTicketHoldersWait) {
-    start_room(
-        "total_active_users: 3, new_users_per_minute: 1000, session_duration: 20s, "
-        "refresh_interval: 10s, queueing_method: random");
+    start_room(small_random_room);
     fill(3);
     auto flood = [&] {
         cookie_jar bot;
@@ -247,9 +250,7 @@ TEST_F(QueueCounts, InARandomRoomACookielessFloodLeavesNoFreePlaceIdleWhileTicke
 // tickets is counted, and none draws again): free places still go to ticket holders within the
 // hold, whatever the count.
 TEST_F(QueueCounts, InARandomRoomTicketsThatComeBackOnceLeaveNoFreePlaceIdle) {
-    start_room(
-        "total_active_users: 3, new_users_per_minute: 1000, session_duration: 20s, "
-        "refresh_interval: 10s, queueing_method: random");
+    start_room(small_random_room);
     fill(3);
     auto flood = [&] {
         cookie_jar bot;
